@@ -1,0 +1,54 @@
+"""Pick the core: the compiled `_sense_core`, or the pure-Python twin.
+
+AMRITA_SENSE_NO_EXTENSIONS=1 forces the twin; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
+makes a missing compiled core an error instead of a silent fallback.
+`IMPLEMENTATION` records what actually loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _load():
+    if _flag("AMRITA_SENSE_NO_EXTENSIONS") or platform.python_implementation() != "CPython":
+        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS") and not _flag("AMRITA_SENSE_NO_EXTENSIONS"):
+            raise ImportError("the compiled core was required but this interpreter cannot load it")
+        from amrita_sense import _core_py as core
+
+        return core
+    try:
+        import _sense_core as core
+    except ImportError:
+        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
+            raise
+        from amrita_sense import _core_py as core
+    return core
+
+
+_impl = _load()
+
+IMPLEMENTATION: str = _impl.IMPLEMENTATION
+Program = _impl.Program
+PointerVector = _impl.PointerVector
+Stack = _impl.Stack
+SuspendFlag = _impl.SuspendFlag
+InterpretLock = _impl.InterpretLock
+InterpreterCore = _impl.InterpreterCore
+NEVER_PENDING = _impl.NEVER_PENDING
+ALWAYS_PENDING = _impl.ALWAYS_PENDING
+FLAG_IF = _impl.FLAG_IF
+FLAG_HLT = _impl.FLAG_HLT
+FLAG_JMP = _impl.FLAG_JMP
+ROW_CORO = _impl.ROW_CORO
+ROW_THREAD = _impl.ROW_THREAD
+ROW_PRECHECK = _impl.ROW_PRECHECK
+ROW_EMPTY = _impl.ROW_EMPTY
+STEP_RAN = _impl.STEP_RAN
+STEP_SKIPPED = _impl.STEP_SKIPPED
+STEP_END = _impl.STEP_END

@@ -1,0 +1,631 @@
+"""Pure-Python twin of the compiled core `_sense_core`.
+
+Same classes, same algorithms, same behaviour as `src/_sense_core.pyx`; it is
+the readable reference and the fallback when no compiler is available.
+A fix in one core needs the matching fix in the other.
+
+The core owns the hot path: the flat node table (`Program`), the program
+counter (`PointerVector`, a lazy view over a table row), the return stack
+(`Stack`), the interpreter lock, and the step loop (`InterpreterCore`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+
+from amrita_sense.exceptions import NullPointerException
+
+IMPLEMENTATION = "python"
+
+FLAG_IF = 1
+FLAG_HLT = 2
+FLAG_JMP = 4
+
+ROW_CORO = 1
+ROW_THREAD = 2
+ROW_PRECHECK = 4
+ROW_EMPTY = 8
+
+STEP_RAN = 0
+STEP_SKIPPED = 1
+STEP_END = 2
+
+_CHECK_CLOCK_EVERY = 64
+
+
+class SuspendFlag:
+    """A cell that says whether a suspend request is outstanding on a stream."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending = False
+
+
+NEVER_PENDING = SuspendFlag()
+ALWAYS_PENDING = SuspendFlag()
+ALWAYS_PENDING.pending = True
+
+PC_CHECKPOINT = "WorkflowInterpreter::each_node"
+
+
+class Program:
+    """The flat node table of one rendered graph.
+
+    One row per executable slot in depth-first order (a node, or an empty
+    segment that execution can land on). Plain advancement is `row + 1`:
+    entering nested segments and leaving exhausted ones is already folded
+    into the order.
+    """
+
+    __slots__ = ("addrs", "bits", "funcs", "graph", "nodes", "nrows", "row_of", "seg_row", "successor", "tags")
+
+    def __init__(self, graph, nodes, funcs, tags, bits, addrs, row_of, seg_row):
+        self.graph = graph
+        self.nodes = nodes
+        self.funcs = funcs
+        self.tags = tags
+        self.bits = bits
+        self.addrs = addrs
+        self.row_of = row_of
+        self.seg_row = seg_row
+        self.nrows = len(nodes)
+        self.successor = None
+
+    def locate(self, items):
+        """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
+
+        `exact` is False when the address names a non-empty segment whose
+        first executable row is `row`.
+        """
+        key = tuple(items)
+        row = self.row_of.get(key)
+        if row is not None:
+            return row, True
+        row = self.seg_row.get(key)
+        if row is not None:
+            return row, False
+        return -1, False
+
+
+class PointerVector:
+    """The program counter: a list of indices from the root segment down.
+
+    While bound to a program it is a lazy view: the core moves `_row` and
+    the list is materialised only when someone reads it.
+    """
+
+    __slots__ = ("__weakref__", "_items", "_lock", "_prog", "_row")
+
+    def __init__(self, base=None):
+        self._items = base or [0]
+        self._row = -1
+        self._prog = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def _at_row(cls, prog, row):
+        vec = cls.__new__(cls)
+        vec._items = None
+        vec._row = row
+        vec._prog = prog
+        vec._lock = threading.Lock()
+        return vec
+
+    def _list(self):
+        items = self._items
+        if items is None:
+            items = self._items = list(self._prog.addrs[self._row])
+        return items
+
+    def _set_row(self, prog, row):
+        self._prog = prog
+        self._row = row
+        self._items = None
+
+    @property
+    def base_addr(self):
+        return self._list()
+
+    @base_addr.setter
+    def base_addr(self, value):
+        self._items = value
+
+    def offset(self, offset):
+        with self._lock:
+            self._list()[-1] += offset
+            return self
+
+    def offset_far(self, offset):
+        with self._lock:
+            items = self._list()
+            result = _offset_far(items, list(offset))
+            items[:] = result
+            return self
+
+    def near_to(self, short_offset):
+        with self._lock:
+            self._list()[-1] = short_offset
+            return self
+
+    def far_to(self, addr):
+        with self._lock:
+            items = self._list()
+            items[:] = list(addr)
+            return self
+
+    def pop(self):
+        with self._lock:
+            return self._list().pop()
+
+    def append(self, node_ip):
+        with self._lock:
+            self._list().append(node_ip)
+
+    def clear(self):
+        with self._lock:
+            self._items = []
+
+    def copy(self):
+        if self._items is None:
+            return PointerVector._at_row(self._prog, self._row)
+        return PointerVector(list(self._items))
+
+    def __add__(self, other):
+        return self.copy().offset_far(other.base_addr)
+
+    def __sub__(self, other):
+        return self.copy().offset_far([-i for i in other.base_addr])
+
+    def __bool__(self):
+        return self._items is None or bool(self._items)
+
+    def __eq__(self, value):
+        if not isinstance(value, type(self)):
+            return False
+        return self._list() == value._list()
+
+    def __hash__(self):
+        return hash(tuple(self._list()))
+
+    def __repr__(self):
+        return f"PointerVector({self._list()})"
+
+    def __getitem__(self, index):
+        return self._list()[index]
+
+    def __setitem__(self, index, value):
+        with self._lock:
+            self._list()[index] = value
+
+    def __iter__(self):
+        return iter(list(self._list()))
+
+    def __len__(self):
+        if self._items is None:
+            return len(self._prog.addrs[self._row])
+        return len(self._items)
+
+    def __delitem__(self, key):
+        raise ValueError("Cannot delete items from PointerVector")
+
+
+def _offset_far(base, offset):
+    """Element-wise sum after zero-padding; cut at the first negative coordinate."""
+    width = max(len(base), len(offset))
+    base = base + [0] * (width - len(base))
+    offset = offset + [0] * (width - len(offset))
+    result = []
+    for a, b in zip(base, offset):
+        if a + b < 0:
+            break
+        result.append(a + b)
+    return result
+
+
+class Stack:
+    """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
+
+    __slots__ = ("_lk", "ovf", "stack")
+
+    def __init__(self, ovf=1024):
+        self.stack = []
+        self.ovf = ovf
+        self._lk = threading.Lock()
+
+    def __class_getitem__(cls, item):
+        return cls
+
+    def __len__(self):
+        return len(self.stack)
+
+    def __repr__(self):
+        return repr(self.stack)
+
+    def __str__(self):
+        return str(self.stack)
+
+    def __bool__(self):
+        return bool(self.stack)
+
+    def push(self, item):
+        with self._lk:
+            if len(self.stack) >= self.ovf:
+                raise OverflowError("Stack overflow")
+            self.stack.append(item)
+
+    def pop(self):
+        with self._lk:
+            if not self.stack:
+                raise IndexError("Stack is empty")
+            return self.stack.pop()
+
+    def clear(self):
+        with self._lk:
+            self.stack.clear()
+
+    def resize(self, size):
+        self.ovf = size
+
+    def copy(self):
+        twin = Stack(self.ovf)
+        twin.stack = self.stack.copy()
+        return twin
+
+
+class InterpretLock:
+    """The interpreter lock: FIFO, owned by a task, handed over on release.
+
+    Uncontended acquire and release are a few field writes. A contended
+    acquirer parks on a future; `release` hands the lock straight to the
+    first live waiter, so the main loop cannot take it back before an
+    injected call has run.
+    """
+
+    __slots__ = ("_owner", "_waiters")
+
+    def __init__(self):
+        self._owner = None
+        self._waiters = deque()
+
+    @property
+    def owner(self):
+        return self._owner
+
+    def locked(self):
+        return self._owner is not None
+
+    def async_owned(self):
+        return self._owner is not None and self._owner is _current_task()
+
+    def _try_take(self, owner):
+        if self._owner is None and not self._waiters:
+            self._owner = owner
+            return True
+        return False
+
+    async def async_acquire(self, blocking=True, timeout=None):
+        owner = _current_task()
+        if owner is not None and self._owner is owner:
+            raise RuntimeError("the current task is already holding this lock")
+        if self._try_take(owner):
+            return True
+        if not blocking:
+            return False
+        return await self._park(owner, timeout)
+
+    async def _park(self, owner, timeout):
+        fut = asyncio.get_running_loop().create_future()
+        entry = (fut, owner)
+        self._waiters.append(entry)
+        try:
+            if timeout is None:
+                await fut
+            else:
+                await asyncio.wait_for(asyncio.shield(fut), timeout)
+            return True
+        except BaseException:
+            self._abandon(entry)
+            if isinstance(timeout, (int, float)) and not fut.cancelled():
+                pass
+            raise
+
+    def _abandon(self, entry):
+        fut = entry[0]
+        if fut.done() and not fut.cancelled():
+            self.async_release()
+            return
+        fut.cancel()
+        try:
+            self._waiters.remove(entry)
+        except ValueError:
+            pass
+
+    def async_release(self):
+        waiters = self._waiters
+        while waiters:
+            fut, owner = waiters.popleft()
+            if not fut.done():
+                self._owner = owner
+                fut.set_result(True)
+                return
+        self._owner = None
+
+    acquire = async_acquire
+    release = async_release
+
+    async def __aenter__(self):
+        await self.async_acquire()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.async_release()
+
+
+def _current_task():
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+class InterpreterCore:
+    """The interpreter state the hot path touches, and the step loop itself.
+
+    `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
+    the public API; it supplies `_make_plan`, `_invoke_with_factories`,
+    `_offload` and `_gate` (the Python-level slow paths).
+    """
+
+    __slots__ = (
+        "_context_stack",
+        "_flag_bits",
+        "_force_inline",
+        "_interpret_lock",
+        "_middleware",
+        "_pending_stop",
+        "_plans",
+        "_plans_valid",
+        "_pointer",
+        "_prog",
+        "_ret_addr_stack",
+        "_run_task",
+        "_signal",
+        "_yield_interval",
+    )
+
+    def _core_init(self, prog, addr_stack, context_stack, middleware):
+        self._prog = prog
+        self._pointer = PointerVector([0])
+        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
+        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._flag_bits = 0
+        self._middleware = middleware
+        self._pending_stop = False
+        self._interpret_lock = InterpretLock()
+        self._plans = None
+        self._plans_valid = False
+        self._run_task = None
+        self._signal = NEVER_PENDING
+        self._force_inline = False
+        self._yield_interval = 0.001
+
+    # ----- pointer resolution and movement -------------------------------------------
+
+    def _locate_current(self):
+        """`(row, exact)` for the current pointer; row -1 when it resolves to nothing."""
+        ptr = self._pointer
+        if ptr._items is None and ptr._prog is self._prog:
+            return ptr._row, True
+        return self._prog.locate(ptr._list())
+
+    def _descend_current(self):
+        """Move the pointer onto the row it designates (entering segments) and return it."""
+        row, exact = self._locate_current()
+        if row < 0:
+            raise NullPointerException(f"address {self._pointer._list()} not found")
+        if self._prog.bits[row] & ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
+        if not exact:
+            self._pointer._set_row(self._prog, row)
+        return row
+
+    def advance_pointer(self, ptr=None):
+        """Advance `ptr` (default: the interpreter's pointer) in place; False at the end."""
+        if ptr is None:
+            ptr = self._pointer
+        if ptr._items is None and ptr._prog is self._prog:
+            row, exact = ptr._row, True
+        else:
+            items = ptr._list()
+            if not items:
+                return False
+            row, exact = self._prog.locate(items)
+            if row < 0:
+                return self._prog.graph.calc.advance(ptr)
+        if not exact:
+            ptr._set_row(self._prog, row)
+            return True
+        if row + 1 < self._prog.nrows:
+            ptr._set_row(self._prog, row + 1)
+            return True
+        ptr._items = []
+        return False
+
+    def _rebase_to(self, ptr):
+        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        if isinstance(ptr, PointerVector) and ptr._items is None:
+            self._pointer._set_row(ptr._prog, ptr._row)
+        else:
+            self._pointer._items = list(ptr)
+
+    def _adopt_successor(self):
+        """Follow a program that was recompiled in place (a hot-swapped slot)."""
+        prog = self._prog
+        while prog.successor is not None:
+            prog = prog.successor
+        self._prog = prog
+        self._plans = None
+
+    def _mark_jump(self):
+        """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
+        bits = self._flag_bits
+        if bits & FLAG_JMP:
+            return False
+        self._flag_bits = (bits | FLAG_JMP) & ~FLAG_HLT
+        return True
+
+    def _move_to(self, addr):
+        """Point at `addr` (a list), binding to a row when the address is a node."""
+        row, exact = self._prog.locate(addr)
+        if row >= 0 and exact:
+            self._pointer._set_row(self._prog, row)
+        else:
+            self._pointer.far_to(addr)
+
+    def jump_to(self, addr):
+        """Jump to an absolute address; `NullPointerException` if nothing is there."""
+        if not self._mark_jump():
+            return
+        addr = list(addr)
+        row, _ = self._prog.locate(addr)
+        if row < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
+            raise NullPointerException(f"{addr} is not a valid address")
+        self._move_to(addr)
+
+    def jump_near(self, addr):
+        """Set the last coordinate of the pointer."""
+        if self._mark_jump():
+            self._pointer.near_to(addr)
+
+    def jump_offset(self, offset):
+        """Add `offset` to the last coordinate of the pointer."""
+        if self._mark_jump():
+            self._pointer.offset(offset)
+
+    def jump_far_ptr(self, offset):
+        """Replace the whole address (absolute, not validated)."""
+        if self._mark_jump():
+            self._move_to(list(offset))
+
+    def jump_offset_far(self, offset):
+        """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        if self._mark_jump():
+            self._pointer.offset_far(offset)
+
+    def jump_to_top(self, addr):
+        """Jump to `[addr]` at the top level."""
+        if self._mark_jump():
+            self._move_to([addr])
+
+    def jump_offset_top(self, offset):
+        """Jump to the top-level slot `offset` after the current one."""
+        if self._mark_jump():
+            ptr = self._pointer
+            second = ptr[1] if len(ptr) > 1 else 0
+            ptr.offset_far([offset, -(second + 1)])
+
+    # ----- one node -------------------------------------------------------------------
+
+    async def _plan_for(self, row):
+        plans = self._plans
+        if plans is not None:
+            plan = plans[row]
+            if plan is not None:
+                return plan
+        plan = await self._make_plan(self._prog.nodes[row], None, None)
+        if self._plans_valid:
+            if plans is None:
+                plans = self._plans = [None] * self._prog.nrows
+            plans[row] = plan
+        return plan
+
+    async def _run_row(self, row):
+        """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
+        prog = self._prog
+        bits = prog.bits[row]
+        if self._signal.pending:
+            await self._gate(prog.tags[row])
+        if bits & ROW_PRECHECK:
+            prog.nodes[row]._pre_check(self)
+        plan = await self._plan_for(row)
+        func = prog.funcs[row]
+        args, kwargs, factories = plan
+        if factories:
+            return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
+        if bits & ROW_CORO:
+            if args is not None:
+                return await func(*args)
+            return await func(**kwargs)
+        if bits & ROW_THREAD and not self._force_inline:
+            return await self._offload(func, args, kwargs)
+        if args is not None:
+            return func(*args)
+        return func(**kwargs)
+
+    # ----- the main loop ---------------------------------------------------------------
+
+    def _enter_step(self):
+        """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
+        if self._prog.successor is not None:
+            self._adopt_successor()
+        ptr = self._pointer
+        if ptr._items is not None and not ptr._items:
+            if not self._prog.nrows:
+                return STEP_END
+            self._move_to([0])
+        if self._flag_bits & FLAG_HLT:
+            self._flag_bits &= ~FLAG_HLT
+            return STEP_SKIPPED if self.advance_pointer() else STEP_END
+        return STEP_RAN
+
+    def _leave_step(self):
+        """After a node ran: consume a marked jump or advance. False when the run is over."""
+        if self._flag_bits & FLAG_JMP:
+            self._flag_bits &= ~FLAG_JMP
+            return True
+        return self.advance_pointer()
+
+    async def _run_current(self):
+        """What one main-loop step executes: the middleware, or the node at the pointer."""
+        if self._middleware is not None:
+            return await self._middleware(self)
+        return await self._run_row(self._descend_current())
+
+    async def _take_lock(self):
+        lock = self._interpret_lock
+        if not lock._try_take(self._run_task):
+            await lock._park(self._run_task, None)
+
+    async def _execute(self):
+        """Run steps until the workflow ends, a stop is requested, or something raises."""
+        lock = self._interpret_lock
+        steps = 0
+        last_yield = time.monotonic()
+        while True:
+            if self._signal.pending:
+                await self._gate(PC_CHECKPOINT)
+            if self._pending_stop:
+                self._pending_stop = False
+                return
+            if not lock._try_take(self._run_task):
+                await lock._park(self._run_task, None)
+            try:
+                state = self._enter_step()
+                if state == STEP_END:
+                    return
+                if state == STEP_RAN:
+                    await self._run_current()
+                    if not self._leave_step():
+                        return
+            finally:
+                lock.async_release()
+            steps += 1
+            if steps % _CHECK_CLOCK_EVERY == 0:
+                now = time.monotonic()
+                if now - last_yield >= self._yield_interval:
+                    await asyncio.sleep(0)
+                    last_yield = time.monotonic()

@@ -1,0 +1,243 @@
+"""Nodes, source composes and rendered graphs."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import time
+from abc import abstractmethod
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from amrita_sense.exceptions import GraphBuildError, NullPointerException
+from amrita_sense.hook.fun_typing import sign_func
+from amrita_sense.logging import debug_log, logger
+from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
+from amrita_sense.node.addressing import AddressCalculator
+from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.node.table import build_program
+from amrita_sense.utils import isabstractmethod
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+NODE_T = TypeVar("NODE_T", covariant=True)
+
+
+class BaseNode:
+    """Base of every node and instruction.
+
+    Subclasses call `_init(func, tag, wrap_to_async, address_able, frame)`.
+    `_pre_check(interpreter)` runs before each execution and
+    `_post_compile(rendered_top)` once after the top-level graph is built,
+    when overridden; the abstract defaults are skipped.
+    """
+
+    tag: str
+    func: Any
+    wrap_to_async: bool
+    address_able: bool
+    is_coro: bool
+    __sdb_dis__: Any = None
+    __sdb_cmt__: Any = None
+
+    def _init(self, func, tag, wrap_to_async, address_able, frame=None) -> None:
+        if not callable(func):
+            raise TypeError(f"a node wraps a callable, not {type(func).__name__}")
+        self.fun_sign = sign_func(func)
+        self.fun_frame = frame or sys._getframe(1)
+        self.func = func
+        self.is_coro = inspect.iscoroutinefunction(func)
+        self.tag = tag or f"NodeSuspend::{getattr(func, '__name__', type(func).__name__)}"
+        self.wrap_to_async = wrap_to_async
+        self.address_able = address_able
+
+    def __repr__(self) -> str:
+        return f"<Node at {id(self)}:{self.tag}>"
+
+    def __str__(self) -> str:
+        return self.tag
+
+    @abstractmethod
+    def _pre_check(self, pointer: Any) -> None: ...
+
+    @abstractmethod
+    def _post_compile(self, compose: Any) -> None: ...
+
+    @abstractmethod
+    def __call__(self, *args: Any, **kwds: Any) -> Any: ...
+
+    def __rshift__(self, other: Any) -> NodeCompose:
+        return NodeCompose(self, other)
+
+    def as_compose(self) -> NodeCompose:
+        return NodeCompose(self)
+
+
+class Node(BaseNode, Generic[NODE_T]):
+    """A node wrapping one function; calling the node calls the function."""
+
+    __slots__ = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
+
+    def __init__(self, func, tag=None, wrap_to_async=True, address_able=True, frame=None):
+        self._init(func, tag, wrap_to_async, address_able, frame or sys._getframe(1))
+
+    if not TYPE_CHECKING:
+
+        @property
+        def __call__(self):
+            return self.func
+
+
+class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
+    """A mutable source sequence; `>>` appends in place and returns the same compose."""
+
+    __slots__ = ("_graph",)
+
+    def __init__(self, *nodes: Any):
+        for node in nodes:
+            if isinstance(node, AbstractCompose) or is_rendered_compose(node):
+                raise TypeError("A rendered composition cannot be used in a source composition")
+        self._graph = list(nodes)
+
+    def __iter__(self):
+        return iter(self._graph)
+
+    def __rshift__(self, other: Any) -> NodeCompose:
+        if isinstance(other, AbstractCompose) or is_rendered_compose(other):
+            raise TypeError("A rendered composition cannot be used in a source composition")
+        self._graph.append(other)
+        return self
+
+    def render(self) -> NodeComposeRendered:
+        """Compile this compose into an executable graph."""
+        debug_log(f"Size of the main graph is : {len(self._graph)}")
+        started = time.perf_counter()
+        rendered = NodeComposeRendered(self)
+        rendered._build()
+        logger.debug("node compose rendered, cost: %ss", time.perf_counter() - started)
+        return rendered
+
+    @classmethod
+    def get_builder(cls) -> type[NodeComposeRendered]:
+        return NodeComposeRendered
+
+
+class NodeComposeRendered(AbstractCompose[AddressCalculator]):
+    """A compiled graph segment; the top-level one also owns `calc` and the node table."""
+
+    __slots__ = ("_calc", "_collected_hooks", "_graph", "_original", "_program", "alias2vector_map")
+
+    def __init__(self, original_graph: Any):
+        self._original = original_graph
+        self.alias2vector_map: dict[str, list[int]] = {}
+        self._collected_hooks = None
+        self._program = None
+
+    @property
+    def calc(self) -> AddressCalculator:
+        try:
+            return self._calc
+        except AttributeError:
+            raise AttributeError("only the top-level rendered graph has an address calculator") from None
+
+    def __bool__(self) -> bool:
+        return bool(getattr(self, "_graph", False))
+
+    def __len__(self) -> int:
+        graph = getattr(self, "_graph", None)
+        return len(graph) if graph is not None else -1
+
+    def __getitem__(self, key: int) -> Any:
+        try:
+            return self._graph[key]
+        except IndexError:
+            raise NullPointerException(f"NodeComposeRendered index out of range: {key}") from None
+        except AttributeError:
+            raise NullPointerException("NodeComposeRendered is not built") from None
+
+    def _build(self, current_path: list[int] | None = None, top: NodeComposeRendered | None = None) -> None:
+        if hasattr(self, "_graph"):
+            raise GraphBuildError("NodeComposeRendered is already built")
+        if not self._original:
+            raise GraphBuildError("No original graph to build")
+        path = current_path or []
+        top = top or self
+        self._graph = []
+        if top is self:
+            self._collected_hooks = []
+        self._render_children(list(self._original), path, top)
+        self._original = None
+        if top is self:
+            self._finish_top()
+
+    def _finish_top(self) -> None:
+        self._calc = AddressCalculator(self)
+        hooks, self._collected_hooks = self._collected_hooks, []
+        for hook in hooks:
+            hook(self)
+        self._program = build_program(self)
+
+    def _render_children(self, nodes: list, path: list[int], top: NodeComposeRendered) -> None:
+        for idx, node in enumerate(nodes):
+            self._graph.append(self._render_child(node, [*path, idx], top))
+
+    def _render_child(self, node: Any, node_path: list[int], top: NodeComposeRendered) -> Any:
+        if isinstance(node, AbstractComposeOriginal):
+            return _render_nested(node, node_path, top)
+        if isinstance(node, SelfCompileInstruction):
+            return _render_nested(node.extract(), node_path, top)
+        if not isinstance(node, BaseNode):
+            raise TypeError(f"cannot place {node!r} at {node_path}: not a node, compose or instruction")
+        if isinstance(node, _alias_node_class()):
+            _register_alias(top, node.alias, node, node_path)
+            _collect_hook(top, node.node)
+        else:
+            _collect_hook(top, node)
+        return node
+
+    def _rebuild_program(self) -> None:
+        """Recompile the node table after a slot was swapped in place."""
+        old = self._program
+        self._program = build_program(self)
+        if old is not None:
+            old.successor = self._program
+
+
+def _alias_node_class() -> type:
+    from amrita_sense.instructions.alias import AliasNode
+
+    return AliasNode
+
+
+def _render_nested(source: Any, path: list[int], top: NodeComposeRendered) -> Any:
+    rendered = source.get_builder()(source)
+    rendered._build(path, top)
+    return rendered
+
+
+def _register_alias(top: NodeComposeRendered, alias: str, node: Any, path: list[int]) -> None:
+    if not node.address_able:
+        raise ValueError(f"Alias node `{alias}` cannot be used in an addressable node.")
+    if alias in top.alias2vector_map:
+        raise GraphBuildError(f"Alias {alias} already exists in address `{top.alias2vector_map[alias]}`")
+    top.alias2vector_map[alias] = path
+
+
+def _collect_hook(top: NodeComposeRendered, node: Any) -> None:
+    hook = node._post_compile
+    if not isabstractmethod(hook):
+        top._collected_hooks.append(hook)
+
+
+def program_of(graph: Any) -> Any:
+    """The node table of a top-level rendered graph (built on demand for foreign graphs)."""
+    prog = getattr(graph, "_program", None)
+    if prog is None:
+        prog = build_program(graph)
+        try:
+            graph._program = prog
+        except AttributeError:
+            pass
+    while prog.successor is not None:
+        prog = prog.successor
+    return prog

@@ -1,0 +1,62 @@
+"""Compile a rendered graph into the core's flat node table (`Program`)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from amrita_sense import _core
+from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.utils import isabstractmethod
+
+
+def _row_bits(node: Any) -> int:
+    is_coro = getattr(node, "is_coro", None)
+    if is_coro is None:
+        is_coro = inspect.iscoroutinefunction(node.func)
+    bits = _core.ROW_CORO if is_coro else (_core.ROW_THREAD if node.wrap_to_async else 0)
+    if not isabstractmethod(node._pre_check):
+        bits |= _core.ROW_PRECHECK
+    return bits
+
+
+class _TableBuilder:
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.funcs: list = []
+        self.tags: list = []
+        self.bits: list[int] = []
+        self.addrs: list[tuple] = []
+        self.row_of: dict[tuple, int] = {}
+        self.seg_row: dict[tuple, int] = {}
+
+    def add_row(self, node: Any, addr: tuple, bits: int) -> None:
+        self.row_of[addr] = len(self.nodes)
+        self.nodes.append(node)
+        self.funcs.append(getattr(node, "func", None))
+        self.tags.append(getattr(node, "tag", None))
+        self.bits.append(bits)
+        self.addrs.append(addr)
+
+    def walk(self, segment: Any, prefix: tuple) -> None:
+        for idx in range(len(segment)):
+            child = segment[idx]
+            addr = (*prefix, idx)
+            if not is_rendered_compose(child):
+                self.add_row(child, addr, _row_bits(child))
+            elif child:
+                self.seg_row[addr] = len(self.nodes)
+                self.walk(child, addr)
+            else:
+                self.add_row(child, addr, _core.ROW_EMPTY)
+
+
+def build_program(graph: Any) -> Any:
+    """One row per executable slot in depth-first order; see `_core.Program`."""
+    builder = _TableBuilder()
+    if graph:
+        builder.walk(graph, ())
+    return _core.Program(
+        graph, builder.nodes, builder.funcs, builder.tags, builder.bits,
+        builder.addrs, builder.row_of, builder.seg_row,
+    )

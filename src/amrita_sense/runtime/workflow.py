@@ -1,0 +1,777 @@
+"""The workflow interpreter: the public API over the core's step loop.
+
+The core (`amrita_sense._core`, compiled or pure) owns the node table, the
+pointer, the return stack, the interpreter lock and the loop. This layer adds
+what runs at most once per run or off the fast path: run setup and exception
+routing (panic / recover, InterruptNotice reset, keep-context halt), the
+suspend gates, dependency injection plans, sub-interpreters, and the rest of
+the public surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+import types
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from io import StringIO
+from typing import Any, Generic, TypeVar
+from uuid import uuid4
+
+import sniffio
+
+from amrita_sense import _core
+from amrita_sense._unsafe import __flags__
+from amrita_sense.di import DependencyStore, LifecycleScope, Scope
+from amrita_sense.exceptions import (
+    BreakLoop,
+    DependsInjectFailed,
+    DependsResolveFailed,
+    IllegalState,
+    InterruptKeepContext,
+    InterruptNotice,
+)
+from amrita_sense.hook.fun_typing import sign_func
+from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
+from amrita_sense.logging import logger
+from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.node.addressing import AddressCalculator
+from amrita_sense.node.core import BaseNode, program_of
+from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
+from amrita_sense.types import DICache, PointerVector, Stack
+from amrita_sense.utils import _fingerprint_args
+
+PC_CHECKPOINT = "WorkflowInterpreter::each_node"
+UNSET: Any = object()
+io_T = TypeVar("io_T", covariant=True)
+fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)
+
+YIELD_INTERVAL = 0.001
+"""Seconds of inline sync nodes after which a run hands the event loop a turn."""
+
+_pin_state = threading.local()
+
+
+def _pin_async_library() -> None:
+    """Record the running async library in `sniffio.thread_local` for the outermost run."""
+    depth = getattr(_pin_state, "depth", 0)
+    if depth == 0:
+        tlocal = sniffio.thread_local
+        _pin_state.previous = tlocal.name
+        if tlocal.name is None:
+            try:
+                tlocal.name = sniffio.current_async_library()
+            except sniffio.AsyncLibraryNotFoundError:
+                pass
+    _pin_state.depth = depth + 1
+
+
+def _restore_async_library() -> None:
+    depth = getattr(_pin_state, "depth", 0)
+    if depth > 1:
+        _pin_state.depth = depth - 1
+        return
+    _pin_state.depth = 0
+    sniffio.thread_local.name = getattr(_pin_state, "previous", None)
+
+
+def _positional_names(func: Any) -> tuple[str, ...] | None:
+    """Names a plain function accepts positionally, or None when it is not a plain function."""
+    if type(func) is not types.FunctionType:
+        return None
+    code = func.__code__
+    return code.co_varnames[code.co_posonlyargcount : code.co_argcount] if code.co_posonlyargcount else code.co_varnames[: code.co_argcount]
+
+
+def _call_form(func: Any, static: dict[str, Any]) -> tuple[tuple | None, dict[str, Any] | None]:
+    """`(args, None)` when `static` fills exactly the leading positional parameters, else `(None, static)`."""
+    names = _positional_names(func)
+    if names is not None and len(static) <= len(names) and all(n in static for n in names[: len(static)]):
+        return tuple(static[n] for n in names[: len(static)]), None
+    return None, static
+
+
+class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
+    """Runs a rendered graph: the program counter, return stack, lock and run loop."""
+
+    __slots__ = (
+        "__weakref__",
+        "_ava_args_v",
+        "_ava_kwargs_v",
+        "_dep_store",
+        "_di_cache",
+        "_exc_ignored",
+        "_glob_top_mod_lock",
+        "_graph",
+        "_interpreter_id",
+        "_lifecycles",
+        "_object_io",
+        "_outer_interpreting",
+        "_panic_exc",
+        "_parent_interpreter",
+        "_sub_interpreters",
+        "_sub_interpreters_all",
+        "_top_interpreter",
+        "_waiter_fut",
+    )
+
+    def __init__(
+        self,
+        node_compose: Any,
+        object_io: Any = None,
+        *,
+        exception_ignored: tuple[type[BaseException], ...] = (),
+        extra_args: tuple = (),
+        extra_kwargs: dict[str, Any] | None = None,
+        addr_stack: Stack | None = None,
+        context_stack: Stack | None = None,
+        middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
+        parent_interpreter: WorkflowInterpreter | None = None,
+    ):
+        if isinstance(node_compose, SelfCompileInstruction):
+            node_compose = node_compose.extract().render()
+        if not is_rendered_compose(node_compose):
+            raise TypeError(
+                f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(node_compose).__name__}"
+            )
+        self._graph = node_compose
+        self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
+        self._yield_interval = YIELD_INTERVAL
+        self._interpreter_id = uuid4().hex
+        self._panic_exc = None
+        self._outer_interpreting = False
+        self._ava_args_v = (self, *extra_args)
+        self._ava_kwargs_v = dict(extra_kwargs or {})
+        self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
+        self._di_cache = DICache(args_hash=_fingerprint_args(self._ava_args_v, self._ava_kwargs_v), hash_trustable=True)
+        self._lifecycles = {Scope.WORKFLOW: LifecycleScope(Scope.WORKFLOW)}
+        self._dep_store = DependencyStore()
+        self._object_io = None
+        if object_io is not None:
+            self.object_io = object_io
+        self._waiter_fut = None
+        self._sub_interpreters = {}
+        self._attach_to_tree(parent_interpreter)
+
+    def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
+        self._parent_interpreter = parent
+        if parent is None:
+            self._top_interpreter = None
+            self._sub_interpreters_all = {}
+            self._glob_top_mod_lock = _core.InterpretLock()
+            return
+        top = parent.top_interpreter
+        self._top_interpreter = top
+        self._sub_interpreters_all = None
+        self._glob_top_mod_lock = top._glob_top_mod_lock
+        top._sub_interpreters_all[self._interpreter_id] = self
+        parent._sub_interpreters[self._interpreter_id] = self
+
+    # ----- identity and tree ----------------------------------------------------------
+
+    def get_graph(self) -> Any:
+        """The rendered graph this interpreter runs."""
+        return self._graph
+
+    @property
+    def id(self) -> str:
+        return self._interpreter_id
+
+    @property
+    def parent(self) -> WorkflowInterpreter | None:
+        return self._parent_interpreter
+
+    @property
+    def top_interpreter(self) -> WorkflowInterpreter:
+        return self._top_interpreter or self
+
+    @property
+    def all_sub_interpreters(self) -> dict[str, WorkflowInterpreter]:
+        if self._top_interpreter is not None:
+            raise RuntimeError(
+                f"{self._interpreter_id} is not a top-level interpreter, "
+                f"the real top-level interpreter is {self._top_interpreter.id}"
+            )
+        return self._sub_interpreters_all
+
+    @property
+    def sub_interpreters(self) -> dict[str, WorkflowInterpreter]:
+        return self._sub_interpreters
+
+    @property
+    def object_io(self) -> Any:
+        """The suspend/resume stream; created on first use."""
+        if self._object_io is None:
+            from amrita_sense.streaming import SuspendObjectStream
+
+            self.object_io = SuspendObjectStream()
+        return self._object_io
+
+    @object_io.setter
+    def object_io(self, stream: Any) -> None:
+        self._object_io = stream
+        self._signal = getattr(stream, "_suspend_flag", None) or _core.ALWAYS_PENDING
+
+    # ----- status register ------------------------------------------------------------
+
+    @property
+    def _flags(self) -> Flags:
+        return Flags(self._flag_bits)
+
+    @_flags.setter
+    def _flags(self, value: int) -> None:
+        self._flag_bits = int(value)
+
+    @property
+    def flags(self) -> Flags:
+        """The status register (`Flags`)."""
+        return Flags(self._flag_bits)
+
+    @property
+    def jump_marked(self) -> bool:
+        return bool(self._flag_bits & FLAG_JMP)
+
+    @property
+    def if_flag(self) -> bool:
+        return bool(self._flag_bits & FLAG_IF)
+
+    @if_flag.setter
+    def if_flag(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError("if_flag must be a boolean value")
+        self._flag_bits = (self._flag_bits | FLAG_IF) if value else (self._flag_bits & ~FLAG_IF)
+
+    @staticmethod
+    def markup(fun: fun_T) -> fun_T:
+        """Decorate a pointer-moving method: it runs only if no jump happened this cycle."""
+
+        @functools.wraps(fun)
+        def wrapper(self, *args, **kwargs):
+            if self._mark_jump():
+                return fun(self, *args, **kwargs)
+            return None
+
+        return wrapper
+
+    def unmarkup(self) -> None:
+        """Clear JMP so the loop advances the pointer again."""
+        self._flag_bits &= ~FLAG_JMP
+
+    @property
+    def context_stack(self) -> Stack:
+        return self._context_stack
+
+    @property
+    def pending_stop(self) -> bool:
+        return self._pending_stop
+
+    @property
+    def outer_interpreting(self) -> bool:
+        return self._outer_interpreting
+
+    # ----- state ----------------------------------------------------------------------
+
+    def get_exception(self) -> Exception | None:
+        """The exception of the last panic, until the next run recovers."""
+        return self._panic_exc
+
+    def reset(self) -> None:
+        """Clear the pointer, stacks, flags, panic record and pending stop."""
+        if self._waiter_fut is not None and not self._waiter_fut.done():
+            self._waiter_fut.cancel("Reseted by manual.")
+        self._waiter_fut = None
+        self._clear_state()
+
+    def _clear_state(self) -> None:
+        self._pointer.clear()
+        self._pending_stop = False
+        self._ret_addr_stack.clear()
+        self._flag_bits = 0
+        self._panic_exc = None
+        self._context_stack.clear()
+
+    def dump_interpreter(self, exclude_deps: bool = True, exclude_stack: bool = True) -> InterpreterContext:
+        """Snapshot the state (HLT stripped) for PUSH_CONTEXT / INT / IRET."""
+        return InterpreterContext(
+            ptr=self._pointer.copy(),
+            exception_ignored=self._exc_ignored,
+            s_args=None if exclude_deps else self._ava_args_v,
+            s_kwargs=None if exclude_deps else self._ava_kwargs_v,
+            extra={},
+            stack=None if exclude_stack else self._ret_addr_stack,
+            exception=self._panic_exc,
+            flags=Flags(self._flag_bits & ~FLAG_HLT),
+        )
+
+    def rebase_context(self, ctx: InterpreterContext) -> None:
+        """Restore a snapshot: pointer, pass-through types, pools, stack, panic and flags."""
+        self.rebase_ptr(ctx.ptr)
+        self._exc_ignored = ctx.exception_ignored
+        if ctx.s_args and ctx.s_kwargs:
+            self._ava_args = ctx.s_args
+            self._ava_kwargs = ctx.s_kwargs
+        self._ret_addr_stack = ctx.stack or self._ret_addr_stack
+        self._panic_exc = ctx.exception
+        self._flag_bits = int(ctx.flags)
+
+    def rebase_ptr(self, ptr: list[int] | PointerVector) -> None:
+        """Point at `ptr` (clears HLT; not a marked jump, so the loop still advances)."""
+        self._flag_bits &= ~FLAG_HLT
+        self._rebase_to(ptr)
+
+    def resume_from_halt(self) -> bool:
+        """Step past the node the run halted on; False when nothing follows."""
+        self._flag_bits &= ~FLAG_HLT
+        return self.advance_pointer()
+
+    # ----- navigation -----------------------------------------------------------------
+
+    def find_node_alias(self, alias: str) -> Any:
+        """The node (or segment) registered under `alias`."""
+        calc = self._graph.calc
+        return calc.find_addr(calc.resolve_alias(alias))
+
+    def _find_addr_or_none(self, addr: list[int]) -> Any:
+        return self._graph.calc.find_addr_safe(addr)
+
+    # ----- sub-calls ------------------------------------------------------------------
+
+    async def call_offset(self, offset: int, *ag: Any, interrupt: bool = False, **kw: Any) -> Any:
+        return await self.call_sub(self._pointer.copy().offset(offset), *ag, interrupt=interrupt, **kw)
+
+    async def call_offset_far(self, offset: list[int], *ag: Any, interrupt: bool = False, **kw: Any) -> Any:
+        return await self.call_sub(self._pointer.copy().offset_far(offset), *ag, interrupt=interrupt, **kw)
+
+    async def call_near(self, addr: int, *ag: Any, interrupt: bool = False, **kw: Any) -> Any:
+        return await self.call_sub(self._pointer.copy().near_to(addr), *ag, interrupt=interrupt, **kw)
+
+    async def call_sub(self, addr: Any, /, *extra_arg: Any, interrupt: bool = False, **extra_kwargs: Any) -> Any:
+        """Run the one node at `addr` as a subroutine, then restore the pointer.
+
+        `interrupt=True` takes the interpreter lock first, so a call from
+        outside runs between two nodes; `interrupt=False` needs the caller to
+        hold the lock already (as a node in the main loop does).
+        """
+        lock = self._interpret_lock
+        if not interrupt and not lock.async_owned():
+            raise RuntimeError(
+                "Subroutine call detected, but lock is not acquired by current coroutine and caller is "
+                "not in interrupt mode. Set `interrupt` to True to use outer interrupt mode."
+            )
+        if interrupt:
+            await lock.async_acquire()
+        try:
+            return await self._run_subroutine(addr, extra_arg, extra_kwargs)
+        finally:
+            if interrupt:
+                lock.async_release()
+
+    async def _run_subroutine(self, addr: Any, extra_arg: tuple, extra_kwargs: dict) -> Any:
+        self._ret_addr_stack.push(self._pointer)
+        self._pointer = addr if isinstance(addr, PointerVector) else PointerVector(list(addr))
+        self._outer_interpreting = True
+        try:
+            if self._middleware is not None:
+                return await self._middleware(self)
+            return await self._call(None, *extra_arg, **extra_kwargs)
+        finally:
+            self._outer_interpreting = False
+            saved = self._ret_addr_stack.pop()
+            if not self._flag_bits & FLAG_JMP:
+                self.rebase_ptr(saved)
+
+    # ----- one node, the slow and general path ----------------------------------------
+
+    async def _call(self, addr_getter: Any = None, *extra_args: Any, no_cache: bool = False, **extra_kwargs: Any) -> Any:
+        """Run the node at the pointer (entering segments first) and return its result."""
+        if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
+            row = self._descend_current()
+            if not (extra_args or extra_kwargs or no_cache):
+                return await self._run_row(row)
+            node = self._prog.nodes[row]
+        else:
+            node = self._descend_with(addr_getter)
+            if node is None:
+                return None
+        await self._gate(node.tag)
+        if self._has_pre_check(node):
+            node._pre_check(self)
+        plan = await self._make_plan(node, extra_args, extra_kwargs)
+        return await self._invoke(node, plan)
+
+    def _descend_with(self, addr_getter: Callable[[list[int]], Any]) -> BaseNode | None:
+        target = addr_getter(self._pointer.base_addr)
+        while is_rendered_compose(target):
+            if not target:
+                return None
+            self._pointer.append(0)
+            target = addr_getter(self._pointer.base_addr)
+        return target
+
+    @staticmethod
+    def _has_pre_check(node: BaseNode) -> bool:
+        return not getattr(node._pre_check, "__isabstractmethod__", False)
+
+    async def _invoke(self, node: BaseNode, plan: tuple) -> Any:
+        args, kwargs, factories = plan
+        if factories:
+            return await self._invoke_with_factories(node, plan, None, None)
+        return await self._invoke_plain(node, node.func, args, kwargs)
+
+    async def _invoke_plain(self, node: BaseNode, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
+        if node.is_coro:
+            return await (func(*args) if args is not None else func(**kwargs))
+        if node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC:
+            return await self._offload(func, args, kwargs)
+        return func(*args) if args is not None else func(**kwargs)
+
+    async def _offload(self, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
+        """Run a sync node body in a worker thread, with the caller's context variables."""
+        call = functools.partial(contextvars.copy_context().run, func, *(args or ()), **(kwargs or {}))
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def _gate(self, tag: str | None) -> bool:
+        return await self.object_io._wait_for_continue(tag)
+
+    # ----- dependency injection ---------------------------------------------------------
+
+    @property
+    def _ava_args(self) -> tuple:
+        return self._ava_args_v
+
+    @_ava_args.setter
+    def _ava_args(self, value: tuple) -> None:
+        self._untrust_di()
+        self._ava_args_v = value
+
+    @property
+    def _ava_kwargs(self) -> dict:
+        return self._ava_kwargs_v
+
+    @_ava_kwargs.setter
+    def _ava_kwargs(self, value: dict) -> None:
+        self._untrust_di()
+        self._ava_kwargs_v = value
+
+    def _untrust_di(self) -> None:
+        self._di_cache.hash_trustable = False
+        self._plans_valid = False
+        self._plans = None
+
+    @property
+    def args_hash(self) -> int:
+        return self._di_cache.args_hash
+
+    @property
+    def args_hash_trustable(self) -> bool:
+        return self._di_cache.hash_trustable
+
+    def rehash_args(self) -> None:
+        """Fingerprint the pools again and trust the DI cache; clear it if the fingerprint moved."""
+        previous = self._di_cache.args_hash
+        self._di_cache.args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
+        self._di_cache.hash_trustable = True
+        if previous != self._di_cache.args_hash:
+            self._di_cache.payload.clear()
+            self._plans = None
+
+    def _pools(self, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple[tuple, dict]:
+        args = self._ava_args_v + extra_args if extra_args else self._ava_args_v
+        if not extra_kwargs:
+            return args, self._ava_kwargs_v
+        clash = [k for k in extra_kwargs if k in self._ava_kwargs_v]
+        if clash:
+            raise DependsInjectFailed("Cannot override existing kwargs: {}".format(", ".join(clash)))
+        return args, {**self._ava_kwargs_v, **extra_kwargs}
+
+    async def _make_plan(self, node: BaseNode, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple:
+        """Resolve `node`'s parameters from the pools: `(args, kwargs, per_call_factories)`."""
+        args, kwargs = self._pools(extra_args, extra_kwargs)
+        static, factories = await self._rslv_node_static(node, args, kwargs)
+        call_args, call_kwargs = _call_form(node.func, static)
+        return call_args, call_kwargs, factories
+
+    async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, dict]:
+        meta = sign_func(node.func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
+        fail, static, factories = MatcherFactory._resolve_dependencies(meta, ava_args, ava_kwargs)
+        if fail is not None:
+            raise DependsResolveFailed(
+                f"Function {getattr(node.func, '__name__', node.func)} in {node.tag} could not be resolved "
+                f"due to reason `{fail.value}`"
+            )
+        cacheable = {k: f for k, f in factories.items() if f.cacheable and not f.is_lifecycle}
+        per_call = {k: f for k, f in factories.items() if k not in cacheable}
+        if cacheable:
+            static = dict(static)
+            await self._inject_factories(cacheable, ava_args, ava_kwargs, static)
+        return static, per_call
+
+    async def _invoke_with_factories(self, node: BaseNode, plan: tuple, extra_args: tuple | None, extra_kwargs: dict | None) -> Any:
+        args, kwargs, factories = plan
+        static = dict(kwargs) if kwargs is not None else dict(zip(_positional_names(node.func) or (), args))
+        ava_args, ava_kwargs = self._pools(extra_args, extra_kwargs)
+        await self._inject_factories(factories, ava_args, ava_kwargs, static)
+        return await self._invoke_plain(node, node.func, None, static)
+
+    async def _inject_factories(self, factories: dict, ava_args: tuple, ava_kwargs: dict, target: dict) -> None:
+        ok = await MatcherFactory._do_runtime_resolve(
+            runtime_args={},
+            runtime_kwargs=factories,
+            args2update=[],
+            kwargs2update=target,
+            session_args=list(ava_args),
+            session_kwargs=ava_kwargs,
+            exception_ignored=self._exc_ignored,
+            store=self._dep_store,
+            lifecycles=self._lifecycles,
+            default_scope=Scope.WORKFLOW,
+        )
+        if not ok:
+            raise DependsInjectFailed("Runtime resolve failed for kwargs: {}".format(", ".join(factories)))
+
+    async def _resolve_session_factories(self) -> None:
+        args = list(self._ava_args_v)
+        kwargs = dict(self._ava_kwargs_v)
+        runtime_args = {i: v for i, v in enumerate(args) if isinstance(v, DependsFactory)}
+        runtime_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)}
+        if not (runtime_args or runtime_kwargs):
+            return
+        ok = await MatcherFactory._do_runtime_resolve(
+            runtime_args=runtime_args,
+            runtime_kwargs=runtime_kwargs,
+            args2update=args,
+            kwargs2update=kwargs,
+            session_args=args,
+            session_kwargs=kwargs,
+            exception_ignored=self._exc_ignored,
+        )
+        if not ok:
+            raise RuntimeError("Runtime arguments cannot be resolved")
+        self._ava_args_v = tuple(args)
+        self._ava_kwargs_v = kwargs
+        self.rehash_args()
+
+    # ----- running --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run the workflow to its end (or to a suspend, a stop or an interrupt)."""
+        await self._begin_run()
+        outcome: BaseException | None = None
+        try:
+            await self._execute()
+        except BaseException as exc:
+            outcome = exc
+            self._route_exception(exc)
+        finally:
+            await self._end_run(outcome)
+
+    async def run_step_by(self) -> AsyncGenerator[Any, None]:
+        """Run step by step, yielding the result of each main-loop node."""
+        await self._begin_run()
+        outcome: BaseException | None = None
+        lock = self._interpret_lock
+        try:
+            while True:
+                if self._signal.pending:
+                    await self._gate(PC_CHECKPOINT)
+                if self._pending_stop:
+                    self._pending_stop = False
+                    break
+                await self._take_lock()
+                try:
+                    state = self._enter_step()
+                    if state == _core.STEP_END:
+                        break
+                    if state == _core.STEP_SKIPPED:
+                        continue
+                    yield await self._run_current()
+                    if not self._leave_step():
+                        break
+                finally:
+                    lock.async_release()
+        except BaseException as exc:
+            outcome = exc
+            self._route_exception(exc)
+        finally:
+            await self._end_run(outcome)
+
+    async def _begin_run(self) -> None:
+        if self._panic_exc is not None:
+            logger.debug("Recovered from panic.")
+            self._panic_exc = None
+        if self._waiter_fut is not None and not self._waiter_fut.done():
+            raise IllegalState("Cannot start a new workflow while one is already running")
+        loop = asyncio.get_running_loop()
+        self._waiter_fut = loop.create_future()
+        self._run_task = asyncio.current_task()
+        _pin_async_library()
+        try:
+            await self._resolve_session_factories()
+            self._force_inline = bool(__flags__.FORCE_NOT_WRAP_TO_ASYNC)
+            self._plans_valid = self._di_cache.hash_trustable and not __flags__.WORKFLOW_DI_NO_CACHE
+            if not self._plans_valid:
+                self._plans = None
+        except BaseException as exc:
+            await self._end_run(exc)
+            raise
+
+    def _route_exception(self, exc: BaseException) -> None:
+        """InterruptNotice ends the run quietly; anything else propagates (an Exception as a panic)."""
+        if isinstance(exc, InterruptKeepContext):
+            self._flag_bits |= FLAG_HLT
+            return
+        if isinstance(exc, InterruptNotice):
+            logger.debug("Interrupt notice at %s: %s", self._pointer, exc.message)
+            self._clear_state()
+            return
+        if isinstance(exc, Exception):
+            self._panic_exc = exc
+            logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
+        raise exc
+
+    async def _end_run(self, outcome: BaseException | None) -> None:
+        fut, self._waiter_fut = self._waiter_fut, None
+        self._run_task = None
+        if fut is not None and not fut.done():
+            if isinstance(outcome, Exception):
+                fut.set_exception(outcome)
+                fut.exception()
+            else:
+                fut.set_result(None)
+        resumable = outcome is not None and not (
+            isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)
+        )
+        try:
+            if not resumable:
+                await self._close_workflow_scope()
+        finally:
+            _restore_async_library()
+
+    async def _close_workflow_scope(self) -> None:
+        """Release workflow-scoped dependencies and start a fresh scope (idempotent)."""
+        await self._lifecycles[Scope.WORKFLOW].aclose()
+        self._lifecycles[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
+        self._dep_store.clear()
+
+    @property
+    def is_running(self) -> bool:
+        fut = self._waiter_fut
+        return fut is not None and not fut.done()
+
+    @property
+    def wait(self) -> asyncio.Future:
+        """The current run's future; resolves (or fails with the panic) when the run ends."""
+        if self._waiter_fut is None:
+            raise IllegalState("Interpreter is not running.")
+        return self._waiter_fut
+
+    # ----- sub-interpreters -----------------------------------------------------------
+
+    def fork_interpreter(
+        self,
+        compose: Any = None,
+        middleware: Any = UNSET,
+        object_io: Any = None,
+        ava_args: tuple | None = None,
+        ava_kwargs: dict[str, Any] | None = None,
+    ) -> WorkflowInterpreter:
+        """A child interpreter sharing this one's stream, pass-through types, pools and middleware."""
+        if middleware is UNSET:
+            middleware = None if __flags__.NO_SHARED_MIDDLEWARE else self._middleware
+        elif middleware is not None and not callable(middleware):
+            raise TypeError("middleware must be a callable taking a WorkflowInterpreter and returning an awaitable")
+        args = (*ava_args, *self._ava_args_v[1:]) if ava_args is not None else self._ava_args_v
+        kwargs = {**self._ava_kwargs_v, **ava_kwargs} if ava_kwargs is not None else self._ava_kwargs_v
+        return WorkflowInterpreter(
+            compose if compose is not None else self._graph,
+            object_io=object_io or self.object_io,
+            exception_ignored=self._exc_ignored,
+            middleware=middleware,
+            extra_args=args,
+            extra_kwargs=kwargs,
+            parent_interpreter=self,
+        )
+
+    async def terminate(self, eol: bool = True) -> None:
+        """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree."""
+        if not self._pending_stop:
+            self._pending_stop = True
+            fut = self._waiter_fut
+            if fut is not None and not fut.done():
+                await asyncio.wait([fut])
+        await self._close_workflow_scope()
+        if eol:
+            self._leave_tree()
+
+    def _leave_tree(self) -> None:
+        parent = self._parent_interpreter
+        if parent is not None:
+            parent._sub_interpreters.pop(self._interpreter_id, None)
+        top = self.top_interpreter
+        if top is not self:
+            top._sub_interpreters_all.pop(self._interpreter_id, None)
+        self._parent_interpreter = None
+
+    def terminate_all_forks(self, eol: bool = True, exclude_self: bool = False) -> asyncio.Future:
+        """Terminate this interpreter (unless excluded) and its direct children concurrently."""
+        targets = ([] if exclude_self else [self]) + list(self._sub_interpreters.values())
+        return asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+
+    async def terminate_all(self, eol: bool = True, exclude_self: bool = False) -> list:
+        """Terminate every interpreter of the tree (top level only)."""
+        if self.top_interpreter is not self:
+            raise IllegalState("This interpreter is not top level.")
+        targets = ([] if exclude_self else [self]) + list(self._sub_interpreters_all.values())
+        return await asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+
+    async def wait_all_forks(self, return_exc: bool = False, exclude_self: bool = False) -> list | None:
+        """Wait for this run (unless excluded) and every running descendant."""
+        waits = [] if exclude_self or not self.is_running else [self.wait]
+        waits += [sub.wait_all_forks(return_exc=return_exc) for sub in self._sub_interpreters.values()]
+        results = await asyncio.gather(*waits, return_exceptions=return_exc)
+        return results if return_exc else None
+
+    async def wait_all(self, return_exc: bool = False, exclude_self: bool = False) -> list | None:
+        """Wait for every running interpreter of the tree (top level only)."""
+        if self.top_interpreter is not self:
+            raise IllegalState("Only top-level interpreter can wait all interpreters.")
+        members = ([] if exclude_self else [self]) + list(self._sub_interpreters_all.values())
+        results = await asyncio.gather(*(m.wait for m in members if m.is_running), return_exceptions=return_exc)
+        return results if return_exc else None
+
+    # ----- diagnostics ----------------------------------------------------------------
+
+    def _make_traceback(self) -> str:
+        """A readable runtime traceback: interpreter chain, return stack, context stack, node."""
+        text = StringIO()
+        text.write("Sense Runtime Traceback (most recent call last):\n")
+        for interp in reversed(list(self._interpreter_chain())):
+            label = interp.id + (" [Current]" if interp is self else "") + (" [Root]" if interp.top_interpreter is interp else "")
+            text.write(f"Interpreter -> {label} at {id(interp):#x}\n")
+        text.write("\nReturning Stack:\n")
+        entries = list(reversed(self._ret_addr_stack.stack))
+        for i, entry in enumerate(entries):
+            text.write(f"    {i}. {entry!s}\n")
+        if not entries:
+            text.write("    (EMPTY_STACK)\n")
+        text.write(f"    {len(entries)}. {self._pointer!s} (Current)\n\nContext Stack:\n")
+        for i, ctx in enumerate(self._context_stack.stack):
+            text.write(f"    {i}. {ctx.ptr}\n")
+        if not self._context_stack:
+            text.write("    (EMPTY_STACK)\n")
+        node = self._graph.calc.find_addr_safe(self._pointer.base_addr)
+        described = f"{node.tag}->{getattr(node.func, '__name__', node.func)}" if isinstance(node, BaseNode) else "<INVALID>"
+        text.write(f"Failed at node: {described}")
+        return text.getvalue()
+
+    def _interpreter_chain(self):
+        interp: WorkflowInterpreter | None = self
+        while interp is not None:
+            yield interp
+            interp = interp.parent
+
+
+__all__ = ["PC_CHECKPOINT", "WorkflowInterpreter", "fun_T", "io_T"]

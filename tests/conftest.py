@@ -1,0 +1,37 @@
+"""Every test runs on the core that loaded (id `cython` or `python`) and async tests on both loops.
+
+The test command runs the suite twice: once with the compiled core required and
+once with AMRITA_SENSE_NO_EXTENSIONS=1 (see scripts/test.sh). Import amrita_sense
+normally; `tests/dual.py` loads both cores side by side for differential tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+import amrita_sense
+
+CORE = amrita_sense.IMPLEMENTATION
+LOOPS = ["asyncio"] + (["uvloop"] if sys.platform != "win32" else [])
+
+
+def pytest_report_header(config):
+    return f"amrita_sense core: {CORE}"
+
+
+@pytest.fixture(params=[CORE], autouse=True)
+def sense_core(request):
+    """The core under test, as a test-id component."""
+    return request.param
+
+
+def pytest_asyncio_loop_factories(config, item):
+    factories = {"asyncio": asyncio.new_event_loop}
+    if "uvloop" in LOOPS:
+        import uvloop
+
+        factories["uvloop"] = uvloop.new_event_loop
+    return factories
