@@ -51,11 +51,17 @@ def _extensions():
             raise
         print("WARNING: Cython is not available; the pure-Python core will be used")
         return []
-    extensions = cythonize(
-        [Extension("_sense_core", ["src/_sense_core.pyx"])],
-        compiler_directives={"language_level": "3", "binding": False},
-        quiet=True,
-    )
+    try:
+        extensions = cythonize(
+            [Extension("_sense_core", ["src/_sense_core.pyx"])],
+            compiler_directives={"language_level": "3"},
+            quiet=True,
+        )
+    except Exception as exc:  # noqa: BLE001 - a Cython error must not break a pure install
+        if REQUIRE:
+            raise
+        print(f"WARNING: cythonizing the compiled core failed ({exc}); the pure-Python core will be used")
+        return []
     for ext in extensions:
         ext.optional = not REQUIRE
     return extensions

@@ -61,14 +61,17 @@ class Program:
     into the order.
     """
 
-    __slots__ = ("addrs", "bits", "funcs", "graph", "nodes", "nrows", "row_of", "seg_row", "successor", "tags")
+    __slots__ = (
+        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "row_of", "seg_row", "static_plans", "successor", "tags",
+    )
 
-    def __init__(self, graph, nodes, funcs, tags, bits, addrs, row_of, seg_row):
+    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, addrs, row_of, seg_row):
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
         self.tags = tags
         self.bits = bits
+        self.static_plans = static_plans
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -531,6 +534,9 @@ class InterpreterCore:
     # ----- one node -------------------------------------------------------------------
 
     async def _plan_for(self, row):
+        static = self._prog.static_plans[row]
+        if static is not None:
+            return static
         plans = self._plans
         if plans is not None:
             plan = plans[row]
@@ -541,6 +547,22 @@ class InterpreterCore:
             if plans is None:
                 plans = self._plans = [None] * self._prog.nrows
             plans[row] = plan
+        return plan
+
+    def _fast_plan(self, row):
+        """The cached plan of `row` when nothing forces the general path; runs the pre-check."""
+        if self._signal.pending:
+            return None
+        prog = self._prog
+        plan = prog.static_plans[row]
+        if plan is None:
+            if self._plans is None:
+                return None
+            plan = self._plans[row]
+            if plan is None or plan[2]:
+                return None
+        if prog.bits[row] & ROW_PRECHECK:
+            prog.nodes[row]._pre_check(self)
         return plan
 
     async def _run_row(self, row):
@@ -595,6 +617,20 @@ class InterpreterCore:
             return await self._middleware(self)
         return await self._run_row(self._descend_current())
 
+    async def _run_fast(self, row):
+        """`_run_row` with the cached-plan path inlined (the compiled core avoids a coroutine here)."""
+        plan = self._fast_plan(row)
+        if plan is None:
+            return await self._run_row(row)
+        bits = self._prog.bits[row]
+        func = self._prog.funcs[row]
+        args, kwargs, _ = plan
+        if bits & ROW_CORO:
+            return await (func(*args) if args is not None else func(**kwargs))
+        if bits & ROW_THREAD and not self._force_inline:
+            return await self._offload(func, args, kwargs)
+        return func(*args) if args is not None else func(**kwargs)
+
     async def _take_lock(self):
         lock = self._interpret_lock
         if not lock._try_take(self._run_task):
@@ -618,7 +654,10 @@ class InterpreterCore:
                 if state == STEP_END:
                     return
                 if state == STEP_RAN:
-                    await self._run_current()
+                    if self._middleware is not None:
+                        await self._middleware(self)
+                    else:
+                        await self._run_fast(self._descend_current())
                     if not self._leave_step():
                         return
             finally:

@@ -20,12 +20,24 @@ def _row_bits(node: Any) -> int:
     return bits
 
 
+_NO_ARGUMENTS = ((), None, {})
+
+
+def _static_plan(node: Any) -> tuple | None:
+    """The injection plan of a node whose function takes no parameters: the same for every pool."""
+    meta = getattr(node, "fun_sign", None)
+    if meta is None or meta["params"] or meta["factory_map"]:
+        return None
+    return _NO_ARGUMENTS
+
+
 class _TableBuilder:
     def __init__(self) -> None:
         self.nodes: list = []
         self.funcs: list = []
         self.tags: list = []
         self.bits: list[int] = []
+        self.static_plans: list = []
         self.addrs: list[tuple] = []
         self.row_of: dict[tuple, int] = {}
         self.seg_row: dict[tuple, int] = {}
@@ -36,6 +48,7 @@ class _TableBuilder:
         self.funcs.append(getattr(node, "func", None))
         self.tags.append(getattr(node, "tag", None))
         self.bits.append(bits)
+        self.static_plans.append(_static_plan(node) if not bits & _core.ROW_EMPTY else None)
         self.addrs.append(addr)
 
     def walk(self, segment: Any, prefix: tuple) -> None:
@@ -58,5 +71,5 @@ def build_program(graph: Any) -> Any:
         builder.walk(graph, ())
     return _core.Program(
         graph, builder.nodes, builder.funcs, builder.tags, builder.bits,
-        builder.addrs, builder.row_of, builder.seg_row,
+        builder.static_plans, builder.addrs, builder.row_of, builder.seg_row,
     )

@@ -1,0 +1,68 @@
+# The contract of the compiled core: typed fields and C-level methods of the hot path.
+# The pure-Python twin (amrita_sense/_core_py.py) implements the same classes.
+
+cdef class SuspendFlag:
+    cdef public bint pending
+
+
+cdef class Program:
+    cdef public object graph
+    cdef public list nodes
+    cdef public list funcs
+    cdef public list tags
+    cdef public list bits
+    cdef public list static_plans
+    cdef public list addrs
+    cdef public dict row_of
+    cdef public dict seg_row
+    cdef public Py_ssize_t nrows
+    cdef public object successor
+    cdef int *cbits
+
+    cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
+
+
+cdef class PointerVector:
+    cdef public object _items
+    cdef public Py_ssize_t _row
+    cdef public object _prog
+
+    cdef list _list(self)
+    cdef void _set_row(self, Program prog, Py_ssize_t row)
+
+
+cdef class Stack:
+    cdef public list stack
+    cdef public Py_ssize_t ovf
+
+
+cdef class InterpretLock:
+    cdef public object _owner
+    cdef public object _waiters
+
+    cdef bint _try_take(self, object owner)
+
+
+cdef class InterpreterCore:
+    cdef public Program _prog
+    cdef public PointerVector _pointer
+    cdef public object _ret_addr_stack
+    cdef public object _context_stack
+    cdef public int _flag_bits
+    cdef public object _middleware
+    cdef public bint _pending_stop
+    cdef public InterpretLock _interpret_lock
+    cdef public object _plans
+    cdef public bint _plans_valid
+    cdef public object _run_task
+    cdef public SuspendFlag _signal
+    cdef public bint _force_inline
+    cdef public double _yield_interval
+
+    cdef Py_ssize_t _locate_current(self, bint *exact) except -2
+    cdef bint _advance(self, PointerVector ptr) except -1
+    cdef object _fast_plan(self, Py_ssize_t row)
+    cpdef Py_ssize_t _descend_current(self) except -1
+    cpdef bint _mark_jump(self)
+    cpdef int _enter_step(self) except -1
+    cpdef bint _leave_step(self) except -1

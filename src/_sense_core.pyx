@@ -1,0 +1,630 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled core of amrita-sense-turbo.
+
+Same classes, algorithms and behaviour as the pure-Python twin
+`amrita_sense/_core_py.py` (the readable reference); a fix in one needs the
+matching fix in the other. See `_sense_core.pxd` for the typed layout.
+"""
+
+import asyncio
+import threading
+from collections import deque
+from time import monotonic
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+
+from amrita_sense.exceptions import NullPointerException
+
+IMPLEMENTATION = "cython"
+
+cdef enum:
+    C_FLAG_IF = 1
+    C_FLAG_HLT = 2
+    C_FLAG_JMP = 4
+    C_ROW_CORO = 1
+    C_ROW_THREAD = 2
+    C_ROW_PRECHECK = 4
+    C_ROW_EMPTY = 8
+    C_STEP_RAN = 0
+    C_STEP_SKIPPED = 1
+    C_STEP_END = 2
+    CHECK_CLOCK_EVERY = 64
+
+FLAG_IF = C_FLAG_IF
+FLAG_HLT = C_FLAG_HLT
+FLAG_JMP = C_FLAG_JMP
+ROW_CORO = C_ROW_CORO
+ROW_THREAD = C_ROW_THREAD
+ROW_PRECHECK = C_ROW_PRECHECK
+ROW_EMPTY = C_ROW_EMPTY
+STEP_RAN = C_STEP_RAN
+STEP_SKIPPED = C_STEP_SKIPPED
+STEP_END = C_STEP_END
+
+PC_CHECKPOINT = "WorkflowInterpreter::each_node"
+
+
+cdef class SuspendFlag:
+    """A cell that says whether a suspend request is outstanding on a stream."""
+
+    def __init__(self):
+        self.pending = False
+
+
+NEVER_PENDING = SuspendFlag()
+ALWAYS_PENDING = SuspendFlag()
+ALWAYS_PENDING.pending = True
+
+
+cdef class Program:
+    """The flat node table of one rendered graph (see the twin for the full story)."""
+
+    def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list addrs,
+                 dict row_of, dict seg_row):
+        cdef Py_ssize_t i
+        self.graph = graph
+        self.nodes = nodes
+        self.funcs = funcs
+        self.tags = tags
+        self.bits = bits
+        self.static_plans = static_plans
+        self.addrs = addrs
+        self.row_of = row_of
+        self.seg_row = seg_row
+        self.nrows = len(nodes)
+        self.successor = None
+        self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
+        if self.cbits == NULL:
+            raise MemoryError()
+        for i in range(self.nrows):
+            self.cbits[i] = bits[i]
+
+    def __dealloc__(self):
+        PyMem_Free(self.cbits)
+
+    cdef Py_ssize_t _locate(self, list items, bint *exact) except -2:
+        key = tuple(items)
+        row = self.row_of.get(key)
+        if row is not None:
+            exact[0] = True
+            return row
+        exact[0] = False
+        row = self.seg_row.get(key)
+        if row is not None:
+            return row
+        return -1
+
+    def locate(self, items):
+        """Row for an address list: `(row, exact)`, or `(-1, False)` if none."""
+        cdef bint exact = False
+        cdef Py_ssize_t row = self._locate(list(items), &exact)
+        return row, exact
+
+
+cdef class PointerVector:
+    """The program counter: a list of indices, a lazy view over a table row while bound."""
+
+    def __init__(self, base=None):
+        self._items = base or [0]
+        self._row = -1
+        self._prog = None
+
+    @staticmethod
+    def _at_row(prog, Py_ssize_t row):
+        cdef PointerVector vec = PointerVector.__new__(PointerVector)
+        vec._items = None
+        vec._row = row
+        vec._prog = prog
+        return vec
+
+    cdef list _list(self):
+        if self._items is None:
+            self._items = list((<Program> self._prog).addrs[self._row])
+        return <list> self._items
+
+    cdef void _set_row(self, Program prog, Py_ssize_t row):
+        self._prog = prog
+        self._row = row
+        self._items = None
+
+    @property
+    def base_addr(self):
+        return self._list()
+
+    @base_addr.setter
+    def base_addr(self, value):
+        self._items = value
+
+    def offset(self, offset):
+        cdef list items = self._list()
+        items[len(items) - 1] += offset
+        return self
+
+    def offset_far(self, offset):
+        cdef list items = self._list()
+        items[:] = _offset_far(items, list(offset))
+        return self
+
+    def near_to(self, short_offset):
+        cdef list items = self._list()
+        items[len(items) - 1] = short_offset
+        return self
+
+    def far_to(self, addr):
+        self._list()[:] = list(addr)
+        return self
+
+    def pop(self):
+        return self._list().pop()
+
+    def append(self, node_ip):
+        self._list().append(node_ip)
+
+    def clear(self):
+        self._items = []
+
+    def copy(self):
+        if self._items is None:
+            return PointerVector._at_row(self._prog, self._row)
+        return PointerVector(list(self._items))
+
+    def __add__(self, other):
+        return self.copy().offset_far(other.base_addr)
+
+    def __sub__(self, other):
+        return self.copy().offset_far([-i for i in other.base_addr])
+
+    def __bool__(self):
+        return self._items is None or bool(self._items)
+
+    def __eq__(self, value):
+        if not isinstance(value, type(self)):
+            return False
+        return self._list() == (<PointerVector> value)._list()
+
+    def __hash__(self):
+        return hash(tuple(self._list()))
+
+    def __repr__(self):
+        return f"PointerVector({self._list()})"
+
+    def __getitem__(self, index):
+        return self._list()[index]
+
+    def __setitem__(self, index, value):
+        self._list()[index] = value
+
+    def __iter__(self):
+        return iter(list(self._list()))
+
+    def __len__(self):
+        if self._items is None:
+            return len((<Program> self._prog).addrs[self._row])
+        return len(self._items)
+
+    def __delitem__(self, key):
+        raise ValueError("Cannot delete items from PointerVector")
+
+
+cdef list _offset_far(list base, list offset):
+    """Element-wise sum after zero-padding; cut at the first negative coordinate."""
+    cdef Py_ssize_t width = max(len(base), len(offset))
+    base = base + [0] * (width - len(base))
+    offset = offset + [0] * (width - len(offset))
+    cdef list result = []
+    for a, b in zip(base, offset):
+        if a + b < 0:
+            break
+        result.append(a + b)
+    return result
+
+
+cdef class Stack:
+    """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
+
+    def __init__(self, ovf=1024):
+        self.stack = []
+        self.ovf = ovf
+
+    @classmethod
+    def __class_getitem__(cls, item):
+        return cls
+
+    def __len__(self):
+        return len(self.stack)
+
+    def __repr__(self):
+        return repr(self.stack)
+
+    def __str__(self):
+        return str(self.stack)
+
+    def __bool__(self):
+        return len(self.stack) > 0
+
+    def push(self, item):
+        if len(self.stack) >= self.ovf:
+            raise OverflowError("Stack overflow")
+        self.stack.append(item)
+
+    def pop(self):
+        if not self.stack:
+            raise IndexError("Stack is empty")
+        return self.stack.pop()
+
+    def clear(self):
+        del self.stack[:]
+
+    def resize(self, size):
+        self.ovf = size
+
+    def copy(self):
+        cdef Stack twin = type(self)(self.ovf)
+        twin.stack = list(self.stack)
+        return twin
+
+
+cdef object _current_task():
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+cdef class InterpretLock:
+    """The interpreter lock: FIFO, owned by a task, handed over on release."""
+
+    def __init__(self):
+        self._owner = None
+        self._waiters = deque()
+
+    @property
+    def owner(self):
+        return self._owner
+
+    def locked(self):
+        return self._owner is not None
+
+    def async_owned(self):
+        return self._owner is not None and self._owner is _current_task()
+
+    cdef bint _try_take(self, object owner):
+        if self._owner is None and not self._waiters:
+            self._owner = owner
+            return True
+        return False
+
+    async def async_acquire(self, blocking=True, timeout=None):
+        owner = _current_task()
+        if owner is not None and self._owner is owner:
+            raise RuntimeError("the current task is already holding this lock")
+        if self._try_take(owner):
+            return True
+        if not blocking:
+            return False
+        return await self._park(owner, timeout)
+
+    async def _park(self, owner, timeout):
+        fut = asyncio.get_running_loop().create_future()
+        entry = (fut, owner)
+        self._waiters.append(entry)
+        try:
+            if timeout is None:
+                await fut
+            else:
+                await asyncio.wait_for(asyncio.shield(fut), timeout)
+            return True
+        except BaseException:
+            self._abandon(entry)
+            raise
+
+    def _abandon(self, entry):
+        fut = entry[0]
+        if fut.done() and not fut.cancelled():
+            self.async_release()
+            return
+        fut.cancel()
+        try:
+            self._waiters.remove(entry)
+        except ValueError:
+            pass
+
+    def async_release(self):
+        waiters = self._waiters
+        while waiters:
+            fut, owner = waiters.popleft()
+            if not fut.done():
+                self._owner = owner
+                fut.set_result(True)
+                return
+        self._owner = None
+
+    acquire = async_acquire
+    release = async_release
+
+    async def __aenter__(self):
+        await self.async_acquire()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        self.async_release()
+
+
+cdef inline object _apply(object func, tuple plan):
+    args = plan[0]
+    if args is not None:
+        return func(*<tuple> args)
+    return func(**<dict> plan[1])
+
+
+cdef class InterpreterCore:
+    """The interpreter state the hot path touches, and the step loop itself."""
+
+    def _core_init(self, prog, addr_stack, context_stack, middleware):
+        self._prog = prog
+        self._pointer = PointerVector([0])
+        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
+        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._flag_bits = 0
+        self._middleware = middleware
+        self._pending_stop = False
+        self._interpret_lock = InterpretLock()
+        self._plans = None
+        self._plans_valid = False
+        self._run_task = None
+        self._signal = NEVER_PENDING
+        self._force_inline = False
+        self._yield_interval = 0.001
+
+    # ----- pointer resolution and movement -------------------------------------------
+
+    cdef Py_ssize_t _locate_current(self, bint *exact) except -2:
+        cdef PointerVector ptr = self._pointer
+        if ptr._items is None and ptr._prog is self._prog:
+            exact[0] = True
+            return ptr._row
+        return self._prog._locate(ptr._list(), exact)
+
+    cpdef Py_ssize_t _descend_current(self) except -1:
+        """Move the pointer onto the row it designates (entering segments) and return it."""
+        cdef bint exact = False
+        cdef Py_ssize_t row = self._locate_current(&exact)
+        if row < 0:
+            raise NullPointerException(f"address {self._pointer._list()} not found")
+        if self._prog.cbits[row] & C_ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
+        if not exact:
+            self._pointer._set_row(self._prog, row)
+        return row
+
+    cdef bint _advance(self, PointerVector ptr) except -1:
+        cdef bint exact = True
+        cdef Py_ssize_t row
+        cdef list items
+        if ptr._items is None and ptr._prog is self._prog:
+            row = ptr._row
+        else:
+            items = ptr._list()
+            if not items:
+                return False
+            row = self._prog._locate(items, &exact)
+            if row < 0:
+                return self._prog.graph.calc.advance(ptr)
+        if not exact:
+            ptr._set_row(self._prog, row)
+            return True
+        if row + 1 < self._prog.nrows:
+            ptr._set_row(self._prog, row + 1)
+            return True
+        ptr._items = []
+        return False
+
+    def advance_pointer(self, ptr=None):
+        """Advance `ptr` (default: the interpreter's pointer) in place; False at the end."""
+        return self._advance(self._pointer if ptr is None else ptr)
+
+    def _rebase_to(self, ptr):
+        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        cdef PointerVector other
+        if isinstance(ptr, PointerVector) and (<PointerVector> ptr)._items is None:
+            other = <PointerVector> ptr
+            self._pointer._set_row(other._prog, other._row)
+        else:
+            self._pointer._items = list(ptr)
+
+    def _adopt_successor(self):
+        """Follow a program that was recompiled in place (a hot-swapped slot)."""
+        prog = self._prog
+        while prog.successor is not None:
+            prog = prog.successor
+        self._prog = prog
+        self._plans = None
+
+    cpdef bint _mark_jump(self):
+        """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
+        cdef int bits = self._flag_bits
+        if bits & C_FLAG_JMP:
+            return False
+        self._flag_bits = (bits | C_FLAG_JMP) & ~C_FLAG_HLT
+        return True
+
+    def _move_to(self, addr):
+        """Point at `addr` (a list), binding to a row when the address is a node."""
+        cdef bint exact = False
+        cdef Py_ssize_t row = self._prog._locate(addr, &exact)
+        if row >= 0 and exact:
+            self._pointer._set_row(self._prog, row)
+        else:
+            self._pointer.far_to(addr)
+
+    def jump_to(self, addr):
+        """Jump to an absolute address; `NullPointerException` if nothing is there."""
+        cdef bint exact = False
+        if not self._mark_jump():
+            return
+        addr = list(addr)
+        if self._prog._locate(addr, &exact) < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
+            raise NullPointerException(f"{addr} is not a valid address")
+        self._move_to(addr)
+
+    def jump_near(self, addr):
+        """Set the last coordinate of the pointer."""
+        if self._mark_jump():
+            self._pointer.near_to(addr)
+
+    def jump_offset(self, offset):
+        """Add `offset` to the last coordinate of the pointer."""
+        if self._mark_jump():
+            self._pointer.offset(offset)
+
+    def jump_far_ptr(self, offset):
+        """Replace the whole address (absolute, not validated)."""
+        if self._mark_jump():
+            self._move_to(list(offset))
+
+    def jump_offset_far(self, offset):
+        """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        if self._mark_jump():
+            self._pointer.offset_far(offset)
+
+    def jump_to_top(self, addr):
+        """Jump to `[addr]` at the top level."""
+        if self._mark_jump():
+            self._move_to([addr])
+
+    def jump_offset_top(self, offset):
+        """Jump to the top-level slot `offset` after the current one."""
+        if self._mark_jump():
+            ptr = self._pointer
+            second = ptr[1] if len(ptr) > 1 else 0
+            ptr.offset_far([offset, -(second + 1)])
+
+    # ----- one node -------------------------------------------------------------------
+
+    async def _plan_for(self, Py_ssize_t row):
+        static = self._prog.static_plans[row]
+        if static is not None:
+            return static
+        plans = self._plans
+        if plans is not None:
+            plan = (<list> plans)[row]
+            if plan is not None:
+                return plan
+        plan = await self._make_plan(self._prog.nodes[row], None, None)
+        if self._plans_valid:
+            if self._plans is None:
+                self._plans = [None] * self._prog.nrows
+            (<list> self._plans)[row] = plan
+        return plan
+
+    cdef object _fast_plan(self, Py_ssize_t row):
+        """The cached plan of `row` when nothing forces the general path; runs the pre-check."""
+        if self._signal.pending:
+            return None
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            if self._plans is None:
+                return None
+            plan = (<list> self._plans)[row]
+            if plan is None or (<tuple> plan)[2]:
+                return None
+        if self._prog.cbits[row] & C_ROW_PRECHECK:
+            self._prog.nodes[row]._pre_check(self)
+        return plan
+
+    async def _run_row(self, Py_ssize_t row):
+        """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
+        cdef Program prog = self._prog
+        cdef int bits = prog.cbits[row]
+        if self._signal.pending:
+            await self._gate(prog.tags[row])
+        if bits & C_ROW_PRECHECK:
+            prog.nodes[row]._pre_check(self)
+        plan = await self._plan_for(row)
+        if (<tuple> plan)[2]:
+            return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
+        func = prog.funcs[row]
+        if bits & C_ROW_CORO:
+            return await _apply(func, plan)
+        if bits & C_ROW_THREAD and not self._force_inline:
+            return await self._offload(func, plan[0], plan[1])
+        return _apply(func, plan)
+
+    # ----- the main loop ---------------------------------------------------------------
+
+    cpdef int _enter_step(self) except -1:
+        """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
+        if self._prog.successor is not None:
+            self._adopt_successor()
+        cdef PointerVector ptr = self._pointer
+        if ptr._items is not None and not ptr._items:
+            if not self._prog.nrows:
+                return C_STEP_END
+            self._move_to([0])
+        if self._flag_bits & C_FLAG_HLT:
+            self._flag_bits &= ~C_FLAG_HLT
+            return C_STEP_SKIPPED if self._advance(self._pointer) else C_STEP_END
+        return C_STEP_RAN
+
+    cpdef bint _leave_step(self) except -1:
+        """After a node ran: consume a marked jump or advance. False when the run is over."""
+        if self._flag_bits & C_FLAG_JMP:
+            self._flag_bits &= ~C_FLAG_JMP
+            return True
+        return self._advance(self._pointer)
+
+    async def _run_current(self):
+        """What one main-loop step executes: the middleware, or the node at the pointer."""
+        if self._middleware is not None:
+            return await self._middleware(self)
+        return await self._run_row(self._descend_current())
+
+    async def _take_lock(self):
+        if not self._interpret_lock._try_take(self._run_task):
+            await self._interpret_lock._park(self._run_task, None)
+
+    async def _execute(self):
+        """Run steps until the workflow ends, a stop is requested, or something raises."""
+        cdef InterpretLock lock = self._interpret_lock
+        cdef Py_ssize_t steps = 0
+        cdef Py_ssize_t row
+        cdef int state, bits
+        cdef double last_yield = monotonic()
+        cdef double now
+        while True:
+            if self._signal.pending:
+                await self._gate(PC_CHECKPOINT)
+            if self._pending_stop:
+                self._pending_stop = False
+                return
+            if not lock._try_take(self._run_task):
+                await lock._park(self._run_task, None)
+            try:
+                state = self._enter_step()
+                if state == C_STEP_END:
+                    return
+                if state == C_STEP_RAN:
+                    if self._middleware is not None:
+                        await self._middleware(self)
+                    else:
+                        row = self._descend_current()
+                        plan = self._fast_plan(row)
+                        bits = self._prog.cbits[row]
+                        if plan is None:
+                            await self._run_row(row)
+                        elif bits & C_ROW_CORO:
+                            await _apply(self._prog.funcs[row], plan)
+                        elif bits & C_ROW_THREAD and not self._force_inline:
+                            await self._offload(self._prog.funcs[row], plan[0], plan[1])
+                        else:
+                            _apply(self._prog.funcs[row], plan)
+                    if not self._leave_step():
+                        return
+            finally:
+                lock.async_release()
+            steps += 1
+            if steps % CHECK_CLOCK_EVERY == 0:
+                now = monotonic()
+                if now - last_yield >= self._yield_interval:
+                    await asyncio.sleep(0)
+                    last_yield = monotonic()
