@@ -10,6 +10,7 @@ import platform
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 
 def _env_flag(name):
@@ -41,6 +42,15 @@ class OptionalBuildExt(build_ext):
         print(f"WARNING: building the compiled core failed ({exc}); the pure-Python core will be used")
 
 
+class BuildPyWithCoreStubs(build_py):
+    """Ship the compiled core's `.pyi` stub and `.pxd` contract beside the top-level module."""
+
+    def run(self):
+        super().run()
+        for name in ("_sense_core.pyi", "_sense_core.pxd"):
+            self.copy_file(os.path.join("src", name), os.path.join(self.build_lib, name))
+
+
 def _extensions():
     if SKIP:
         return []
@@ -69,6 +79,6 @@ def _extensions():
 
 setup(
     ext_modules=_extensions(),
-    cmdclass={"build_ext": OptionalBuildExt},
+    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithCoreStubs},
     py_modules=[],
 )
