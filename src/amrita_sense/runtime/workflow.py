@@ -11,7 +11,6 @@ the public surface.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import threading
 import types
@@ -40,6 +39,7 @@ from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.runtime.offload import run_in_worker
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.types import DICache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
@@ -430,8 +430,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def _offload(self, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
         """Run a sync node body in a worker thread, with the caller's context variables."""
-        call = functools.partial(contextvars.copy_context().run, func, *(args or ()), **(kwargs or {}))
-        return await asyncio.get_running_loop().run_in_executor(None, call)
+        return await run_in_worker(asyncio.get_running_loop(), func, args, kwargs)
 
     async def _gate(self, tag: str | None) -> bool:
         return await self.object_io._wait_for_continue(tag)
