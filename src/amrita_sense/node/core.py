@@ -161,7 +161,7 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
         if not self._original:
             raise GraphBuildError("No original graph to build")
         path = current_path or []
-        top = top or self
+        top = top if top is not None else self  # a top still being built is falsy
         self._graph = []
         if top is self:
             self._collected_hooks = []
