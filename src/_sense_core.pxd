@@ -12,6 +12,7 @@ cdef class Program:
     cdef public list tags
     cdef public list bits
     cdef public list static_plans
+    cdef public list plan_keys
     cdef public list addrs
     cdef public dict row_of
     cdef public dict seg_row
@@ -53,6 +54,7 @@ cdef class InterpreterCore:
     cdef public bint _pending_stop
     cdef public InterpretLock _interpret_lock
     cdef public object _plans
+    cdef public dict _plan_cache
     cdef public bint _plans_valid
     cdef public object _run_task
     cdef public SuspendFlag _signal

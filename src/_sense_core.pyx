@@ -59,8 +59,8 @@ ALWAYS_PENDING.pending = True
 cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
-    def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list addrs,
-                 dict row_of, dict seg_row):
+    def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list plan_keys,
+                 list addrs, dict row_of, dict seg_row):
         cdef Py_ssize_t i
         self.graph = graph
         self.nodes = nodes
@@ -68,6 +68,7 @@ cdef class Program:
         self.tags = tags
         self.bits = bits
         self.static_plans = static_plans
+        self.plan_keys = plan_keys
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -370,6 +371,7 @@ cdef class InterpreterCore:
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
+        self._plan_cache = None
         self._plans_valid = False
         self._run_task = None
         self._signal = NEVER_PENDING
@@ -508,13 +510,19 @@ cdef class InterpreterCore:
         plans = self._plans
         if plans is not None:
             plan = (<list> plans)[row]
+            if plan is None:
+                plan = self._plan_cache.get(self._prog.plan_keys[row])
+                if plan is not None:
+                    (<list> plans)[row] = plan
             if plan is not None:
                 return plan
         plan = await self._make_plan(self._prog.nodes[row], None, None)
         if self._plans_valid:
             if self._plans is None:
                 self._plans = [None] * self._prog.nrows
+                self._plan_cache = {}
             (<list> self._plans)[row] = plan
+            self._plan_cache[self._prog.plan_keys[row]] = plan
         return plan
 
     cdef object _fast_plan(self, Py_ssize_t row):

@@ -62,16 +62,18 @@ class Program:
     """
 
     __slots__ = (
-        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "row_of", "seg_row", "static_plans", "successor", "tags",
+        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "plan_keys", "row_of", "seg_row", "static_plans",
+        "successor", "tags",
     )
 
-    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, addrs, row_of, seg_row):
+    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, addrs, row_of, seg_row):
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
         self.tags = tags
         self.bits = bits
         self.static_plans = static_plans
+        self.plan_keys = plan_keys
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -390,6 +392,7 @@ class InterpreterCore:
         "_interpret_lock",
         "_middleware",
         "_pending_stop",
+        "_plan_cache",
         "_plans",
         "_plans_valid",
         "_pointer",
@@ -410,6 +413,7 @@ class InterpreterCore:
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
+        self._plan_cache = None
         self._plans_valid = False
         self._run_task = None
         self._signal = NEVER_PENDING
@@ -540,13 +544,19 @@ class InterpreterCore:
         plans = self._plans
         if plans is not None:
             plan = plans[row]
+            if plan is None:
+                plan = self._plan_cache.get(self._prog.plan_keys[row])
+                if plan is not None:
+                    plans[row] = plan
             if plan is not None:
                 return plan
         plan = await self._make_plan(self._prog.nodes[row], None, None)
         if self._plans_valid:
-            if plans is None:
-                plans = self._plans = [None] * self._prog.nrows
-            plans[row] = plan
+            if self._plans is None:
+                self._plans = [None] * self._prog.nrows
+                self._plan_cache = {}
+            self._plans[row] = plan
+            self._plan_cache[self._prog.plan_keys[row]] = plan
         return plan
 
     def _fast_plan(self, row):

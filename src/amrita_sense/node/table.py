@@ -31,6 +31,16 @@ def _static_plan(node: Any) -> tuple | None:
     return _NO_ARGUMENTS
 
 
+def _plan_key(node: Any) -> Any:
+    """Nodes whose functions share this key share one injection plan per interpreter.
+
+    Bound methods of one function (the instruction nodes) resolve the same
+    parameters from the same pools, so their plan is shared.
+    """
+    func = getattr(node, "func", None)
+    return getattr(func, "__func__", func)
+
+
 class _TableBuilder:
     def __init__(self) -> None:
         self.nodes: list = []
@@ -38,6 +48,7 @@ class _TableBuilder:
         self.tags: list = []
         self.bits: list[int] = []
         self.static_plans: list = []
+        self.plan_keys: list = []
         self.addrs: list[tuple] = []
         self.row_of: dict[tuple, int] = {}
         self.seg_row: dict[tuple, int] = {}
@@ -49,6 +60,7 @@ class _TableBuilder:
         self.tags.append(getattr(node, "tag", None))
         self.bits.append(bits)
         self.static_plans.append(_static_plan(node) if not bits & _core.ROW_EMPTY else None)
+        self.plan_keys.append(_plan_key(node))
         self.addrs.append(addr)
 
     def walk(self, segment: Any, prefix: tuple) -> None:
@@ -71,5 +83,5 @@ def build_program(graph: Any) -> Any:
         builder.walk(graph, ())
     return _core.Program(
         graph, builder.nodes, builder.funcs, builder.tags, builder.bits,
-        builder.static_plans, builder.addrs, builder.row_of, builder.seg_row,
+        builder.static_plans, builder.plan_keys, builder.addrs, builder.row_of, builder.seg_row,
     )

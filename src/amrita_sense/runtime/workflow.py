@@ -79,11 +79,16 @@ def _restore_async_library() -> None:
 
 
 def _positional_names(func: Any) -> tuple[str, ...] | None:
-    """Names a plain function accepts positionally, or None when it is not a plain function."""
+    """Names a plain function (or bound method) accepts by position or keyword, else None."""
+    bound = type(func) is types.MethodType
+    if bound:
+        func = func.__func__
     if type(func) is not types.FunctionType:
         return None
     code = func.__code__
-    return code.co_varnames[code.co_posonlyargcount : code.co_argcount] if code.co_posonlyargcount else code.co_varnames[: code.co_argcount]
+    if code.co_posonlyargcount > bound:
+        return None
+    return code.co_varnames[bound : code.co_argcount]
 
 
 def _call_form(func: Any, static: dict[str, Any]) -> tuple[tuple | None, dict[str, Any] | None]:
@@ -396,7 +401,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             node = self._descend_with(addr_getter)
             if node is None:
                 return None
-        await self._gate(node.tag)
+        if self._signal.pending:
+            await self._gate(node.tag)
         if self._has_pre_check(node):
             node._pre_check(self)
         plan = await self._make_plan(node, extra_args, extra_kwargs)
@@ -696,11 +702,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def terminate(self, eol: bool = True) -> None:
         """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree."""
-        if not self._pending_stop:
+        fut = self._waiter_fut
+        if fut is not None and not fut.done() and not self._pending_stop:
             self._pending_stop = True
-            fut = self._waiter_fut
-            if fut is not None and not fut.done():
-                await asyncio.wait([fut])
+            await asyncio.wait([fut])
         await self._close_workflow_scope()
         if eol:
             self._leave_tree()
