@@ -1,0 +1,166 @@
+"""Benchmark worker: one build on one event loop, driven by the runner over stdin/stdout.
+
+Started as a script (`python bench/_worker.py --loop asyncio --expect cython`) so it
+also runs under a foreign Python (the 1.1.3 reference venv). Protocol: one JSON
+command per line on stdin, one JSON reply per line on the original stdout. The
+process's own stdout (fd 1) is sent to /dev/null before anything is imported, so
+log output of the package under test cannot corrupt the protocol.
+
+Commands:
+  {"op": "hello"}                                -> build description, or why it is unavailable
+  {"op": "run", "scenario": NAME, "size": N}     -> one measurement of a scenario
+  {"op": "workflow", "spec": "mod:fn", "runs": N} -> one measurement of a user workflow
+Replies carry "status": "ok" | "n/a" | "fail" (count check) | "error".
+"""
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _protocol_channel():
+    """Keep the real stdout for replies; point fd 1 (and sys.stdout) at /dev/null."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    return channel
+
+
+def _make_loop(name: str):
+    import asyncio
+
+    if name == "uvloop":
+        import uvloop  # ImportError is reported as "n/a" by hello
+
+        loop = uvloop.new_event_loop()
+    elif name == "asyncio":
+        loop = asyncio.new_event_loop()
+    else:
+        raise ValueError(f"unknown event loop {name!r}")
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def _describe_build(expect: str) -> dict:
+    import platform
+
+    import amrita_sense
+
+    impl = getattr(amrita_sense, "IMPLEMENTATION", None)
+    info = {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "module_path": os.path.dirname(amrita_sense.__file__),
+    }
+    if expect == "reference":
+        if impl is not None:
+            raise RuntimeError(
+                f"the reference Python imports amrita-sense-turbo from {info['module_path']}; "
+                "check PYTHONPATH and the working directory")
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            info["version"] = version("amrita-sense")
+        except PackageNotFoundError:
+            info["version"] = "unknown"
+        info["implementation"] = "reference"
+        return info
+    if impl is None:
+        raise RuntimeError(f"{info['module_path']} is not amrita-sense-turbo (no IMPLEMENTATION)")
+    if impl != expect:
+        raise RuntimeError(f"expected the {expect} core, but {impl} loaded")
+    info["implementation"] = impl
+    return info
+
+
+class Worker:
+    def __init__(self, loop_name: str, expect: str) -> None:
+        self.loop_name = loop_name
+        self.expect = expect
+        self.loop = None
+        self.scenarios = None
+        self.cached = None  # (key, plan): the last plan built, reused while the same scenario repeats
+
+    def hello(self) -> dict:
+        try:
+            self.loop = _make_loop(self.loop_name)
+        except ImportError as exc:
+            return {"status": "n/a", "reason": f"{self.loop_name} is not installed here ({exc})"}
+        try:
+            info = _describe_build(self.expect)
+        except Exception as exc:  # noqa: BLE001 - any import failure makes the build unavailable
+            return {"status": "n/a", "reason": f"{type(exc).__name__}: {exc}"}
+        from bench import scenarios
+
+        self.scenarios = scenarios
+        info.update(status="ok", loop=self.loop_name)
+        return info
+
+    def _plan(self, key: tuple, make):
+        if self.cached is None or self.cached[0] != key:
+            self.cached = None
+            plan = make()
+            if hasattr(plan, "__await__"):
+                plan = self.loop.run_until_complete(plan)
+            self.cached = (key, plan)
+        return self.cached[1]
+
+    def measure(self, key: tuple, make) -> dict:
+        s = self.scenarios
+        try:
+            plan = self._plan(key, make)
+            value = self.loop.run_until_complete(s.measure(plan))
+        except s.Unavailable as exc:
+            return {"status": "n/a", "reason": str(exc)}
+        except s.CountMismatch as exc:
+            self.cached = None
+            return {"status": "fail", "reason": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+            self.cached = None
+            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8)}
+        return {"status": "ok", "value": value, "ops": plan.ops}
+
+    def handle(self, cmd: dict) -> dict:
+        op = cmd.get("op")
+        if op == "hello":
+            return self.hello()
+        if self.scenarios is None:
+            return {"status": "error", "reason": "hello first"}
+        if op == "run":
+            name, size = cmd["scenario"], cmd.get("size")
+            return self.measure(("run", name, size), lambda: self.scenarios.build(name, size))
+        if op == "workflow":
+            spec, runs = cmd["spec"], int(cmd.get("runs") or 0)
+            return self.measure(("workflow", spec, runs), lambda: self.scenarios.user_workflow(spec, runs))
+        return {"status": "error", "reason": f"unknown op {op!r}"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loop", default="asyncio")
+    parser.add_argument("--expect", required=True, choices=["cython", "python", "reference"])
+    parser.add_argument("--path", action="append", default=[], help="extra sys.path entry (user workflows)")
+    args = parser.parse_args()
+    channel = _protocol_channel()
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    sys.path.insert(0, REPO_ROOT)
+    for extra in reversed(args.path):
+        sys.path.append(extra)
+    worker = Worker(args.loop, args.expect)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = worker.handle(json.loads(line))
+        channel.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()

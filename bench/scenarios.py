@@ -1,0 +1,1097 @@
+"""Benchmark scenarios shared by the comparison runner and the pytest-benchmark suite.
+
+Only the public API of amrita-sense 1.1.3 is used here, so this very file runs
+under the reference package and under amrita-sense-turbo (either core).
+
+A scenario function takes a size and returns a `Plan`: everything slow to build
+(nodes, rendered graphs) is built by the scenario function itself, `prepare`
+runs untimed before every measurement (fresh interpreter, counters reset),
+`timed` is the only part on the clock, and `check` proves afterwards that the
+timed part did exactly the work it claims (raises `CountMismatch` otherwise),
+so a scenario can never silently measure nothing. A scenario whose feature is
+missing from the build under test raises `Unavailable` while it is being built.
+
+Conventions: sync bodies are decorated `wrap_to_async=False` unless the scenario
+is about the worker-thread hand-off; all nodes of a chain share one body function
+(as a chain built in a loop does); the plain-Python floors (`floor_*`) call the
+very same bodies without the engine.
+
+Module note: no `from __future__ import annotations` here -- node bodies are
+analysed for dependency injection, and their annotations must be real objects.
+"""
+
+import asyncio
+import dataclasses
+import gc
+import importlib
+import inspect
+import itertools
+import threading
+import time
+import tracemalloc
+from typing import Any, Callable, Dict, Optional, Tuple
+
+# ---------------------------------------------------------------------------
+# Framework
+
+
+class Unavailable(Exception):
+    """The build under test lacks a feature the scenario needs (reported as n/a)."""
+
+
+class CountMismatch(AssertionError):
+    """The timed part did not do the work the scenario claims to measure."""
+
+
+@dataclasses.dataclass
+class Plan:
+    """One built scenario, ready to be measured any number of times.
+
+    `ops` is the number of operations one call of `timed` performs. `prepare`,
+    `timed` and `check` may be plain or `async def` functions. `result`, when
+    set, turns the elapsed seconds into the reported value (memory scenarios);
+    otherwise the value is seconds per operation.
+    """
+
+    ops: int
+    timed: Callable[[], Any]
+    prepare: Optional[Callable[[], Any]] = None
+    check: Optional[Callable[[], Any]] = None
+    result: Optional[Callable[[float], float]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A performance target from bench.md, evaluated by the runner on medians.
+
+    `metric` is one of: "x_floor" (compiled / floor), "vs_ref" (1.1.3 / compiled),
+    "vs_twin" (twin / compiled), "value" (the compiled value itself, in the
+    scenario's unit: seconds, or bytes for memory).
+    """
+
+    metric: str
+    op: str
+    bound: float
+
+    def describe(self, unit_kind: str = "time") -> str:
+        if self.metric == "x_floor":
+            return f"{self.op}{self.bound:g}x floor"
+        if self.metric == "vs_ref":
+            return f"{self.op}{self.bound:g}x vs 1.1.3"
+        if self.metric == "vs_twin":
+            return f"{self.op}{self.bound:g}x vs twin"
+        if unit_kind == "memory":
+            return f"{self.op}{self.bound:g} B"
+        return f"{self.op}{format_seconds(self.bound)}"
+
+    def met(self, actual: float) -> bool:
+        return actual <= self.bound if self.op == "<=" else actual >= self.bound
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A registered scenario: how to build it, its sizes, floor and targets."""
+
+    name: str
+    title: str
+    unit: str
+    size: int
+    quick_size: int
+    make: Callable[[int], Plan]
+    kind: str = "engine"
+    measure: str = "time"
+    floor: Optional[str] = None
+    targets: Tuple[Target, ...] = ()
+
+
+SCENARIOS: Dict[str, Scenario] = {}
+
+# Scenarios that run the interpreter's step loop: the compiled core must beat the twin here.
+_TWIN = Target("vs_twin", ">=", 5)
+
+
+def scenario(name: str, title: str, *, unit: str, size: int, quick: int, kind: str = "engine",
+             measure: str = "time", floor: Optional[str] = None, targets: Tuple[Target, ...] = ()):
+    """Register the decorated `make(size) -> Plan` function under `name`."""
+
+    def register(make: Callable[[int], Plan]) -> Callable[[int], Plan]:
+        if name in SCENARIOS:
+            raise ValueError(f"duplicate scenario {name!r}")
+        SCENARIOS[name] = Scenario(name, title, unit, size, quick, make, kind, measure, floor, targets)
+        return make
+
+    return register
+
+
+def need(module: str, *names: str) -> Any:
+    """Import `names` from `module`, or raise `Unavailable` naming what is missing."""
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise Unavailable(f"cannot import {module}: {exc}") from None
+    missing = [name for name in names if not hasattr(mod, name)]
+    if missing:
+        raise Unavailable(f"{module} has no {', '.join(missing)}")
+    values = tuple(getattr(mod, name) for name in names)
+    return values[0] if len(values) == 1 else values
+
+
+def expect(what: str, counted: int, wanted: int) -> None:
+    """Raise `CountMismatch` unless `counted == wanted`."""
+    if counted != wanted:
+        raise CountMismatch(f"{what}: counted {counted}, expected {wanted}")
+
+
+async def _settle(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def measure(plan: Plan) -> float:
+    """Prepare, time and check one run of `plan`; return its value (seconds per op by default)."""
+    if plan.prepare is not None:
+        await _settle(plan.prepare())
+    gc.collect()
+    timed = plan.timed
+    if inspect.iscoroutinefunction(timed):
+        start = time.perf_counter()
+        await timed()
+        elapsed = time.perf_counter() - start
+    else:
+        start = time.perf_counter()
+        timed()
+        elapsed = time.perf_counter() - start
+    if plan.check is not None:
+        await _settle(plan.check())
+    if plan.result is not None:
+        return plan.result(elapsed)
+    return elapsed / plan.ops
+
+
+def build(name: str, size: Optional[int] = None, *, quick: bool = False) -> Plan:
+    """Build the plan of scenario `name` (its default or quick size unless `size` is given)."""
+    spec = SCENARIOS[name]
+    if size is None:
+        size = spec.quick_size if quick else spec.size
+    return spec.make(size)
+
+
+def format_seconds(seconds: float) -> str:
+    """Render a duration with a readable unit (ns, us, ms, s)."""
+    for unit, scale in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3)):
+        if seconds < scale * 1000:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+class Tally:
+    """Counts the work done by node bodies so that a scenario can prove it ran."""
+
+    __slots__ = ("aux", "n")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.aux = 0
+
+    def reset(self) -> None:
+        self.n = 0
+        self.aux = 0
+
+
+class _Holder:
+    """Carries per-measurement state (interpreter, task, stream) from prepare to timed and check."""
+
+    __slots__ = ("graph", "interp", "interps", "nbytes", "nodes", "stream", "task")
+
+
+_ids = itertools.count()
+
+
+def _api() -> Tuple[Any, Any, Any]:
+    return need("amrita_sense", "Node", "NodeCompose", "WorkflowInterpreter")
+
+
+def _sync(Node: Any, func: Callable[..., Any]) -> Any:
+    return Node(wrap_to_async=False)(func)
+
+
+def _counting_body(tally: Tally) -> Callable[[], None]:
+    def body() -> None:
+        tally.n += 1
+
+    return body
+
+
+def _run_plan(make_interp: Callable[[], Any], ops: int, check: Callable[[], None],
+              reset: Callable[[], None]) -> Plan:
+    """A plan whose timed part is one `run()` of a fresh interpreter."""
+    holder = _Holder()
+
+    def prepare() -> None:
+        reset()
+        holder.interp = make_interp()
+
+    async def timed() -> None:
+        await holder.interp.run()
+
+    return Plan(ops, timed, prepare, check)
+
+
+def _chain_plan(nodes: list, tally: Tally, want: int, **interp_kwargs: Any) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    graph = NodeCompose(*nodes).render()
+    return _run_plan(
+        lambda: WorkflowInterpreter(graph, **interp_kwargs), len(nodes),
+        lambda: expect("node bodies run", tally.n, want), tally.reset)
+
+
+# ---------------------------------------------------------------------------
+# Linear chains and nesting
+
+_EXEC = (_TWIN,)
+
+
+@scenario("sync_chain", "linear chain of sync nodes (wrap_to_async=False)", unit="node",
+          size=10_000, quick=500, floor="floor_call",
+          targets=(Target("x_floor", "<=", 3), Target("vs_ref", ">=", 50), _TWIN))
+def sync_chain(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    body = _counting_body(tally)
+    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, n)
+
+
+@scenario("async_chain", "linear chain of async def nodes", unit="node",
+          size=10_000, quick=500, floor="floor_await",
+          targets=(Target("x_floor", "<=", 2), Target("vs_ref", ">=", 30), _TWIN))
+def async_chain(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+
+    async def body() -> None:
+        tally.n += 1
+
+    return _chain_plan([Node()(body) for _ in range(n)], tally, n)
+
+
+@scenario("thread_chain", "linear chain of default @Node() sync nodes (worker thread)", unit="node",
+          size=2_000, quick=100, floor="floor_to_thread",
+          targets=(Target("vs_ref", ">=", 3), _TWIN))
+def thread_chain(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    loop_thread = threading.get_ident()
+
+    def body() -> None:
+        tally.n += 1
+        if threading.get_ident() != loop_thread:
+            tally.aux += 1
+
+    plan = _chain_plan([Node()(body) for _ in range(n)], tally, n)
+
+    def check() -> None:
+        expect("node bodies run", tally.n, n)
+        expect("bodies run off the event-loop thread", tally.aux, n)
+
+    plan.check = check
+    return plan
+
+
+@scenario("nested", "compose nested 50 deep", unit="node", size=10_000, quick=500,
+          floor="floor_call", targets=(Target("vs_ref", ">=", 100), _TWIN))
+def nested(n: int, depth: int = 50) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    if n % depth:
+        raise ValueError(f"size {n} is not a multiple of the depth {depth}")
+    tally = Tally()
+    body = _counting_body(tally)
+    inner = None
+    for _ in range(depth):
+        level = [_sync(Node, body) for _ in range(n // depth)]
+        inner = NodeCompose(*level) if inner is None else NodeCompose(*level, inner)
+    graph = inner.render()
+    return _run_plan(lambda: WorkflowInterpreter(graph), n,
+                     lambda: expect("node bodies run", tally.n, n), tally.reset)
+
+
+# ---------------------------------------------------------------------------
+# Control-flow instructions
+
+_CONTROL = (Target("vs_ref", ">=", 100), _TWIN)
+
+
+def _while_bodies(tally: Tally, n: int) -> Tuple[Callable[[], bool], Callable[[], None]]:
+    def cond() -> bool:
+        tally.aux += 1
+        return tally.n < n
+
+    def body() -> None:
+        tally.n += 1
+
+    return cond, body
+
+
+@scenario("while_loop", "WHILE (condition + 1-node body)", unit="iteration", size=100_000,
+          quick=2_000, floor="floor_while", targets=_CONTROL)
+def while_loop(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    WHILE = need("amrita_sense", "WHILE")
+    tally = Tally()
+    cond, body = _while_bodies(tally, n)
+    graph = NodeCompose(WHILE(_sync(Node, cond)).ACTION(_sync(Node, body))).render()
+
+    def check() -> None:
+        expect("loop bodies run", tally.n, n)
+        expect("conditions evaluated", tally.aux, n + 1)
+
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, check, tally.reset)
+
+
+def _if_bodies(tally: Tally, hits: list) -> Tuple[Callable[..., Any], ...]:
+    def first() -> bool:
+        tally.aux += 1
+        return tally.aux % 3 == 0
+
+    def second() -> bool:
+        return tally.aux % 3 == 1
+
+    def on_first() -> None:
+        hits[0] += 1
+
+    def on_second() -> None:
+        hits[1] += 1
+
+    def on_else() -> None:
+        hits[2] += 1
+
+    return first, second, on_first, on_second, on_else
+
+
+def _if_expected(n: int) -> list:
+    want = [0, 0, 0]
+    for k in range(1, n + 1):
+        want[0 if k % 3 == 0 else 1 if k % 3 == 1 else 2] += 1
+    return want
+
+
+@scenario("if_elif_else", "sequential IF/ELIF/ELSE", unit="IF", size=10_000, quick=500,
+          floor="floor_if", targets=_CONTROL)
+def if_elif_else(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    IF = need("amrita_sense", "IF")
+    tally = Tally()
+    hits = [0, 0, 0]
+    bodies = _if_bodies(tally, hits)
+    clauses = []
+    for _ in range(n):
+        first, second, on_first, on_second, on_else = (_sync(Node, f) for f in bodies)
+        clauses.append(IF(first, on_first).ELIF(second, on_second).ELSE(on_else))
+    graph = NodeCompose(*clauses).render()
+    want = _if_expected(n)
+
+    def reset() -> None:
+        tally.reset()
+        hits[:] = [0, 0, 0]
+
+    def check() -> None:
+        expect("IF clauses evaluated", tally.aux, n)
+        for branch, got, wanted in zip(("IF", "ELIF", "ELSE"), hits, want):
+            expect(f"{branch} branches taken", got, wanted)
+
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, check, reset)
+
+
+def _jmp_bodies(tally: Tally, n: int) -> Tuple[Callable[..., Any], ...]:
+    def head() -> None:
+        tally.aux += 1
+
+    def step() -> None:
+        tally.n += 1
+
+    def again() -> bool:
+        return tally.n < n
+
+    return head, step, again
+
+
+@scenario("jmp_loop", "loop by jumping back (ALIAS + IF + JMP)", unit="iteration", size=10_000,
+          quick=500, floor="floor_jmp", targets=_CONTROL)
+def jmp_loop(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    ALIAS, IF, JMP = need("amrita_sense", "ALIAS", "IF", "JMP")
+    tally = Tally()
+    head, step, again = _jmp_bodies(tally, n)
+    alias = f"bench_top_{next(_ids)}"
+    graph = NodeCompose(
+        ALIAS(_sync(Node, head), alias),
+        _sync(Node, step),
+        IF(_sync(Node, again), JMP(alias)),
+    ).render()
+
+    def check() -> None:
+        expect("loop heads reached", tally.aux, n)
+        expect("loop bodies run", tally.n, n)
+
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, check, tally.reset)
+
+
+@scenario("call_ret", "CALL to a 1-node subroutine and RET", unit="call", size=10_000, quick=500,
+          floor="floor_call", targets=_CONTROL)
+def call_ret(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    ALIAS, ARCHIVED_NODES, CALL = need("amrita_sense", "ALIAS", "ARCHIVED_NODES", "CALL")
+    RET = need("amrita_sense.instructions", "RET")
+    tally = Tally()
+    alias = f"bench_sub_{next(_ids)}"
+    sub = _sync(Node, _counting_body(tally))
+    graph = NodeCompose(*[CALL(alias) for _ in range(n)], ARCHIVED_NODES(ALIAS(sub, alias), RET())).render()
+    return _run_plan(lambda: WorkflowInterpreter(graph), n,
+                     lambda: expect("subroutine bodies run", tally.n, n), tally.reset)
+
+
+def _try_bodies(tally: Tally) -> Tuple[Callable[[], None], Callable[[], None]]:
+    def raiser() -> None:
+        tally.aux += 1
+        raise ValueError("bench")
+
+    def handler() -> None:
+        tally.n += 1
+
+    return raiser, handler
+
+
+@scenario("try_catch", "Try(raiser).CATCH(ValueError, handler)", unit="exception", size=10_000,
+          quick=500, floor="floor_try", targets=(Target("x_floor", "<=", 2), _TWIN))
+def try_catch(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    Try = need("amrita_sense", "Try")
+    tally = Tally()
+    raiser, handler = _try_bodies(tally)
+    clauses = [Try(_sync(Node, raiser)).CATCH(ValueError, _sync(Node, handler)) for _ in range(n)]
+    graph = NodeCompose(*clauses).render()
+
+    def check() -> None:
+        expect("exceptions raised", tally.aux, n)
+        expect("exceptions handled", tally.n, n)
+
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, check, tally.reset)
+
+
+# ---------------------------------------------------------------------------
+# Building graphs
+
+
+@scenario("render", "render(), per node", unit="node", size=10_000, quick=1_000,
+          targets=(Target("vs_ref", ">=", 10),))
+def render(n: int) -> Plan:
+    Node, NodeCompose, _ = _api()
+    nodes = [_sync(Node, _counting_body(Tally())) for _ in range(n)]
+    holder = _Holder()
+
+    def prepare() -> None:
+        holder.graph = None
+
+    def timed() -> None:
+        holder.graph = NodeCompose(*nodes).render()
+
+    def check() -> None:
+        expect("rendered slots", len(holder.graph), n)
+
+    return Plan(n, timed, prepare, check)
+
+
+@scenario("decorate", "@Node() decoration, per node", unit="node", size=10_000, quick=1_000,
+          targets=(Target("value", "<=", 2e-6),))
+def decorate(n: int) -> Plan:
+    Node, NodeType = need("amrita_sense", "Node", "NodeType")
+    holder = _Holder()
+
+    def body() -> None:
+        pass
+
+    def prepare() -> None:
+        holder.nodes = None
+
+    def timed() -> None:
+        holder.nodes = [Node()(body) for _ in range(n)]
+
+    def check() -> None:
+        expect("nodes made", sum(isinstance(node, NodeType) for node in holder.nodes), n)
+
+    return Plan(n, timed, prepare, check)
+
+
+@scenario("memory", "retained memory: nodes + rendered graph + interpreter", unit="node",
+          size=10_000, quick=1_000, measure="memory", targets=(Target("value", "<=", 300),))
+def memory(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    body = _counting_body(Tally())
+    holder = _Holder()
+
+    def timed() -> None:
+        gc.collect()
+        owner = not tracemalloc.is_tracing()
+        if owner:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            graph = NodeCompose(*[_sync(Node, body) for _ in range(n)]).render()
+            interp = WorkflowInterpreter(graph)
+            gc.collect()
+            holder.nbytes = tracemalloc.get_traced_memory()[0] - before
+            holder.graph, holder.interp = graph, interp
+        finally:
+            if owner:
+                tracemalloc.stop()
+
+    def check() -> None:
+        expect("rendered slots", len(holder.graph), n)
+        holder.graph = holder.interp = None
+
+    return Plan(n, timed, None, check, result=lambda _elapsed: holder.nbytes / n)
+
+
+# ---------------------------------------------------------------------------
+# Suspend / resume and external interrupts
+
+_PINGPONG = (Target("x_floor", "<=", 2), _TWIN)
+
+
+def _stream_api() -> Tuple[Any, str]:
+    stream_cls = need("amrita_sense.streaming", "SuspendObjectStream")
+    checkpoint = need("amrita_sense.runtime.workflow", "PC_CHECKPOINT")
+    return stream_cls, checkpoint
+
+
+async def _park(holder: _Holder, graph: Any, stream_cls: Any, checkpoint: str, interp_cls: Any) -> None:
+    """Start a run and wait until it is parked at the checkpoint before its first node."""
+    holder.stream = stream_cls()
+    holder.interp = interp_cls(graph, holder.stream)
+    holder.task = asyncio.get_running_loop().create_task(holder.interp.run())
+    await holder.stream.wait_to_suspend(checkpoint)
+
+
+@scenario("suspend_resume", "suspend at PC_CHECKPOINT + resume, round trip", unit="round trip",
+          size=1_000, quick=100, floor="floor_pingpong", targets=_PINGPONG)
+def suspend_resume(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    stream_cls, checkpoint = _stream_api()
+    tally = Tally()
+    spare = 3
+    graph = NodeCompose(*[_sync(Node, _counting_body(tally)) for _ in range(n + spare)]).render()
+    holder = _Holder()
+
+    async def prepare() -> None:
+        tally.reset()
+        await _park(holder, graph, stream_cls, checkpoint, WorkflowInterpreter)
+
+    async def timed() -> None:
+        stream = holder.stream
+        for _ in range(n):
+            stream.resume()
+            await stream.wait_to_suspend(checkpoint)
+
+    async def check() -> None:
+        ran = tally.n
+        holder.stream.resume()
+        await holder.task
+        expect("nodes run, one per round trip", ran, n)
+        expect("nodes run in total", tally.n, n + spare)
+
+    return Plan(n, timed, prepare, check)
+
+
+@scenario("interrupt_inject", "external call_sub(interrupt=True) at a suspend window", unit="call",
+          size=1_000, quick=100, floor="floor_pingpong", targets=_PINGPONG)
+def interrupt_inject(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    ALIAS, ARCHIVED_NODES = need("amrita_sense", "ALIAS", "ARCHIVED_NODES")
+    stream_cls, checkpoint = _stream_api()
+    main, isr = Tally(), Tally()
+    alias = f"bench_isr_{next(_ids)}"
+    graph = NodeCompose(
+        *[_sync(Node, _counting_body(main)) for _ in range(3)],
+        ARCHIVED_NODES(ALIAS(_sync(Node, _counting_body(isr)), alias)),
+    ).render()
+    target = list(graph.calc.resolve_alias(alias))
+    holder = _Holder()
+
+    async def prepare() -> None:
+        main.reset()
+        isr.reset()
+        await _park(holder, graph, stream_cls, checkpoint, WorkflowInterpreter)
+
+    async def timed() -> None:
+        interp = holder.interp
+        for _ in range(n):
+            await interp.call_sub(list(target), interrupt=True)
+
+    async def check() -> None:
+        injected, ran_before = isr.n, main.n
+        holder.stream.resume()
+        await holder.task
+        expect("injected calls run", injected, n)
+        expect("main nodes run while parked", ran_before, 0)
+        expect("main nodes run in total", main.n, 3)
+
+    return Plan(n, timed, prepare, check)
+
+
+# ---------------------------------------------------------------------------
+# Events and dependency injection
+
+_DI = (Target("vs_ref", ">=", 20), _TWIN)
+
+
+@scenario("event_dispatch", "event dispatch to 1 handler", unit="event", size=10_000, quick=200,
+          floor="floor_await", targets=(Target("vs_ref", ">=", 20),))
+def event_dispatch(n: int) -> Plan:
+    BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
+    tally = Tally()
+    event_type = f"bench.event.{next(_ids)}"
+
+    @dataclasses.dataclass
+    class BenchEvent(BaseEvent):
+        def get_event_type(self) -> str:
+            return event_type
+
+        @property
+        def event_type(self) -> str:
+            return event_type
+
+    async def handler(event: BenchEvent) -> None:
+        tally.n += 1
+
+    on_event(event_type).handle()(handler)
+    event = BenchEvent()
+    trigger = MatcherFactory.trigger_event
+
+    async def timed() -> None:
+        for _ in range(n):
+            await trigger(event)
+
+    return Plan(n, timed, tally.reset, lambda: expect("handler calls", tally.n, n))
+
+
+class Alpha:
+    """Injected by type in the DI scenarios."""
+
+
+class Beta:
+    """Injected by type in the DI scenarios."""
+
+
+ALPHA, BETA = Alpha(), Beta()
+
+
+def _typed_body(tally: Tally) -> Callable[..., None]:
+    def body(first: Alpha, second: Beta) -> None:
+        tally.n += (first is ALPHA) + (second is BETA)
+
+    return body
+
+
+def _named_body(tally: Tally) -> Callable[..., None]:
+    def body(first: int, second: str) -> None:
+        tally.n += (first == 1) + (second == "s")
+
+    return body
+
+
+@scenario("di_types", "node with 2 parameters injected by type", unit="node", size=10_000,
+          quick=500, floor="floor_call_kw2", targets=_DI)
+def di_types(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    body = _typed_body(tally)
+    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n, extra_args=(ALPHA, BETA))
+
+
+@scenario("di_names", "node with 2 parameters injected by name", unit="node", size=10_000,
+          quick=500, floor="floor_call_kw2", targets=_DI)
+def di_names(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    body = _named_body(tally)
+    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n,
+                       extra_kwargs={"first": 1, "second": "s"})
+
+
+def _factories(tally: Tally) -> Tuple[Callable[[], int], Callable[[], str]]:
+    def make_first() -> int:
+        tally.aux += 1
+        return 1
+
+    def make_second() -> str:
+        tally.aux += 1
+        return "s"
+
+    return make_first, make_second
+
+
+def _depends_chain(n: int, use_cache: bool) -> Tuple[Plan, Tally]:
+    Node, _, _ = _api()
+    Depends = need("amrita_sense.hook.matcher", "Depends")
+    tally = Tally()
+    make_first, make_second = _factories(tally)
+    first_dep = Depends(make_first, use_cache=use_cache)
+    second_dep = Depends(make_second, use_cache=use_cache)
+
+    def body(first: int = first_dep, second: str = second_dep) -> None:
+        tally.n += (first == 1) + (second == "s")
+
+    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n), tally
+
+
+@scenario("di_depends", "node with 2 Depends(...) factories", unit="node", size=10_000,
+          quick=500, floor="floor_factories", targets=_DI)
+def di_depends(n: int) -> Plan:
+    plan, tally = _depends_chain(n, use_cache=False)
+
+    def check() -> None:
+        expect("injected values", tally.n, 2 * n)
+        expect("factory calls", tally.aux, 2 * n)
+
+    plan.check = check
+    return plan
+
+
+@scenario("di_depends_cached", "node with 2 Depends(..., use_cache=True) factories", unit="node",
+          size=10_000, quick=500, floor="floor_call_kw2", targets=_DI)
+def di_depends_cached(n: int) -> Plan:
+    plan, tally = _depends_chain(n, use_cache=True)
+
+    def check() -> None:
+        expect("injected values", tally.n, 2 * n)
+        if not 2 <= tally.aux <= 2 * n:
+            raise CountMismatch(f"factory calls: counted {tally.aux}, expected between 2 and {2 * n}")
+
+    plan.check = check
+    return plan
+
+
+# ---------------------------------------------------------------------------
+# Many interpreters at once
+
+NODES_PER_INTERPRETER = 100
+
+
+def _yielding_body(tally: Tally) -> Callable[[], Any]:
+    async def body() -> None:
+        await asyncio.sleep(0)
+        tally.n += 1
+
+    return body
+
+
+@scenario("interp_construct", "WorkflowInterpreter construction", unit="interpreter", size=1_000,
+          quick=100, targets=(Target("value", "<=", 3e-6),))
+def interp_construct(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    graph = NodeCompose(*[Node()(_yielding_body(Tally())) for _ in range(NODES_PER_INTERPRETER)]).render()
+    holder = _Holder()
+
+    def prepare() -> None:
+        holder.interps = None
+
+    def timed() -> None:
+        holder.interps = [WorkflowInterpreter(graph) for _ in range(n)]
+
+    def check() -> None:
+        expect("interpreters built", len(holder.interps), n)
+        holder.interps = None
+
+    return Plan(n, timed, prepare, check)
+
+
+@scenario("concurrent", "interpreters x 100 yielding async nodes, gathered", unit="node",
+          size=1_000, quick=50, floor="floor_gather", targets=(Target("x_floor", "<=", 2), _TWIN))
+def concurrent(n: int) -> Plan:
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    tally = Tally()
+    body = _yielding_body(tally)
+    graph = NodeCompose(*[Node()(body) for _ in range(NODES_PER_INTERPRETER)]).render()
+    holder = _Holder()
+    ops = n * NODES_PER_INTERPRETER
+
+    def prepare() -> None:
+        tally.reset()
+        holder.interps = [WorkflowInterpreter(graph) for _ in range(n)]
+
+    async def timed() -> None:
+        await asyncio.gather(*[interp.run() for interp in holder.interps])
+
+    def check() -> None:
+        expect("node bodies run", tally.n, ops)
+        holder.interps = None
+
+    return Plan(ops, timed, prepare, check)
+
+
+# ---------------------------------------------------------------------------
+# Plain-Python floors: the same bodies without the engine
+
+
+@scenario("floor_call", "floor: sync bodies called from a plain loop", unit="call", size=10_000,
+          quick=500, kind="floor")
+def floor_call(n: int) -> Plan:
+    tally = Tally()
+    bodies = [_counting_body(tally)] * n
+
+    def timed() -> None:
+        for body in bodies:
+            body()
+
+    return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n))
+
+
+@scenario("floor_await", "floor: async bodies awaited in a loop", unit="await", size=10_000,
+          quick=500, kind="floor")
+def floor_await(n: int) -> Plan:
+    tally = Tally()
+
+    async def body() -> None:
+        tally.n += 1
+
+    bodies = [body] * n
+
+    async def timed() -> None:
+        for coro_fn in bodies:
+            await coro_fn()
+
+    return Plan(n, timed, tally.reset, lambda: expect("awaits", tally.n, n))
+
+
+@scenario("floor_to_thread", "floor: each body awaited through asyncio.to_thread", unit="call",
+          size=2_000, quick=100, kind="floor")
+def floor_to_thread(n: int) -> Plan:
+    tally = Tally()
+    body = _counting_body(tally)
+    to_thread = asyncio.to_thread
+
+    async def timed() -> None:
+        for _ in range(n):
+            await to_thread(body)
+
+    return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n))
+
+
+@scenario("floor_call_kw2", "floor: sync body called with 2 keyword arguments", unit="call",
+          size=10_000, quick=500, kind="floor")
+def floor_call_kw2(n: int) -> Plan:
+    tally = Tally()
+    body = _typed_body(tally)
+
+    def timed() -> None:
+        for _ in range(n):
+            body(first=ALPHA, second=BETA)
+
+    return Plan(n, timed, tally.reset, lambda: expect("injected values", tally.n, 2 * n))
+
+
+@scenario("floor_factories", "floor: 2 factories called, then the body", unit="call",
+          size=10_000, quick=500, kind="floor")
+def floor_factories(n: int) -> Plan:
+    tally, made = Tally(), Tally()
+    make_first, make_second = _factories(made)
+    body = _named_body(tally)
+
+    def reset() -> None:
+        tally.reset()
+        made.reset()
+
+    def timed() -> None:
+        for _ in range(n):
+            body(first=make_first(), second=make_second())
+
+    def check() -> None:
+        expect("injected values", tally.n, 2 * n)
+        expect("factory calls", made.aux, 2 * n)
+
+    return Plan(n, timed, reset, check)
+
+
+@scenario("floor_while", "floor: while cond(): body()", unit="iteration", size=100_000,
+          quick=2_000, kind="floor")
+def floor_while(n: int) -> Plan:
+    tally = Tally()
+    cond, body = _while_bodies(tally, n)
+
+    def timed() -> None:
+        while cond():
+            body()
+
+    return Plan(n, timed, tally.reset, lambda: expect("loop bodies run", tally.n, n))
+
+
+@scenario("floor_if", "floor: if/elif/else calling the same bodies", unit="IF", size=10_000,
+          quick=500, kind="floor")
+def floor_if(n: int) -> Plan:
+    tally = Tally()
+    hits = [0, 0, 0]
+    first, second, on_first, on_second, on_else = _if_bodies(tally, hits)
+    want = _if_expected(n)
+
+    def reset() -> None:
+        tally.reset()
+        hits[:] = [0, 0, 0]
+
+    def timed() -> None:
+        for _ in range(n):
+            if first():
+                on_first()
+            elif second():
+                on_second()
+            else:
+                on_else()
+
+    return Plan(n, timed, reset, lambda: expect("branches taken", hits, want))
+
+
+@scenario("floor_jmp", "floor: head(); step(); loop while again()", unit="iteration",
+          size=10_000, quick=500, kind="floor")
+def floor_jmp(n: int) -> Plan:
+    tally = Tally()
+    head, step, again = _jmp_bodies(tally, n)
+
+    def timed() -> None:
+        while True:
+            head()
+            step()
+            if not again():
+                break
+
+    return Plan(n, timed, tally.reset, lambda: expect("loop bodies run", tally.n, n))
+
+
+@scenario("floor_try", "floor: try/except calling the handler", unit="exception", size=10_000,
+          quick=500, kind="floor")
+def floor_try(n: int) -> Plan:
+    tally = Tally()
+    raiser, handler = _try_bodies(tally)
+
+    def timed() -> None:
+        for _ in range(n):
+            try:
+                raiser()
+            except ValueError:
+                handler()
+
+    return Plan(n, timed, tally.reset, lambda: expect("exceptions handled", tally.n, n))
+
+
+@scenario("floor_pingpong", "floor: two-task asyncio ping-pong", unit="round trip", size=1_000,
+          quick=100, kind="floor")
+def floor_pingpong(n: int) -> Plan:
+    tally = Tally()
+
+    async def timed() -> None:
+        ping, pong = asyncio.Event(), asyncio.Event()
+
+        async def responder() -> None:
+            for _ in range(n):
+                await ping.wait()
+                ping.clear()
+                tally.n += 1
+                pong.set()
+
+        task = asyncio.get_running_loop().create_task(responder())
+        for _ in range(n):
+            ping.set()
+            await pong.wait()
+            pong.clear()
+        await task
+
+    return Plan(n, timed, tally.reset, lambda: expect("round trips", tally.n, n))
+
+
+@scenario("floor_gather", "floor: tasks x 100 yielding bodies, gathered", unit="node", size=1_000,
+          quick=50, kind="floor")
+def floor_gather(n: int) -> Plan:
+    tally = Tally()
+    bodies = [_yielding_body(tally)] * NODES_PER_INTERPRETER
+    ops = n * NODES_PER_INTERPRETER
+
+    async def worker() -> None:
+        for body in bodies:
+            await body()
+
+    async def timed() -> None:
+        await asyncio.gather(*[worker() for _ in range(n)])
+
+    return Plan(ops, timed, tally.reset, lambda: expect("bodies run", tally.n, ops))
+
+
+# ---------------------------------------------------------------------------
+# A user's own workflow
+
+
+def load_callable(spec: str) -> Callable[[], Any]:
+    """Resolve "package.module:function"."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected module:function, got {spec!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec} is not callable")
+    return obj
+
+
+def _as_rendered(obj: Any) -> Any:
+    if getattr(obj, "__rendered_compose__", False):
+        return obj
+    if hasattr(obj, "extract"):  # a self-compiling instruction
+        obj = obj.extract()
+    if hasattr(obj, "render"):
+        return obj.render()
+    return None
+
+
+async def _count_steps(interp: Any) -> int:
+    steps = 0
+    async for _ in interp.run_step_by():
+        steps += 1
+    return steps
+
+
+async def user_workflow(spec: str, runs: int = 0) -> Plan:
+    """Plan for `spec` ("module:function"): the function returns a graph or an async callable.
+
+    A graph (rendered, or a compose / self-compiling instruction, rendered here)
+    is run to completion by a fresh `WorkflowInterpreter` per operation; a first
+    untimed run counts its steps and must execute at least one node. An async
+    callable is awaited once per operation. `runs` operations make one
+    measurement (0: enough for about 0.2 s, judged from the first run).
+    """
+    made = load_callable(spec)()
+    graph = _as_rendered(made)
+    if graph is not None:
+        WorkflowInterpreter = need("amrita_sense", "WorkflowInterpreter")
+        start = time.perf_counter()
+        steps = await _count_steps(WorkflowInterpreter(graph))
+        once = time.perf_counter() - start
+        if steps < 1:
+            raise CountMismatch(f"{spec}: the workflow executed no node")
+
+        async def one() -> None:
+            await WorkflowInterpreter(graph).run()
+    elif callable(made):
+        one = made
+        start = time.perf_counter()
+        await _settle(one())
+        once = time.perf_counter() - start
+    else:
+        raise TypeError(f"{spec} returned {type(made).__name__}; expected a graph or an async callable")
+    if runs <= 0:
+        runs = max(1, min(10_000, int(0.2 / max(once, 1e-7))))
+    done = Tally()
+
+    async def timed() -> None:
+        for _ in range(runs):
+            await _settle(one())
+            done.n += 1
+
+    return Plan(runs, timed, done.reset, lambda: expect("workflow runs", done.n, runs))

@@ -1,0 +1,89 @@
+"""pytest-benchmark versions of the scenarios: one function per scenario (see bench/conftest.py).
+
+Inputs are built outside the timed body, every round is count-checked, and a
+scenario whose feature the build lacks is skipped with the reason.
+"""
+
+
+def test_sync_chain(bench_scenario):
+    bench_scenario("sync_chain")
+
+
+def test_async_chain(bench_scenario):
+    bench_scenario("async_chain")
+
+
+def test_thread_chain(bench_scenario):
+    bench_scenario("thread_chain")
+
+
+def test_nested(bench_scenario):
+    bench_scenario("nested")
+
+
+def test_while_loop(bench_scenario):
+    bench_scenario("while_loop")
+
+
+def test_if_elif_else(bench_scenario):
+    bench_scenario("if_elif_else")
+
+
+def test_jmp_loop(bench_scenario):
+    bench_scenario("jmp_loop")
+
+
+def test_call_ret(bench_scenario):
+    bench_scenario("call_ret")
+
+
+def test_try_catch(bench_scenario):
+    bench_scenario("try_catch")
+
+
+def test_render(bench_scenario):
+    bench_scenario("render")
+
+
+def test_decorate(bench_scenario):
+    bench_scenario("decorate")
+
+
+def test_memory(bench_scenario):
+    bench_scenario("memory")
+
+
+def test_suspend_resume(bench_scenario):
+    bench_scenario("suspend_resume")
+
+
+def test_interrupt_inject(bench_scenario):
+    bench_scenario("interrupt_inject")
+
+
+def test_event_dispatch(bench_scenario):
+    bench_scenario("event_dispatch")
+
+
+def test_di_types(bench_scenario):
+    bench_scenario("di_types")
+
+
+def test_di_names(bench_scenario):
+    bench_scenario("di_names")
+
+
+def test_di_depends(bench_scenario):
+    bench_scenario("di_depends")
+
+
+def test_di_depends_cached(bench_scenario):
+    bench_scenario("di_depends_cached")
+
+
+def test_interp_construct(bench_scenario):
+    bench_scenario("interp_construct")
+
+
+def test_concurrent(bench_scenario):
+    bench_scenario("concurrent")

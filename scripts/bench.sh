@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The main job: benchmark amrita-sense-turbo (compiled core and pure-Python twin) against
+# amrita-sense 1.1.3, side by side, on asyncio and uvloop.
+#
+# On a fresh machine it creates two virtual environments, and reuses them on later runs:
+#   .venv      this checkout, installed non-editable with the compiled core (pip install ".[bench]");
+#              reinstalled automatically when the sources changed since the last install
+#   .venv-ref  amrita-sense==1.1.3 (plus uvloop): the reference
+# then runs the comparison runner on the default scenario set:
+#   .venv/bin/python -m bench --against .venv-ref/bin/python --loop both --json bench-results.json
+#
+# Options: --rebuild  reinstall both environments.
+#          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
+#          --loop asyncio, --repeats 9, --plot bench.png (needs the `plot` extra), --help.
+# Environment: PYTHON (default python3), VENV (default .venv), REF_VENV (default .venv-ref),
+#              BENCH_JSON (default bench-results.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+REF_VENV="${REF_VENV:-.venv-ref}"
+JSON="${BENCH_JSON:-bench-results.json}"
+STAMP_FILE="$VENV/.amrita-sense-bench-stamp"
+unset PYTHONPATH AMRITA_SENSE_NO_EXTENSIONS AMRITA_SENSE_REQUIRE_EXTENSIONS  # measure what is installed
+
+REBUILD=0
+RUNNER_ARGS=()
+for arg in "$@"; do
+    case "$arg" in
+        --rebuild) REBUILD=1 ;;
+        *) RUNNER_ARGS+=("$arg") ;;
+    esac
+done
+
+say() { echo "==> $*" >&2; }
+
+# Fingerprint of everything that goes into the installed package.
+source_stamp() {
+    "$PYTHON" - <<'PY'
+import hashlib, pathlib
+digest = hashlib.sha256()
+files = [pathlib.Path(p) for p in ("pyproject.toml", "setup.py", "MANIFEST.in") if pathlib.Path(p).exists()]
+files += [p for p in pathlib.Path("src").rglob("*") if p.suffix in {".py", ".pyx", ".pxd", ".pyi"}]
+for path in sorted(files):
+    digest.update(str(path).encode() + b"\0" + path.read_bytes())
+print(digest.hexdigest())
+PY
+}
+
+project_ready() {
+    [ -f "$STAMP_FILE" ] && [ "$(cat "$STAMP_FILE")" = "$1" ] &&
+        "$VENV/bin/python" -c "import amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'" 2>/dev/null
+}
+
+reference_ready() {
+    "$REF_VENV/bin/python" -c "from importlib.metadata import version; assert version('amrita-sense') == '1.1.3'" 2>/dev/null
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+STAMP="$(source_stamp)"
+if [ "$REBUILD" = 1 ] || ! project_ready "$STAMP"; then
+    say "installing this checkout with the compiled core into $VENV (compiling; this takes a minute)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    AMRITA_SENSE_REQUIRE_EXTENSIONS=1 "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps .
+    "$VENV/bin/python" -m pip install -q ".[bench]"
+    "$VENV/bin/python" -c "import amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython', amrita_sense.IMPLEMENTATION"
+    echo "$STAMP" > "$STAMP_FILE"
+else
+    say "reusing $VENV (installed from the current sources)"
+fi
+
+if [ ! -x "$REF_VENV/bin/python" ]; then
+    say "creating $REF_VENV"
+    "$PYTHON" -m venv "$REF_VENV"
+fi
+if [ "$REBUILD" = 1 ] || ! reference_ready; then
+    say "installing amrita-sense==1.1.3 into $REF_VENV"
+    "$REF_VENV/bin/python" -m pip install -q --upgrade pip
+    FORCE=()
+    [ "$REBUILD" = 1 ] && FORCE=(--force-reinstall)
+    "$REF_VENV/bin/python" -m pip install -q ${FORCE[@]+"${FORCE[@]}"} "amrita-sense==1.1.3"
+    "$REF_VENV/bin/python" -m pip install -q uvloop ||
+        say "uvloop did not install for the reference; its uvloop column will read n/a"
+else
+    say "reusing $REF_VENV (amrita-sense 1.1.3)"
+fi
+
+say "running the benchmarks (progress below, then the table); JSON goes to $JSON"
+exec "$VENV/bin/python" -m bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
+    ${RUNNER_ARGS[@]+"${RUNNER_ARGS[@]}"}

@@ -1,0 +1,150 @@
+"""Smoke tests of the benchmark runner (`python -m bench`) and the scenario checks.
+
+They run our own builds only (no network, no reference venv) at the quick sizes
+and check the shape of the table and of the JSON, not any timing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_UVLOOP = sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    inherited = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [str(ROOT)] + inherited
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def run_bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+def _scenarios():
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import scenarios
+
+    return scenarios
+
+
+def _row(doc: dict, scenario: str, loop: str = "asyncio") -> dict:
+    rows = [r for r in doc["results"] if r["scenario"] == scenario and r["loop"] == loop]
+    assert len(rows) == 1, f"expected one {scenario}@{loop} row, got {len(rows)}"
+    return rows[0]
+
+
+def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    loop = "both" if HAS_UVLOOP else "asyncio"
+    proc = run_bench("--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain,render",
+                     "--loop", loop, "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for word in ("event loop: asyncio", "scenario", "compiled", "twin", "x floor", "sync_chain",
+                 "render", "floor_call"):
+        assert word in proc.stdout
+    assert "sync_chain" in proc.stderr  # progress went to stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == 1
+    assert doc["meta"]["quick"] is True and doc["meta"]["repeats"] == 1
+    assert set(doc["meta"]["builds"]) == {"compiled", "twin"}
+    loops = ["asyncio", "uvloop"] if HAS_UVLOOP else ["asyncio"]
+    assert doc["meta"]["loops"] == loops
+    for lp in loops:
+        chain, floor = _row(doc, "sync_chain", lp), _row(doc, "floor_call", lp)
+        assert chain["floor"] == "floor_call" and floor["kind"] == "floor"
+        twin = chain["builds"]["twin"]
+        assert twin["status"] == "ok" and twin["median"] > 0 and len(twin["values"]) == 1
+        assert chain["ratios"]["x_floor"]["twin"] > 0
+        assert _row(doc, "render", lp)["builds"]["twin"]["status"] == "ok"
+        compiled = chain["builds"]["compiled"]
+        assert compiled["status"] in ("ok", "n/a")  # n/a when the compiled core is not built
+        if compiled["status"] == "ok":
+            assert chain["ratios"]["vs_twin"] > 0
+            assert any(t["target"] == "<=3x floor" for t in chain["targets"])
+
+
+def test_a_scenario_that_does_nothing_fails_its_count_check() -> None:
+    s = _scenarios()
+    plan = s.build("sync_chain", 20)
+    plan.timed = lambda: None
+    import asyncio
+
+    with pytest.raises(s.CountMismatch, match="node bodies run: counted 0, expected 20"):
+        asyncio.run(s.measure(plan))
+
+
+def test_a_missing_feature_is_unavailable_not_a_crash() -> None:
+    s = _scenarios()
+    with pytest.raises(s.Unavailable, match="NoSuchInstruction"):
+        s.need("amrita_sense", "NoSuchInstruction")
+    with pytest.raises(s.Unavailable, match="cannot import"):
+        s.need("amrita_sense.no_such_module")
+
+
+def test_an_unusable_reference_is_reported_as_na(tmp_path: Path) -> None:
+    # This project's own Python is not a 1.1.3 reference: the column is n/a, the run goes on.
+    out = tmp_path / "bench.json"
+    proc = run_bench("--quick", "--builds", "twin,ref", "--against", sys.executable,
+                     "--scenarios", "decorate", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = _row(json.loads(out.read_text()), "decorate")
+    assert row["builds"]["twin"]["status"] == "ok"
+    assert row["builds"]["ref"]["status"] == "n/a"
+    assert row["builds"]["ref"]["reason"].startswith("build unavailable")
+    assert "N/A on 1.1.3" in proc.stdout
+
+
+def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
+    (tmp_path / "my_flows.py").write_text(textwrap.dedent("""
+        from amrita_sense import Node, NodeCompose
+
+        def build():
+            step = Node(wrap_to_async=False)(lambda: None)
+            return NodeCompose(step, step, step).render()
+    """))
+    out = tmp_path / "bench.json"
+    proc = run_bench("--quick", "--builds", "twin", "--workflow", "my_flows:build",
+                     "--workflow-runs", "5", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    assert [r["scenario"] for r in doc["results"]] == ["workflow:my_flows:build"]
+    twin = doc["results"][0]["builds"]["twin"]
+    assert twin["status"] == "ok" and twin["median"] > 0
+
+
+def test_unknown_scenario_is_a_usage_error() -> None:
+    proc = run_bench("--scenarios", "no_such_scenario")
+    assert proc.returncode != 0
+    assert "unknown scenario" in proc.stderr
+
+
+def test_list_names_every_scenario() -> None:
+    proc = run_bench("--list")
+    assert proc.returncode == 0
+    for name in _scenarios().SCENARIOS:
+        assert name in proc.stdout
+
+
+def test_plot_writes_a_chart_or_says_why_not(tmp_path: Path) -> None:
+    chart = tmp_path / "chart.png"
+    proc = run_bench("--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain",
+                     "--plot", str(chart))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "needs matplotlib" in proc.stderr and not chart.exists()
+    else:
+        assert chart.exists() or "no speed-up to chart" in proc.stderr
