@@ -1,43 +1,20 @@
-"""Dependency lifecycles (stub: the events/DI issue owns this package)."""
+"""Dependency lifecycles: scopes for generator providers and compute-once stores.
 
-from __future__ import annotations
+- `Scope`: how long a generator dependency's value stays open (`call`,
+  `dispatch`, `workflow`).
+- `LifecycleScope`: the exit stack owning one scope's values.
+- `DependencyStore` / `DependencyCache`: at most one computation per key,
+  shared by concurrent resolvers.
+"""
 
-from contextlib import AsyncExitStack
-from enum import Enum
-from typing import Any
+from .cache import CacheState, DependencyCache, DependencyStore
+from .scope import LifecycleScope, Scope, lift_sync_context
 
-
-class Scope(str, Enum):
-    CALL = "call"
-    DISPATCH = "dispatch"
-    WORKFLOW = "workflow"
-
-
-class LifecycleScope:
-    """An exit stack plus a per-key value map; closes in LIFO order."""
-
-    def __init__(self, scope: Scope | str) -> None:
-        self.scope = Scope(scope)
-        self._stack = AsyncExitStack()
-        self._values: dict[Any, Any] = {}
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    async def aclose(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self._stack.aclose()
-
-
-class DependencyStore:
-    def __init__(self) -> None:
-        self._entries: dict[Any, Any] = {}
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-
-__all__ = ["DependencyStore", "LifecycleScope", "Scope"]
+__all__ = [
+    "CacheState",
+    "DependencyCache",
+    "DependencyStore",
+    "LifecycleScope",
+    "Scope",
+    "lift_sync_context",
+]

@@ -1,47 +1,111 @@
-"""Signature analysis for dependency injection (stub: the events/DI issue owns this module)."""
+"""Signature analysis for dependency injection.
+
+`sign_func` reads a function's parameters once (when a node or handler is
+created) into a `DependencyMeta`: for each parameter its type hint, whether
+it is required, optional or provided by a `Depends(...)` factory, and its
+default. Plain functions are read straight from `__code__`, `__defaults__`,
+`__kwdefaults__` and `__annotations__`; other callables go through
+`inspect.signature`.
+"""
 
 from __future__ import annotations
 
 import builtins
 import inspect
 import typing
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import CodeType, FrameType, FunctionType, MethodType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from amrita_sense.exceptions import DependsDeclarationError
 
+if TYPE_CHECKING:
+    from .matcher import DependsFactory, Matcher
+
 
 class _Empty:
+    """The type of `EMPTY`."""
+
     __slots__ = ()
 
     def __repr__(self) -> str:
         return "EMPTY"
 
+    def __reduce__(self) -> str:
+        return "EMPTY"
 
-EMPTY = _Empty()
+
+EMPTY: Any = _Empty()
+"""Marks "no annotation" in `type_hint` and "no default" in `default`."""
 
 
 class ParamDescriptor(TypedDict):
     type_hint: Any
+    """The annotation with `Annotated` removed, or `EMPTY`."""
     kind: Literal["required", "optional", "factory"]
     default: Any
+    """The default value; `EMPTY` for a required parameter, None for a factory parameter."""
 
 
 class DependencyMeta(TypedDict):
     params: dict[str, ParamDescriptor]
-    factory_map: dict[str, Any]
+    factory_map: dict[str, DependsFactory]
+
+
+@dataclass
+class FunctionData:
+    """One registered event handler."""
+
+    function: Callable[..., Awaitable[Any]]
+    signature: DependencyMeta
+    frame: FrameType | None
+    priority: int
+    matcher: Matcher
+    _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+
+class _NoFactory:
+    """Stands in for `DependsFactory` until `hook.matcher` is imported."""
+
+
+_factory_cls: type = _NoFactory
+_AnnotatedAlias = type(Annotated[int, None])
+_NoneType = type(None)
+_CO_VARARGS = inspect.CO_VARARGS
+_CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+_compiled_annotations: dict[str, CodeType | None] = {}
+
+
+def _set_factory_class(cls: type) -> None:
+    global _factory_cls
+    _factory_cls = cls
 
 
 def unwrap_annotated(anno: Any) -> Any:
-    """Remove one `Annotated[...]` layer."""
-    if typing.get_origin(anno) is Annotated:
-        return typing.get_args(anno)[0]
+    """Remove the `Annotated[...]` layer (typing flattens nested ones), keeping the type."""
+    if type(anno) is _AnnotatedAlias:
+        return anno.__origin__
     return anno
 
 
+def _declared_depends(anno: Any) -> DependsFactory | None:
+    """The last `Depends(...)` marker in an `Annotated` annotation, if any."""
+    if type(anno) is not _AnnotatedAlias:
+        return None
+    for meta in reversed(anno.__metadata__):
+        if isinstance(meta, _factory_cls):
+            return meta
+    return None
+
+
 def type_matches(value: Any, hint: Any) -> bool:
-    """`isinstance` that falls back to a generic's origin and never raises."""
-    if hint is EMPTY or hint is Any:
+    """`isinstance(value, hint)` that never raises.
+
+    A subscripted generic is checked against its origin (`list[int]` as
+    `list`); `Any`, `EMPTY` and anything `isinstance` refuses do not match.
+    """
+    if hint is EMPTY:
         return False
     try:
         return isinstance(value, hint)
@@ -55,59 +119,179 @@ def type_matches(value: Any, hint: Any) -> bool:
             return False
 
 
-def _annotations_of(func: Callable[..., Any]) -> dict[str, Any]:
-    raw = dict(getattr(func, "__annotations__", None) or {})
-    if not any(isinstance(v, str) for v in raw.values()):
-        return raw
+# ----- annotations -------------------------------------------------------------------
+
+
+def _evaluate(text: str, globalns: dict[str, Any]) -> Any:
+    """One PEP 563 string annotation evaluated in the function's globals; EMPTY on failure."""
+    if text.isidentifier():
+        value = globalns.get(text, EMPTY)
+        if value is EMPTY:
+            value = builtins.__dict__.get(text, EMPTY)
+        return value
+    code = _compiled_annotations.get(text, EMPTY)
+    if code is EMPTY:
+        try:
+            code = compile(text, "<annotation>", "eval")
+        except SyntaxError:
+            code = None
+        _compiled_annotations[text] = code
+    if code is None:
+        return EMPTY
     try:
-        return typing.get_type_hints(func, include_extras=True)
+        return eval(code, globalns)
     except Exception:
-        namespace = {**vars(builtins), **getattr(func, "__globals__", {})}
-        resolved = {}
-        for name, value in raw.items():
-            try:
-                resolved[name] = eval(value, namespace) if isinstance(value, str) else value
-            except Exception:
-                resolved[name] = EMPTY
-        return resolved
+        return EMPTY
 
 
-def _depends_in(anno: Any):
-    from amrita_sense.hook.matcher import DependsFactory
+def _resolve_strings(raw: dict[str, Any], globalns: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate the string annotations of `raw`; a name that fails becomes EMPTY alone."""
+    for value in raw.values():
+        if type(value) is str:
+            break
+    else:
+        return raw
+    resolved = {}
+    for name, value in raw.items():
+        if type(value) is str:
+            value = _evaluate(value, globalns)
+        resolved[name] = _NoneType if value is None else value
+    return resolved
 
-    if typing.get_origin(anno) is not Annotated:
-        return None
-    for meta in reversed(typing.get_args(anno)[1:]):
-        if isinstance(meta, DependsFactory):
-            return meta
-    return None
+
+def _raw_annotations(func: Any) -> dict[str, Any]:
+    try:
+        raw = getattr(func, "__annotations__", None)
+    except Exception:  # deferred annotations (PEP 649) naming something undefined
+        raw = _forward_ref_annotations(func)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _forward_ref_annotations(func: Any) -> dict[str, Any]:
+    try:
+        import annotationlib  # Python 3.14+
+
+        found = annotationlib.get_annotations(func, format=annotationlib.Format.FORWARDREF)
+    except Exception:
+        return {}
+    return {k: EMPTY if isinstance(v, annotationlib.ForwardRef) else v for k, v in found.items()}
+
+
+def _globals_of(func: Any) -> dict[str, Any]:
+    target = func
+    while hasattr(target, "__wrapped__"):
+        target = target.__wrapped__
+    target = getattr(target, "__func__", target)
+    return getattr(target, "__globals__", None) or {}
+
+
+# ----- parameters --------------------------------------------------------------------
+
+
+def _describe(func: Any, name: str, anno: Any, default: Any, factories: dict[str, Any]) -> ParamDescriptor:
+    declared = _declared_depends(anno) if type(anno) is _AnnotatedAlias else None
+    hint = anno.__origin__ if type(anno) is _AnnotatedAlias else anno
+    if isinstance(default, _factory_cls):
+        if declared is not None:
+            raise DependsDeclarationError(
+                f"Parameter {name!r} of {_func_name(func)} declares `Depends` both in its "
+                "annotation and in its default value; keep one of them."
+            )
+        factories[name] = default
+        return {"type_hint": hint, "kind": "factory", "default": None}
+    if declared is not None:
+        factories[name] = declared
+        return {"type_hint": hint, "kind": "factory", "default": None}
+    return {"type_hint": hint, "kind": "required" if default is EMPTY else "optional", "default": default}
+
+
+def _sign_code(func: FunctionType, skip: int) -> DependencyMeta:
+    """Read a plain function's parameters from its code object (`skip` bound leading ones)."""
+    code = func.__code__
+    try:
+        annotations = func.__annotations__
+    except Exception:  # deferred annotations (PEP 649) naming something undefined
+        annotations = _forward_ref_annotations(func)
+    if annotations:
+        annotations = _resolve_strings(annotations, func.__globals__)
+    names = code.co_varnames
+    npos = code.co_argcount
+    nkw = code.co_kwonlyargcount
+    defaults = func.__defaults__ or ()
+    first_default = npos - len(defaults)
+    params: dict[str, ParamDescriptor] = {}
+    factories: dict[str, Any] = {}
+    get = annotations.get
+    for i in range(skip, npos):
+        name = names[i]
+        default = defaults[i - first_default] if i >= first_default else EMPTY
+        params[name] = _describe(func, name, get(name, EMPTY), default, factories)
+    rest = npos + nkw
+    if code.co_flags & _CO_VARARGS:
+        name = names[rest]
+        params[name] = _describe(func, name, get(name, EMPTY), EMPTY, factories)
+        rest += 1
+    if nkw:
+        kwdefaults = func.__kwdefaults__ or {}
+        for name in names[npos : npos + nkw]:
+            params[name] = _describe(func, name, get(name, EMPTY), kwdefaults.get(name, EMPTY), factories)
+    if code.co_flags & _CO_VARKEYWORDS:
+        name = names[rest]
+        params[name] = _describe(func, name, get(name, EMPTY), EMPTY, factories)
+    return {"params": params, "factory_map": factories}
+
+
+def _sign_inspect(func: Any) -> DependencyMeta:
+    """The general path: `inspect.signature` plus the callable's own `__annotations__`."""
+    parameters = inspect.signature(func).parameters
+    annotations = _raw_annotations(func)
+    if annotations:
+        annotations = _resolve_strings(annotations, _globals_of(func))
+    params: dict[str, ParamDescriptor] = {}
+    factories: dict[str, Any] = {}
+    empty = inspect.Parameter.empty
+    for name, prm in parameters.items():
+        default = EMPTY if prm.default is empty else prm.default
+        anno = annotations.get(name, EMPTY)
+        if anno is empty:
+            anno = EMPTY
+        params[name] = _describe(func, name, anno, default, factories)
+    return {"params": params, "factory_map": factories}
+
+
+def _is_plain(func: Any) -> bool:
+    """A function whose code object is its signature (no `__wrapped__` / `__signature__`)."""
+    if type(func) is not FunctionType:
+        return False
+    attrs = func.__dict__
+    return not attrs or ("__wrapped__" not in attrs and "__signature__" not in attrs)
 
 
 def sign_func(func: Callable[..., Any]) -> DependencyMeta:
-    """Analyse `func`'s parameters once: type hint, kind and default of each."""
-    from amrita_sense.hook.matcher import DependsFactory
+    """Analyse `func`'s parameters for dependency injection.
 
-    annotations = _annotations_of(func)
-    params: dict[str, ParamDescriptor] = {}
-    factories: dict[str, Any] = {}
-    for name, prm in inspect.signature(func).parameters.items():
-        default = EMPTY if prm.default is inspect.Parameter.empty else prm.default
-        raw_anno = annotations.get(name, EMPTY)
-        declared = _depends_in(raw_anno)
-        kind = "required"
-        if isinstance(default, DependsFactory):
-            if declared is not None:
-                raise DependsDeclarationError(
-                    f"Parameter {name!r} of {getattr(func, '__qualname__', func)} declares "
-                    "`Depends` both in its annotation and its default value"
-                )
-            kind, factories[name], default = "factory", default, None
-        elif declared is not None:
-            kind, factories[name], default = "factory", declared, None
-        elif default is not EMPTY:
-            kind = "optional"
-        params[name] = ParamDescriptor(type_hint=unwrap_annotated(raw_anno), kind=kind, default=default)
-    return DependencyMeta(params=params, factory_map=factories)
+    PEP 563 string annotations are evaluated in the function's globals; one
+    that cannot be evaluated becomes `EMPTY` for that parameter only.
+    `Annotated[T, ...]` is reduced to `T`, and a `Depends(...)` in its
+    metadata (the last one wins) or in the default value makes the parameter
+    a factory parameter. Declaring both raises `DependsDeclarationError`.
+    """
+    if _is_plain(func):
+        return _sign_code(func, 0)
+    if type(func) is MethodType and _is_plain(func.__func__) and func.__func__.__code__.co_argcount:
+        return _sign_code(func.__func__, 1)
+    return _sign_inspect(func)
 
 
-__all__ = ["DependencyMeta", "ParamDescriptor", "sign_func", "type_matches", "unwrap_annotated"]
+def _func_name(func: Any) -> str:
+    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+
+
+__all__ = [
+    "DependencyMeta",
+    "FunctionData",
+    "ParamDescriptor",
+    "sign_func",
+    "type_matches",
+    "unwrap_annotated",
+]

@@ -1,88 +1,677 @@
-"""Matchers, event dispatch and `Depends` (stub: the events/DI issue owns this module)."""
+"""Event handlers (`Matcher`), their registry, event dispatch, and `Depends`.
+
+Handlers are registered per event type and priority. `trigger_event`
+dispatches an event to them: priority groups in ascending order, handlers of a
+group in registration order, one dispatch per event type at a time.
+"""
 
 from __future__ import annotations
 
+import datetime
 import inspect
-from enum import Enum
-from typing import Any
+import logging
+import sys
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from threading import Lock
+from typing import Any, ClassVar, Generic, Literal, NoReturn, TypeVar
+from uuid import UUID, uuid4
 
-from amrita_sense.hook.fun_typing import EMPTY, DependencyMeta, sign_func, type_matches
+from amrita_sense._unsafe import __flags__
+from amrita_sense.di import DependencyStore, LifecycleScope, Scope, lift_sync_context
+from amrita_sense.exceptions import DependsDeclarationError, DependsInjectFailed
+from amrita_sense.hook import fun_typing
+from amrita_sense.hook._dispatch_lock import DispatchLock
+from amrita_sense.hook._inject import (
+    DispatchScopes,
+    FactoryGroup,
+    FailedEnum,
+    Prepared,
+    ScopeChain,
+    Session,
+    Unresolved,
+    callable_name,
+    match,
+    meta_is_type_stable,
+    produce,
+    resolve_group,
+)
+from amrita_sense.logging import logger
+from amrita_sense.weakcache import WeakValueLRUCache
+
+from .event import BaseEvent, ConstructableEvent
+from .exception import CancelException, MatcherException, PassException
+from .fun_typing import EMPTY, DependencyMeta, FunctionData, ParamDescriptor, sign_func, type_matches
+
+T = TypeVar("T")
+
+# ----- the registry ------------------------------------------------------------------
+
+_registry_version = [0]
+"""Bumped whenever an event type or a priority group is added, removed or replaced."""
 
 
-class FailedEnum(str, Enum):
-    MISSED_ANNOTATION = "missed_annotation"
-    MISSED_DEPENDENCY = "missed_dependency"
-    RESOLVE_FAILED = "resolve_failed"
+class _TrackedDefaultDict(defaultdict):
+    """A defaultdict that bumps `_registry_version` whenever its key set changes."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        _registry_version[0] += 1
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        _registry_version[0] += 1
+
+    def clear(self) -> None:
+        super().clear()
+        _registry_version[0] += 1
+
+    def pop(self, *args: Any) -> Any:
+        _registry_version[0] += 1
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        _registry_version[0] += 1
+        return super().popitem()
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        _registry_version[0] += 1
+        return super().setdefault(key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        _registry_version[0] += 1
+
+    def __ior__(self, other: Any) -> Any:
+        _registry_version[0] += 1
+        return super().__ior__(other)
 
 
-class DependsFactory:
-    """A declared dependency: a provider whose own parameters are injected too."""
+class _PriorityGroups(_TrackedDefaultDict):
+    """priority -> handlers of one event type."""
 
-    def __init__(self, depency, cacheable: bool = False, *, scope=None):
-        self._depency = depency
-        self._cacheable = cacheable
-        self._scope = scope
+    __slots__ = ()
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(list, *args)
+
+
+class _HandlerTable(_TrackedDefaultDict):
+    """event type -> `_PriorityGroups`."""
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(_PriorityGroups, *args)
+
+
+class EventRegistry:
+    """The process-wide handler table: `_event_handlers[event_type][priority] -> [FunctionData]`.
+
+    A singleton; the table lives on the class. Tests reset it with
+    `EventRegistry()._event_handlers.clear()`.
+    """
+
+    _instance: ClassVar[EventRegistry | None] = None
+    _event_handlers: ClassVar[defaultdict[str, defaultdict[int, list[FunctionData]]]] = _HandlerTable()
+    _lock: ClassVar[Lock] = Lock()
+
+    def __new__(cls) -> EventRegistry:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def register_handler(self, event_type: str, data: FunctionData) -> None:
+        """Append a handler to its priority group (registration order is run order)."""
+        with self._lock:
+            self._event_handlers[event_type][data.priority].append(data)
+
+    def get_handlers(self, event_type: str) -> defaultdict[int, list[FunctionData]]:
+        """priority -> handlers for `event_type` (empty for an unknown type)."""
+        with self._lock:
+            return self._event_handlers[event_type]
+
+    def get_all(self) -> defaultdict[str, defaultdict[int, list[FunctionData]]]:
+        with self._lock:
+            return self._event_handlers
+
+
+_groups_cache: dict[str, tuple[int, Any, tuple[list[FunctionData], ...]]] = {}
+
+
+def _handler_groups(event_type: str) -> tuple[list[FunctionData], ...]:
+    """The live handler lists of `event_type`, in ascending priority; recomputed only when the table changed."""
+    table = EventRegistry._event_handlers
+    hit = _groups_cache.get(event_type)
+    if hit is not None and hit[0] == _registry_version[0] and hit[1] is table:
+        return hit[2]
+    by_priority = table.get(event_type)
+    groups = tuple(by_priority[p] for p in sorted(by_priority)) if by_priority else ()
+    if type(table) is _HandlerTable and (by_priority is None or type(by_priority) is _PriorityGroups):
+        _groups_cache[event_type] = (_registry_version[0], table, groups)
+    return groups
+
+
+# ----- matchers ----------------------------------------------------------------------
+
+
+class Matcher(Hashable):
+    """Registers handlers for one event type at one priority.
+
+    `priority` must be positive; lower numbers run first. With `block=True`
+    a handler of this matcher that returns normally ends the dispatch.
+    After `dead_at` the matcher's handlers are dropped when next dispatched.
+    """
+
+    _dead_at: datetime.datetime | None = None
+    id: UUID
+
+    def __init__(
+        self,
+        event_type: str,
+        priority: int = 10,
+        block: bool = True,
+        dead_at: datetime.datetime | None = None,
+    ):
+        if priority <= 0:
+            raise ValueError("Event priority cannot be zero or negative!")
+        self.event_type: str = event_type
+        self.priority: int = priority
+        self.block: bool = block
+        self._dead_at = dead_at
+        self.id = uuid4()
+
+    def __hash__(self) -> int:
+        return hash(self.id.bytes)
+
+    def __repr__(self) -> str:
+        return f"<Matcher {self.event_type!r} priority={self.priority} block={self.block}>"
+
+    def append_handler(self, func: Callable[..., Awaitable[Any]]) -> None:
+        """Register `func` (an async function) as a handler of this matcher."""
+        self._register(func, sys._getframe(1))
+
+    def _register(self, func: Callable[..., Awaitable[Any]], frame: Any) -> None:
+        data = FunctionData(function=func, signature=sign_func(func), frame=frame, priority=self.priority, matcher=self)
+        EventRegistry().register_handler(self.event_type, data)
+
+    def handle(self) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+        """Decorator registering an async handler; returns the function unchanged."""
+
+        def wrapper(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            self._register(func, sys._getframe(1))
+            return func
+
+        return wrapper
+
+    def set_block(self, block: bool) -> None:
+        self.block = block
+
+    def stop_process(self) -> NoReturn:
+        """End the whole dispatch (from inside a handler)."""
+        raise CancelException()
+
+    def pass_event(self) -> NoReturn:
+        """Skip the rest of this handler and go on with the next one."""
+        raise PassException()
+
+    @property
+    def dead(self) -> bool:
+        """True once `dead_at` has passed."""
+        return self._dead_at is not None and self._dead_at < datetime.datetime.now()
+
+
+# ----- Depends ----------------------------------------------------------------------
+
+
+def detect_generator_kind(call: Callable[..., Any]) -> Literal["sync", "async"] | None:
+    """"async" / "sync" for a generator provider (also through `@contextmanager` wrappers), else None."""
+    target = inspect.unwrap(call)
+    if inspect.isasyncgenfunction(target):
+        return "async"
+    if inspect.isgeneratorfunction(target):
+        return "sync"
+    return None
+
+
+def _context_builder(call: Callable[..., Any], kind: str) -> Callable[[dict[str, Any]], AbstractAsyncContextManager[Any]]:
+    if kind == "async":
+        factory = asynccontextmanager(call) if inspect.isasyncgenfunction(call) else call
+        return lambda values: factory(**values)
+    factory = contextmanager(call) if inspect.isgeneratorfunction(call) else call
+    return lambda values: lift_sync_context(factory(**values))
+
+
+class DependsFactory(Generic[T]):
+    """A declared dependency: a provider whose own parameters are injected too.
+
+    A plain provider (sync, async, or returning an awaitable) is called per
+    use, or once per interpreter argument signature with `cacheable`. A
+    generator provider yields its value and tears down when its scope closes
+    (`scope`: "call", "dispatch" or "workflow"; by default the site's widest).
+    A None result means the dependency could not be provided.
+    """
+
+    __slots__ = ("__cacheable", "_cm_builder", "_depency_func", "_sign", "generator_kind", "scope")
+
+    def __init__(self, depency: Callable[..., T | Awaitable[T]], cacheable: bool = False, *, scope: Scope | str | None = None):
+        self._depency_func = depency
+        self.__cacheable = cacheable
+        self._sign: DependencyMeta = sign_func(depency)
+        self.generator_kind: Literal["sync", "async"] | None = detect_generator_kind(depency)
+        if self.generator_kind is None and scope is not None:
+            raise DependsDeclarationError(
+                f"`scope` only applies to generator dependencies, but {callable_name(depency)!r} is a plain "
+                "callable; use `use_cache=True` to reuse its value instead."
+            )
+        self.scope: Scope | None = Scope(scope) if scope is not None else None
+        self._cm_builder: Callable[[dict[str, Any]], AbstractAsyncContextManager[Any]] | None = None
 
     @property
     def cacheable(self) -> bool:
-        return self._cacheable
+        """Whether the value may be reused (workflow nodes only)."""
+        return self.__cacheable
 
-    use_cache = cacheable
+    @property
+    def use_cache(self) -> bool:
+        """The same as `cacheable`."""
+        return self.__cacheable
 
     @property
     def is_lifecycle(self) -> bool:
-        return inspect.isgeneratorfunction(self._depency) or inspect.isasyncgenfunction(self._depency)
+        """True for a generator provider (it needs a scope)."""
+        return self.generator_kind is not None
 
-    async def resolve(self, *args, **kwargs):
-        fail, resolved, _ = MatcherFactory._resolve_dependencies(sign_func(self._depency), args, kwargs)
-        if fail is not None:
+    def __repr__(self) -> str:
+        extra = f", scope={self.scope.value!r}" if self.scope is not None else ""
+        return f"Depends({callable_name(self._depency_func)}, use_cache={self.__cacheable!r}{extra})"
+
+    def make_context_manager(self, values: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+        """The async context manager of a generator provider called with `values`."""
+        builder = self._cm_builder
+        if builder is None:
+            if self.generator_kind is None:
+                raise DependsInjectFailed(f"{callable_name(self._depency_func)!r} is not a generator dependency")
+            builder = self._cm_builder = _context_builder(self._depency_func, self.generator_kind)
+        return builder(values)
+
+    async def resolve(
+        self,
+        *args: Any,
+        _store: DependencyStore | None = None,
+        _lifecycles: Mapping[Scope, LifecycleScope] | None = None,
+        _default_scope: Scope | None = None,
+        **kwargs: Any,
+    ) -> T | None:
+        """Resolve the provider's parameters from `args` / `kwargs`, call it and return its value.
+
+        Returns None when the provider's own parameters cannot be resolved.
+        A generator provider raises `DependsInjectFailed`: it needs a scope.
+        """
+        prep = Prepared(self, args, kwargs, ())
+        if prep.recipe is None:
             return None
-        result = self._depency(**resolved)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        values = prep.recipe.build(args, kwargs)
+        session = Session(args, kwargs, _store, _lifecycles, _default_scope)
+        if prep.nested is not None and not await resolve_group(prep.nested, session, (), values):
+            return None
+        if self.generator_kind is not None:
+            raise DependsInjectFailed(
+                f"{callable_name(self._depency_func)!r} is a generator dependency; it is resolved through a "
+                "lifecycle scope, not by calling `resolve()` directly."
+            )
+        value = self._depency_func(**values)
+        if hasattr(type(value), "__await__"):
+            value = await value
+        return value
 
 
-def Depends(dependency, use_cache: bool = False, scope=None, *, cacheable: bool | None = None) -> DependsFactory:
-    return DependsFactory(dependency, use_cache if cacheable is None else cacheable, scope=scope)
+def Depends(
+    dependency: Callable[..., T | Awaitable[T]],
+    use_cache: bool = False,
+    scope: Scope | str | None = None,
+    *,
+    cacheable: bool | None = None,
+) -> Any:
+    """Declare an injected dependency: `param: T = Depends(provider)` or `Annotated[T, Depends(provider)]`.
+
+    `use_cache=True` lets a workflow reuse a plain provider's value;
+    `scope` sets how long a generator provider's value stays open.
+    `cacheable=` is the old name of `use_cache`.
+    """
+    if cacheable is not None:
+        use_cache = cacheable
+    return DependsFactory(dependency, use_cache, scope=scope)
+
+
+fun_typing._set_factory_class(DependsFactory)
+
+
+# ----- dispatch ---------------------------------------------------------------------
+
+_RAN, _SKIPPED, _STOPPED = 0, 1, 2
+
+
+class _HandlerPlan:
+    """A handler's signature matched against pools of one shape."""
+
+    __slots__ = ("group", "matcher_type", "recipe", "signature", "stable", "unresolved")
+
+    def __init__(self, signature: DependencyMeta, pool: list[Any], kwargs: Mapping[str, Any]) -> None:
+        found = match(signature, pool, kwargs)
+        self.signature = signature
+        self.matcher_type = type(pool[0])
+        self.unresolved = found if isinstance(found, Unresolved) else None
+        self.recipe = None if self.unresolved is not None else found
+        fmap = signature["factory_map"]
+        self.group = FactoryGroup.prepare(fmap, pool, kwargs) if fmap and self.recipe is not None else None
+        self.stable = meta_is_type_stable(signature) and (self.group is None or self.group.stable)
+
+
+_PLAN_CACHE_LIMIT = 64
+
+
+def _plan_of(data: FunctionData, pool: list[Any], kwargs: Mapping[str, Any], key: Hashable) -> _HandlerPlan:
+    if __flags__.NO_DEPENDENCY_META_CACHE:
+        return _HandlerPlan(sign_func(data.function), pool, kwargs)
+    plans = data.__dict__.get("_plans")
+    if plans is None:
+        return _HandlerPlan(data.signature, pool, kwargs)
+    plan = plans.get(key)
+    if plan is not None and plan.signature is data.signature and plan.matcher_type is type(pool[0]):
+        return plan
+    plan = _HandlerPlan(data.signature, pool, kwargs)
+    if plan.stable:
+        if len(plans) >= _PLAN_CACHE_LIMIT:
+            plans.clear()
+        plans[key] = plan
+    return plan
+
+
+def _where(data: FunctionData) -> str:
+    frame = data.frame
+    if frame is None:
+        return "?"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _pool_key(s_args: list[Any], kwargs: Mapping[str, Any]) -> Hashable:
+    return (tuple(map(type, s_args)), tuple(kwargs))
+
+
+def _has_factories(s_args: Iterable[Any], kwargs: Mapping[str, Any]) -> bool:
+    for value in s_args:
+        if isinstance(value, DependsFactory):
+            return True
+    for value in kwargs.values():
+        if isinstance(value, DependsFactory):
+            return True
+    return False
+
+
+async def _call_handler(data: FunctionData, values: dict[str, Any], exception_ignored: tuple) -> int:
+    try:
+        await data.function(**values)
+    except PassException:
+        return _SKIPPED
+    except CancelException:
+        return _STOPPED
+    except MatcherException:
+        raise
+    except Exception as exc:
+        if exception_ignored and isinstance(exc, exception_ignored):
+            raise
+        logger.error(
+            "An error occurred while running '%s' (%s)", callable_name(data.function), _where(data), exc_info=exc
+        )
+        return _SKIPPED
+    return _RAN
+
+
+async def _call_with_factories(
+    data: FunctionData,
+    plan: _HandlerPlan,
+    values: dict[str, Any],
+    session: Session,
+    exception_ignored: tuple,
+) -> int:
+    group = plan.group
+    if group.needs_call_scope:
+        async with LifecycleScope(Scope.CALL) as call_scope:
+            session.lifecycles = ScopeChain(Scope.CALL, call_scope, session.lifecycles)
+            if not await resolve_group(group, session, exception_ignored, values):
+                return _skip_unprovided(data, session)
+            return await _call_handler(data, values, exception_ignored)
+    if not await resolve_group(group, session, exception_ignored, values):
+        return _skip_unprovided(data, session)
+    return await _call_handler(data, values, exception_ignored)
+
+
+def _skip_unprovided(data: FunctionData, session: Session) -> int:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "Handler '%s' skipped: dependency %r could not be provided (%s)",
+            callable_name(data.function), session.failed_key, session.miss,
+        )
+    return _SKIPPED
 
 
 class MatcherFactory:
+    """Event dispatch and the dependency-resolution entry points."""
+
+    _lock_pool: ClassVar[WeakValueLRUCache[str, Any]] = WeakValueLRUCache(capacity=1024, loose_mode=True)
+    _dispatch_locks: ClassVar[dict[str, DispatchLock]] = {}
+
+    @classmethod
+    def _repo_lock(cls, category: str) -> DispatchLock:
+        """The lock serialising the dispatches of one event type."""
+        lock = cls._dispatch_locks.get(category)
+        if lock is None:
+            lock = cls._dispatch_locks[category] = DispatchLock()
+            cls._lock_pool[category] = lock
+        return lock
+
     @staticmethod
-    def _resolve_dependencies(signature: DependencyMeta, session_args, session_kwargs):
-        resolved: dict[str, Any] = {}
-        required = []
-        for name, param in signature["params"].items():
-            if param["type_hint"] is EMPTY:
-                return FailedEnum.MISSED_ANNOTATION, {}, {}
-            if name in session_kwargs:
-                resolved[name] = session_kwargs[name]
-            if param["default"] is EMPTY:
-                required.append((name, param["type_hint"]))
-        for name, hint in required:
-            if name in resolved:
-                continue
-            for arg in session_args:
-                if type_matches(arg, hint):
-                    resolved[name] = arg
-                    break
-            else:
-                return FailedEnum.MISSED_DEPENDENCY, {}, {}
-        return None, resolved, signature["factory_map"]
+    def _resolve_dependencies(
+        signature: DependencyMeta,
+        session_args: Iterable[Any],
+        session_kwargs: dict[str, Any],
+    ) -> tuple[FailedEnum | None, dict[str, Any], dict[str, DependsFactory]]:
+        """Match a signature against the pools: `(failure or None, values, factories still to resolve)`."""
+        args = session_args if isinstance(session_args, (list, tuple)) else list(session_args)
+        found = match(signature, args, session_kwargs)
+        if isinstance(found, Unresolved):
+            return found.reason, {}, {}
+        return None, found.build(args, session_kwargs), signature["factory_map"]
+
+    @staticmethod
+    async def _resolve_scoped(
+        factory: DependsFactory,
+        session_args: list[Any],
+        session_kwargs: dict[str, Any],
+        store: DependencyStore | None,
+        lifecycles: Mapping[Scope, LifecycleScope] | None,
+        default_scope: Scope | None,
+    ) -> Any:
+        """Resolve one provider (a generator one through its scope); None when it cannot be provided."""
+        session = Session(session_args, session_kwargs, store, lifecycles, default_scope)
+        return await produce(Prepared(factory, session_args, session_kwargs, ()), session)
 
     @staticmethod
     async def _do_runtime_resolve(
-        runtime_args, runtime_kwargs, args2update, kwargs2update, session_args, session_kwargs,
-        exception_ignored, *, store=None, lifecycles=None, default_scope=None,
+        runtime_args: dict[int, DependsFactory],
+        runtime_kwargs: dict[str, DependsFactory],
+        args2update: list[Any],
+        kwargs2update: dict[str, Any],
+        session_args: list[Any],
+        session_kwargs: dict[str, Any],
+        exception_ignored: tuple[type[BaseException], ...],
+        *,
+        store: DependencyStore | None = None,
+        lifecycles: Mapping[Scope, LifecycleScope] | None = None,
+        default_scope: Scope | None = None,
     ) -> bool:
-        for index, factory in runtime_args.items():
-            value = await factory.resolve(*session_args, **session_kwargs)
-            if value is None:
-                return False
-            args2update[index] = value
-        for name, factory in runtime_kwargs.items():
-            value = await factory.resolve(*session_args, **session_kwargs)
-            if value is None:
-                return False
-            kwargs2update[name] = value
+        """Resolve factories into `args2update[index]` / `kwargs2update[name]`.
+
+        Returns False (updating nothing) when a provider returns None or its
+        parameters cannot be resolved. Plain providers run first and
+        concurrently; generator providers then one at a time in order.
+        """
+        if not runtime_args and not runtime_kwargs:
+            return True
+        group = FactoryGroup.prepare({**runtime_args, **runtime_kwargs}, session_args, session_kwargs)
+        session = Session(session_args, session_kwargs, store or DependencyStore(), lifecycles, default_scope)
+        resolved: dict[Any, Any] = {}
+        if not await resolve_group(group, session, exception_ignored, resolved):
+            return False
+        for key, value in resolved.items():
+            if type(key) is int:
+                args2update[key] = value
+            else:
+                kwargs2update[key] = value
         return True
+
+    @classmethod
+    async def _simple_run(
+        cls,
+        matcher_list: list[FunctionData],
+        /,
+        exception_ignored: tuple[type[BaseException], ...],
+        extra_args: Iterable[Any],
+        extra_kwargs: dict[str, Any],
+        store: DependencyStore | None = None,
+        lifecycles: Mapping[Scope, LifecycleScope] | None = None,
+    ) -> bool:
+        """Run one priority group of handlers; False when the dispatch must stop."""
+        s_args = list(extra_args)
+        if matcher_list and _has_factories(s_args, extra_kwargs):
+            raise ValueError(
+                "Runtime dependency injection is not supported in simple_run, please resolve them first "
+                "or pass it to the trigger_event method"
+            )
+        return await cls._run_group(
+            matcher_list, exception_ignored, s_args, extra_kwargs, store or DependencyStore(), lifecycles,
+            _pool_key(s_args, extra_kwargs),
+        )
+
+    @staticmethod
+    async def _run_group(
+        handlers: list[FunctionData],
+        exception_ignored: tuple,
+        s_args: list[Any],
+        kwargs: dict[str, Any],
+        store: DependencyStore,
+        lifecycles: Mapping[Scope, LifecycleScope] | None,
+        key: Hashable,
+    ) -> bool:
+        dead: list[FunctionData] = []
+        try:
+            for data in handlers:
+                matcher = data.matcher
+                if matcher._dead_at is not None and matcher.dead:
+                    dead.append(data)
+                    continue
+                pool = [matcher, *s_args]
+                plan = _plan_of(data, pool, kwargs, key)
+                if plan.recipe is None:
+                    logger.warning(
+                        "Matcher %s (%s) failed to resolve dependencies for %s: %s. Skipping......",
+                        callable_name(data.function), _where(data), plan.unresolved.reason.value,
+                        plan.unresolved.describe(),
+                    )
+                    continue
+                values = plan.recipe.build(pool, kwargs)
+                if plan.group:
+                    session = Session(pool, kwargs, store, lifecycles, Scope.DISPATCH)
+                    outcome = await _call_with_factories(data, plan, values, session, exception_ignored)
+                else:
+                    outcome = await _call_handler(data, values, exception_ignored)
+                if outcome == _RAN:
+                    if matcher.block:
+                        return False
+                elif outcome == _STOPPED:
+                    return False
+        finally:
+            for data in dead:
+                try:
+                    handlers.remove(data)
+                except ValueError:
+                    pass
+        return True
+
+    @classmethod
+    async def trigger_event(
+        cls,
+        event: BaseEvent,
+        *args: Any,
+        exception_ignored: tuple[type[BaseException], ...] = (),
+        **kwargs: Any,
+    ) -> None:
+        """Dispatch `event` to the handlers registered for its type.
+
+        The positional pool is `[matcher, event, *args]` and the keyword pool
+        `kwargs`; the last `BaseEvent` among `args` replaces `event`. Any
+        `Depends(...)` among `args` / `kwargs` is resolved once, before the
+        handlers run (`RuntimeError` if it cannot be). Exceptions of the
+        `exception_ignored` types raised by a handler propagate; other handler
+        exceptions are logged and the next handler runs.
+        """
+        for arg in args:
+            if isinstance(arg, BaseEvent):
+                event = arg
+        if not event:
+            raise RuntimeError("No event found in args")
+        if isinstance(event, type) and issubclass(event, ConstructableEvent):
+            raise TypeError(
+                f"Cannot trigger ConstructableEvent class {event!r} directly; "
+                "please use a constructable event in TRIGGER_EVENT node."
+            )
+        event_type = event.get_event_type()
+        if __flags__.DISABLE_EXC_IGNORED:
+            exception_ignored = ()
+        lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
+        await lock.acquire()
+        try:
+            groups = _handler_groups(event_type)
+            if groups:
+                await cls._dispatch(groups, [event, *args], kwargs, exception_ignored)
+            elif logger.isEnabledFor(logging.DEBUG):
+                logger.debug("No registered Matcher for %s event, skipping processing.", event_type)
+        finally:
+            lock.release()
+
+    @classmethod
+    async def _dispatch(
+        cls,
+        groups: tuple[list[FunctionData], ...],
+        s_args: list[Any],
+        kwargs: dict[str, Any],
+        exception_ignored: tuple,
+    ) -> None:
+        scopes = DispatchScopes()
+        store = DependencyStore()
+        try:
+            if _has_factories(s_args, kwargs):
+                await cls._resolve_trigger_factories(s_args, kwargs, exception_ignored, store, scopes)
+            key = _pool_key(s_args, kwargs)
+            for handlers in groups:
+                if not await cls._run_group(handlers, exception_ignored, s_args, kwargs, store, scopes, key):
+                    break
+        finally:
+            await scopes.aclose()
+
+    @classmethod
+    async def _resolve_trigger_factories(
+        cls, s_args: list[Any], kwargs: dict[str, Any], exception_ignored: tuple, store: DependencyStore, scopes: DispatchScopes
+    ) -> None:
+        runtime_args = {i: v for i, v in enumerate(s_args) if isinstance(v, DependsFactory)}
+        runtime_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)}
+        if not await cls._do_runtime_resolve(
+            runtime_args, runtime_kwargs, s_args, kwargs, s_args, kwargs, exception_ignored,
+            store=store, lifecycles=scopes, default_scope=Scope.DISPATCH,
+        ):
+            raise RuntimeError("Runtime arguments cannot be resolved")
+
