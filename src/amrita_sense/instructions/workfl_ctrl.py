@@ -1,28 +1,46 @@
-"""NOP, RESET and SUSPEND (stub: the instruction-set issue owns this module)."""
+"""NOP, RESET and SUSPEND: the workflow-control singletons."""
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
+from amrita_sense.node.core import Node as _NodeType
 from amrita_sense.node.wrapper import Node as _node
 
 
 @_node(wrap_to_async=False, address_able=True)
 def _no_operation() -> None:
+    """Do nothing; a placeholder and a jump target."""
     return None
 
 
 @_node(wrap_to_async=False, address_able=False)
-def _reset_operation():
+def _reset_operation() -> NoReturn:
+    """End the run and reset the interpreter (pointer, stacks, flags, panic)."""
     raise InterruptNotice("Reset Node")
 
 
 @_node(wrap_to_async=False, address_able=True)
-def _suspend_operation():
+def _suspend_operation() -> NoReturn:
+    """End the run but keep the interpreter state; the next run continues after this node."""
     raise InterruptKeepContext("Suspend Node with context retention")
 
 
-NOP = _no_operation
-RESET = _reset_operation
-SUSPEND = _suspend_operation
-INTERRUPT = RESET
-INTERRUPT_KEEP_CTX = SUSPEND
+NOP: _NodeType[None] = _no_operation
+"""The no-operation node (tag `NodeSuspend::_no_operation`)."""
+NOP.__sdb_dis__ = "NOP"
+NOP.__sdb_cmt__ = "no operation"
+
+RESET: _NodeType[NoReturn] = _reset_operation
+"""Ends the run and discards the interpreter state; not addressable."""
+RESET.__sdb_dis__ = "RESET"
+RESET.__sdb_cmt__ = "reset interpreter state"
+
+SUSPEND: _NodeType[NoReturn] = _suspend_operation
+"""Ends the run and keeps the interpreter state so that a later run resumes after it."""
+SUSPEND.__sdb_dis__ = "SUSPEND"
+SUSPEND.__sdb_cmt__ = "suspend, keep context"
+
+INTERRUPT: _NodeType[NoReturn] = RESET
+INTERRUPT_KEEP_CTX: _NodeType[NoReturn] = SUSPEND

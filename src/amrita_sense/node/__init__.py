@@ -4,5 +4,6 @@ from .core import Node as NodeType
 from .core import NodeCompose, NodeComposeRendered
 from .self_compile import SelfCompileInstruction
 from .wrapper import Node
+from .dll import DLLCompose  # noqa: E402 - after core, which it builds on
 
-__all__ = ["Node", "NodeCompose", "NodeComposeRendered", "NodeType", "SelfCompileInstruction"]
+__all__ = ["DLLCompose", "Node", "NodeCompose", "NodeComposeRendered", "NodeType", "SelfCompileInstruction"]

@@ -1,0 +1,117 @@
+"""BATCH_RUN: several graphs or nodes run concurrently in forked interpreters, as one step."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from amrita_sense.instructions._support import NODE_SLOTS
+from amrita_sense.instructions.enum import BuiltinTags
+from amrita_sense.node.core import BaseNode, NodeCompose
+from amrita_sense.node.core import Node as NodeType
+from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.node.wrapper import Node
+from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter
+
+if sys.version_info < (3, 11):  # pragma: no cover - the backport ships for 3.10
+    from exceptiongroup import BaseExceptionGroup
+
+Middleware = Callable[[WorkflowInterpreter], Awaitable[Any]]
+
+
+def _batch_call(nodes: Iterable[BaseNode], fail_fast: bool = True) -> NodeType[None]:
+    """One node that runs `nodes` concurrently on its interpreter (no DI cache)."""
+    members = list(nodes)
+
+    @Node(BuiltinTags.BATCH_CALLER)
+    async def caller(intp: WorkflowInterpreter) -> None:
+        calls = [intp._call(lambda _, node=node: node, no_cache=True) for node in members]
+        results = await asyncio.gather(*calls, return_exceptions=not fail_fast)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise BaseExceptionGroup("Detected exceptions while batch run nodes.", failures)
+
+    return caller
+
+
+class BatchRun(BaseNode):
+    """Runs one forked interpreter per payload graph concurrently; plain nodes share one graph.
+
+    Graphs are rendered at `_post_compile`; children are forked by `_pre_check`
+    and terminated (end of life) after every execution.
+    """
+
+    __slots__ = (*NODE_SLOTS, "_comp_rendered", "_fail_fast", "_graphs", "_interpreters", "_io", "_mdw", "_origin")
+
+    def __init__(
+        self,
+        *payload: Any,
+        middleware: Middleware | None | object = UNSET,
+        object_io: Any = None,
+        fail_fast: bool = False,
+    ):
+        self._fail_fast = fail_fast
+        self._origin = payload
+        self._io = object_io
+        self._mdw = middleware
+        self._init(self.__call__, BuiltinTags.BATCH_RUN, False, True)
+        self._interpreters: list[WorkflowInterpreter] = []
+        self.__sdb_dis__ = f"BATCH {len(payload)}"
+
+    def _post_compile(self, compose: Any) -> None:
+        if not hasattr(self, "_origin"):
+            raise RuntimeError("BATCH_RUN node has already been compiled; a compose-bound node can only be compiled once")
+        nodes = []
+        self._graphs = []
+        for item in self._origin:
+            if isinstance(item, BaseNode):
+                nodes.append(item)
+            elif isinstance(item, SelfCompileInstruction):
+                self._graphs.append(item.extract().render())
+            else:
+                self._graphs.append(item.render())
+        if nodes:
+            self._graphs.append(NodeCompose(_batch_call(nodes, fail_fast=self._fail_fast)).render())
+        del self._origin
+
+    def _pre_check(self, pointer: WorkflowInterpreter) -> None:
+        if self._interpreters:
+            return
+        for graph in self._graphs:
+            self._interpreters.append(pointer.fork_interpreter(graph, self._mdw, self._io or pointer.object_io))
+
+    async def __call__(self, intp: WorkflowInterpreter) -> Any:
+        children = self._interpreters
+        try:
+            results = await asyncio.gather(*(c.run() for c in children), return_exceptions=not self._fail_fast)
+            failures = [r for r in results if r is not None]
+            if failures:
+                raise BaseExceptionGroup("Some exceptions were detected when running nodes", failures)
+        finally:
+            self._interpreters = []
+            await _terminate_all(children)
+
+
+async def _terminate_all(children: list[WorkflowInterpreter]) -> None:
+    outcomes = await asyncio.gather(*(c.terminate(True) for c in children), return_exceptions=True)
+    failures = [r for r in outcomes if r is not None]
+    if failures:
+        raise BaseExceptionGroup("Some exceptions were detected when running cleanup tasks", failures)
+
+
+def BATCH_RUN(  # noqa: N802 - public name
+    *nodes: Any,
+    sos_io: Any = None,
+    middleware: Middleware | None | object = UNSET,
+    fail_fast: bool = True,
+) -> BatchRun:
+    """Run nodes, composes or instructions concurrently in forked interpreters, as a single step.
+
+    With `fail_fast=False` every failure is collected into one `BaseExceptionGroup`.
+    """
+    return BatchRun(*nodes, object_io=sos_io, middleware=middleware, fail_fast=fail_fast)
+
+
+__all__ = ["BATCH_RUN", "BatchRun"]

@@ -1,0 +1,103 @@
+"""FUN_BLOCK (a sub-graph run in a forked interpreter as one step), FN and INTER_FN."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from amrita_sense.exceptions import IllegalState
+from amrita_sense.instructions._support import NODE_SLOTS
+from amrita_sense.instructions.alias import ALIAS
+from amrita_sense.instructions.workfl_ctrl import NOP
+from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal
+from amrita_sense.node.core import BaseNode
+from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.node.wrapper import Node
+from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter
+
+Middleware = Callable[[WorkflowInterpreter], Awaitable[Any]]
+
+
+class FuncBlock(BaseNode):
+    """Runs the rendered graph `_comp_rendered` to completion in a child interpreter.
+
+    The child is forked lazily by `_pre_check` (once, unless one-time) and
+    reset after each run; a one-time child is dropped instead.
+    """
+
+    __sdb_dis__ = "FN"
+    __sdb_cmt__ = "FuncBlock"
+    __slots__ = (*NODE_SLOTS, "_comp_rendered", "_interpreter", "_io", "_mdw", "_onetime")
+
+    def __init__(self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool):
+        self._comp_rendered = sub_comp
+        self._mdw = middleware
+        self._io = object_io
+        self._interpreter: WorkflowInterpreter | None = None
+        self._init(self.__call__, None, False, True)
+        self._onetime = one_time_interp
+
+    def _pre_check(self, pointer: WorkflowInterpreter) -> None:
+        if not self._interpreter:
+            self._interpreter = pointer.fork_interpreter(
+                compose=self._comp_rendered, middleware=self._mdw, object_io=self._io
+            )
+
+    async def __call__(self) -> None:
+        child = self._interpreter
+        if child is None:
+            raise IllegalState("FUN_BLOCK ran without its sub-interpreter (was `_pre_check` skipped?)")
+        try:
+            await child.run()
+        finally:
+            with contextlib.suppress(IllegalState):
+                await child.terminate_all_forks(eol=self._onetime)
+            if self._onetime:
+                self._interpreter = None
+            else:
+                child.reset()
+
+
+def FUN_BLOCK(  # noqa: N802 - public name
+    sub_comp: AbstractCompose,
+    middleware: Middleware | None | object = UNSET,
+    object_io: Any = None,
+    one_time_interp: bool = False,
+) -> FuncBlock:
+    """Run a separate rendered graph to completion, in a forked interpreter, as a single step.
+
+    `middleware`: UNSET inherits the parent's, None means none. `object_io`
+    defaults to the parent's stream. `one_time_interp` forks a fresh child for
+    every execution.
+    """
+    return FuncBlock(sub_comp, middleware=middleware, object_io=object_io, one_time_interp=one_time_interp)
+
+
+@Node(wrap_to_async=False, address_able=False)
+def _fn_escape(pc: WorkflowInterpreter) -> None:
+    """Skip a function body in ordinary flow: park on its last slot, the loop advances past it."""
+    pc.rebase_ptr(pc._pointer.copy().offset(3))
+
+
+def _routine(entrypoint: str, block: Any, closer: BaseNode) -> AbstractComposeOriginal:
+    if isinstance(block, SelfCompileInstruction):
+        block = block.extract()
+    return _fn_escape >> ALIAS(NOP, entrypoint) >> block >> closer
+
+
+def FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:  # noqa: N802
+    """A subroutine `[escape, ALIAS(NOP, entrypoint), block, RET()]`, entered with `CALL(entrypoint)`."""
+    from amrita_sense.instructions.ret2 import RET
+
+    return _routine(entrypoint, block, RET())
+
+
+def INTER_FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:  # noqa: N802
+    """An interrupt service routine `[escape, ALIAS(NOP, entrypoint), block, IRET()]`, entered with `INT`."""
+    from amrita_sense.instructions.interrupt import IRET
+
+    return _routine(entrypoint, block, IRET())
+
+
+__all__ = ["FN", "FUN_BLOCK", "INTER_FN", "FuncBlock"]
