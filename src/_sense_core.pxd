@@ -18,7 +18,10 @@ cdef class Program:
     cdef public dict seg_row
     cdef public Py_ssize_t nrows
     cdef public object successor
+    cdef public list ops
+    cdef public list operands
     cdef int *cbits
+    cdef int *cops
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
 
@@ -51,6 +54,7 @@ cdef class InterpreterCore:
     cdef public object _context_stack
     cdef public int _flag_bits
     cdef public object _middleware
+    cdef public bint _outer_interpreting
     cdef public bint _pending_stop
     cdef public InterpretLock _interpret_lock
     cdef public object _plans
@@ -63,7 +67,15 @@ cdef class InterpreterCore:
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
-    cdef object _fast_plan(self, Py_ssize_t row)
+    cdef object _ready_plan(self, Py_ssize_t row)
+    cdef bint _inline_callable(self, Py_ssize_t row)
+    cdef object _call_inline(self, Py_ssize_t row, tuple plan)
+    cdef int _goto(self, tuple target) except -1
+    cdef int _native_jump(self, tuple target) except -1
+    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
+    cdef int _native_ret(self) except -1
+    cdef object _push_frame(self, Py_ssize_t row)
+    cdef object _pop_frame(self)
     cpdef Py_ssize_t _descend_current(self) except -1
     cpdef bint _mark_jump(self)
     cpdef int _enter_step(self) except -1

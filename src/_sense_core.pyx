@@ -13,7 +13,7 @@ from time import monotonic
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
-from amrita_sense.exceptions import NullPointerException
+from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
 
 IMPLEMENTATION = "cython"
 
@@ -25,6 +25,14 @@ cdef enum:
     C_ROW_THREAD = 2
     C_ROW_PRECHECK = 4
     C_ROW_EMPTY = 8
+    C_OP_CALL = 0
+    C_OP_NOP = 1
+    C_OP_JUMP = 2
+    C_OP_BRANCH = 3
+    C_OP_ELSE = 4
+    C_OP_WHILE = 5
+    C_OP_CALLSUB = 6
+    C_OP_RET = 7
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
@@ -60,7 +68,7 @@ cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
     def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list plan_keys,
-                 list addrs, dict row_of, dict seg_row):
+                 list ops, list operands, list addrs, dict row_of, dict seg_row):
         cdef Py_ssize_t i
         self.graph = graph
         self.nodes = nodes
@@ -69,19 +77,24 @@ cdef class Program:
         self.bits = bits
         self.static_plans = static_plans
         self.plan_keys = plan_keys
+        self.ops = ops
+        self.operands = operands
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
         self.nrows = len(nodes)
         self.successor = None
         self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        if self.cbits == NULL:
+        self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
+        if self.cbits == NULL or self.cops == NULL:
             raise MemoryError()
         for i in range(self.nrows):
             self.cbits[i] = bits[i]
+            self.cops[i] = ops[i]
 
     def __dealloc__(self):
         PyMem_Free(self.cbits)
+        PyMem_Free(self.cops)
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2:
         key = tuple(items)
@@ -358,6 +371,16 @@ cdef inline object _apply(object func, tuple plan):
     return func(**<dict> plan[1])
 
 
+cdef object _support():
+    from amrita_sense.instructions import _support as support
+    return support
+
+
+cdef object _unsafe_flags():
+    from amrita_sense import _unsafe
+    return _unsafe.__flags__
+
+
 cdef class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself."""
 
@@ -368,6 +391,7 @@ cdef class InterpreterCore:
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
         self._middleware = middleware
+        self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
@@ -525,8 +549,8 @@ cdef class InterpreterCore:
             self._plan_cache[self._prog.plan_keys[row]] = plan
         return plan
 
-    cdef object _fast_plan(self, Py_ssize_t row):
-        """The cached plan of `row` when nothing forces the general path; runs the pre-check."""
+    cdef object _ready_plan(self, Py_ssize_t row):
+        """The cached plan of `row` when nothing forces the general path, else None."""
         if self._signal.pending:
             return None
         plan = self._prog.static_plans[row]
@@ -536,9 +560,159 @@ cdef class InterpreterCore:
             plan = (<list> self._plans)[row]
             if plan is None or (<tuple> plan)[2]:
                 return None
+        return plan
+
+    cdef inline bint _inline_callable(self, Py_ssize_t row):
+        cdef int bits = self._prog.cbits[row]
+        return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline)
+
+    cdef object _call_inline(self, Py_ssize_t row, tuple plan):
         if self._prog.cbits[row] & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
-        return plan
+        return _apply(self._prog.funcs[row], plan)
+
+    async def _call_with_plan(self, Py_ssize_t row, tuple plan):
+        cdef int bits = self._prog.cbits[row]
+        if bits & C_ROW_PRECHECK:
+            self._prog.nodes[row]._pre_check(self)
+        func = self._prog.funcs[row]
+        if bits & C_ROW_CORO:
+            return await _apply(func, plan)
+        if bits & C_ROW_THREAD and not self._force_inline:
+            return await self._offload(func, plan[0], plan[1])
+        return _apply(func, plan)
+
+    # ----- native opcodes: each mirrors its instruction node's Python function ----------
+
+    cdef int _goto(self, tuple target) except -1:
+        """Point at a jump-target descriptor `(row, exact, address)`."""
+        cdef Py_ssize_t row = target[0]
+        if row >= 0 and target[1]:
+            self._pointer._set_row(self._prog, row)
+        else:
+            self._pointer._items = list(target[2])
+        return 0
+
+    cdef int _native_jump(self, tuple target) except -1:
+        if self._mark_jump():
+            self._goto(target)
+        return 0
+
+    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1:
+        node = self._prog.nodes[row]
+        if node._frm_addr is None:
+            node._frm_addr = list(self._pointer._list())
+        self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
+        self._native_jump(target)
+        return 0
+
+    cdef int _native_ret(self) except -1:
+        saved = self._ret_addr_stack.pop()
+        self._flag_bits &= ~C_FLAG_HLT
+        self._rebase_to(saved.base_addr)
+        return 0
+
+    cdef object _push_frame(self, Py_ssize_t row):
+        self._ret_addr_stack.push(self._pointer)
+        self._pointer = PointerVector._at_row(self._prog, row)
+        self._outer_interpreting = True
+
+    cdef object _pop_frame(self):
+        self._outer_interpreting = False
+        saved = self._ret_addr_stack.pop()
+        if not self._flag_bits & C_FLAG_JMP:
+            self._flag_bits &= ~C_FLAG_HLT
+            self._rebase_to(saved)
+
+    async def _subcall(self, Py_ssize_t row):
+        """`call_sub` of a known row: push the pointer, run the node there, restore unless it jumped."""
+        self._push_frame(row)
+        try:
+            plan = self._ready_plan(row)
+            if plan is None:
+                return await self._run_row(row)
+            if self._inline_callable(row):
+                return self._call_inline(row, plan)
+            return await self._call_with_plan(row, plan)
+        finally:
+            self._pop_frame()
+
+    async def _native_branch(self, tuple operands):
+        cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
+        try:
+            taken = await self._subcall(cond)
+        except InterruptKeepContext:
+            _support().resume_offset(self, false_offset)
+            raise
+        if self._flag_bits & C_FLAG_JMP:
+            if taken:
+                await self.call_offset(do_offset)
+            return None
+        if not taken:
+            self._native_jump(false_target)
+            return None
+        try:
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, then_slot)
+            raise
+        self._native_jump(then_target)
+        return None
+
+    async def _native_else(self, tuple operands):
+        body, then_target, then_offset = operands
+        try:
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_offset(self, then_offset)
+            raise
+        self._native_jump(then_target)
+        return None
+
+    async def _native_while(self, Py_ssize_t row, tuple operands):
+        if _unsafe_flags().SQUASHED_LOOP:
+            return await self._run_row(row)
+        cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
+        try:
+            truthy = await self._subcall(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, else_slot)
+            raise
+        if not truthy:
+            self._native_jump(exit_)
+            return None
+        try:
+            if self._flag_bits & C_FLAG_JMP:
+                await self.call_offset(do_offset)
+                return None
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, checkup_slot)
+            raise
+        except BreakLoop:
+            self._native_jump(exit_)
+            return None
+        self._native_jump(checkup)
+        return None
+
+    async def _run_native(self, Py_ssize_t row, int op):
+        operands = self._prog.operands[row]
+        if op == C_OP_NOP:
+            return None
+        if op == C_OP_JUMP:
+            self._native_jump(operands)
+            return None
+        if op == C_OP_BRANCH:
+            return await self._native_branch(operands)
+        if op == C_OP_ELSE:
+            return await self._native_else(operands)
+        if op == C_OP_WHILE:
+            return await self._native_while(row, operands)
+        if op == C_OP_CALLSUB:
+            self._native_callsub(row, operands)
+            return None
+        self._native_ret()
+        return None
 
     async def _run_row(self, Py_ssize_t row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
@@ -569,6 +743,7 @@ cdef class InterpreterCore:
             if not self._prog.nrows:
                 return C_STEP_END
             self._move_to([0])
+        self._flag_bits &= ~C_FLAG_JMP
         if self._flag_bits & C_FLAG_HLT:
             self._flag_bits &= ~C_FLAG_HLT
             return C_STEP_SKIPPED if self._advance(self._pointer) else C_STEP_END
@@ -596,7 +771,7 @@ cdef class InterpreterCore:
         cdef InterpretLock lock = self._interpret_lock
         cdef Py_ssize_t steps = 0
         cdef Py_ssize_t row
-        cdef int state, bits
+        cdef int state, op
         cdef double last_yield = monotonic()
         cdef double now
         while True:
@@ -616,16 +791,24 @@ cdef class InterpreterCore:
                         await self._middleware(self)
                     else:
                         row = self._descend_current()
-                        plan = self._fast_plan(row)
-                        bits = self._prog.cbits[row]
-                        if plan is None:
-                            await self._run_row(row)
-                        elif bits & C_ROW_CORO:
-                            await _apply(self._prog.funcs[row], plan)
-                        elif bits & C_ROW_THREAD and not self._force_inline:
-                            await self._offload(self._prog.funcs[row], plan[0], plan[1])
+                        op = self._prog.cops[row]
+                        if op != C_OP_CALL and not self._signal.pending:
+                            if op == C_OP_NOP:
+                                pass
+                            elif op == C_OP_JUMP:
+                                self._native_jump(self._prog.operands[row])
+                            elif op == C_OP_RET:
+                                self._native_ret()
+                            else:
+                                await self._run_native(row, op)
                         else:
-                            _apply(self._prog.funcs[row], plan)
+                            plan = self._ready_plan(row)
+                            if plan is None:
+                                await self._run_row(row)
+                            elif self._inline_callable(row):
+                                self._call_inline(row, plan)
+                            else:
+                                await self._call_with_plan(row, plan)
                     if not self._leave_step():
                         return
             finally:

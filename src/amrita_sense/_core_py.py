@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 
-from amrita_sense.exceptions import NullPointerException
+from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
 
 IMPLEMENTATION = "python"
 
@@ -28,6 +28,15 @@ ROW_CORO = 1
 ROW_THREAD = 2
 ROW_PRECHECK = 4
 ROW_EMPTY = 8
+
+OP_CALL = 0
+OP_NOP = 1
+OP_JUMP = 2
+OP_BRANCH = 3
+OP_ELSE = 4
+OP_WHILE = 5
+OP_CALLSUB = 6
+OP_RET = 7
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -62,11 +71,11 @@ class Program:
     """
 
     __slots__ = (
-        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "plan_keys", "row_of", "seg_row", "static_plans",
-        "successor", "tags",
+        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "operands", "ops", "plan_keys", "row_of", "seg_row",
+        "static_plans", "successor", "tags",
     )
 
-    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, addrs, row_of, seg_row):
+    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, ops, operands, addrs, row_of, seg_row):
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
@@ -74,6 +83,8 @@ class Program:
         self.bits = bits
         self.static_plans = static_plans
         self.plan_keys = plan_keys
+        self.ops = ops
+        self.operands = operands
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -377,6 +388,18 @@ def _current_task():
         return None
 
 
+def _support():
+    from amrita_sense.instructions import _support as support
+
+    return support
+
+
+def _unsafe_flags():
+    from amrita_sense import _unsafe
+
+    return _unsafe.__flags__
+
+
 class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
@@ -391,6 +414,7 @@ class InterpreterCore:
         "_force_inline",
         "_interpret_lock",
         "_middleware",
+        "_outer_interpreting",
         "_pending_stop",
         "_plan_cache",
         "_plans",
@@ -410,6 +434,7 @@ class InterpreterCore:
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
         self._middleware = middleware
+        self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
@@ -559,20 +584,17 @@ class InterpreterCore:
             self._plan_cache[self._prog.plan_keys[row]] = plan
         return plan
 
-    def _fast_plan(self, row):
-        """The cached plan of `row` when nothing forces the general path; runs the pre-check."""
+    def _ready_plan(self, row):
+        """The cached plan of `row` when nothing forces the general path, else None."""
         if self._signal.pending:
             return None
-        prog = self._prog
-        plan = prog.static_plans[row]
+        plan = self._prog.static_plans[row]
         if plan is None:
             if self._plans is None:
                 return None
             plan = self._plans[row]
             if plan is None or plan[2]:
                 return None
-        if prog.bits[row] & ROW_PRECHECK:
-            prog.nodes[row]._pre_check(self)
         return plan
 
     async def _run_row(self, row):
@@ -609,6 +631,7 @@ class InterpreterCore:
             if not self._prog.nrows:
                 return STEP_END
             self._move_to([0])
+        self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT
             return STEP_SKIPPED if self.advance_pointer() else STEP_END
@@ -628,18 +651,145 @@ class InterpreterCore:
         return await self._run_row(self._descend_current())
 
     async def _run_fast(self, row):
-        """`_run_row` with the cached-plan path inlined (the compiled core avoids a coroutine here)."""
-        plan = self._fast_plan(row)
+        """`_run_row` with the cached-plan path and the native opcodes inlined."""
+        prog = self._prog
+        op = prog.ops[row]
+        if op != OP_CALL and not self._signal.pending:
+            return await self._run_native(row, op)
+        plan = self._ready_plan(row)
         if plan is None:
             return await self._run_row(row)
-        bits = self._prog.bits[row]
-        func = self._prog.funcs[row]
+        return await self._call_with_plan(row, plan)
+
+    async def _call_with_plan(self, row, plan):
+        prog = self._prog
+        bits = prog.bits[row]
+        if bits & ROW_PRECHECK:
+            prog.nodes[row]._pre_check(self)
+        func = prog.funcs[row]
         args, kwargs, _ = plan
         if bits & ROW_CORO:
             return await (func(*args) if args is not None else func(**kwargs))
         if bits & ROW_THREAD and not self._force_inline:
             return await self._offload(func, args, kwargs)
         return func(*args) if args is not None else func(**kwargs)
+
+    # ----- native opcodes: each mirrors its instruction node's Python function ----------
+
+    async def _run_native(self, row, op):
+        operands = self._prog.operands[row]
+        if op == OP_NOP:
+            return None
+        if op == OP_JUMP:
+            return self._native_jump(operands)
+        if op == OP_BRANCH:
+            return await self._native_branch(operands)
+        if op == OP_ELSE:
+            return await self._native_else(operands)
+        if op == OP_WHILE:
+            return await self._native_while(row, operands)
+        if op == OP_CALLSUB:
+            return self._native_callsub(row, operands)
+        return self._native_ret(row)
+
+    def _goto(self, target):
+        """Point at a jump-target descriptor `(row, exact, address)`."""
+        row, exact, addr = target
+        if row >= 0 and exact:
+            self._pointer._set_row(self._prog, row)
+        else:
+            self._pointer._items = list(addr)
+
+    def _native_jump(self, target):
+        if self._mark_jump():
+            self._goto(target)
+
+    async def _subcall(self, row):
+        """`call_sub` of a known row: push the pointer, run the node there, restore unless it jumped."""
+        stack = self._ret_addr_stack
+        stack.push(self._pointer)
+        self._pointer = PointerVector._at_row(self._prog, row)
+        self._outer_interpreting = True
+        try:
+            plan = self._ready_plan(row)
+            if plan is None:
+                return await self._run_row(row)
+            return await self._call_with_plan(row, plan)
+        finally:
+            self._outer_interpreting = False
+            saved = stack.pop()
+            if not self._flag_bits & FLAG_JMP:
+                self._flag_bits &= ~FLAG_HLT
+                self._rebase_to(saved)
+
+    async def _native_branch(self, operands):
+        cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
+        try:
+            taken = await self._subcall(cond)
+        except InterruptKeepContext:
+            _support().resume_offset(self, false_offset)
+            raise
+        if self._flag_bits & FLAG_JMP:
+            if taken:
+                await self.call_offset(do_offset)
+            return None
+        if not taken:
+            self._native_jump(false_target)
+            return None
+        try:
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, then_slot)
+            raise
+        self._native_jump(then_target)
+        return None
+
+    async def _native_else(self, operands):
+        body, then_target, then_offset = operands
+        try:
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_offset(self, then_offset)
+            raise
+        self._native_jump(then_target)
+
+    async def _native_while(self, row, operands):
+        if _unsafe_flags().SQUASHED_LOOP:
+            return await self._run_row(row)
+        cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
+        try:
+            truthy = await self._subcall(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, else_slot)
+            raise
+        if not truthy:
+            self._native_jump(exit_)
+            return None
+        try:
+            if self._flag_bits & FLAG_JMP:
+                await self.call_offset(do_offset)
+                return None
+            await self._subcall(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, checkup_slot)
+            raise
+        except BreakLoop:
+            self._native_jump(exit_)
+            return None
+        self._native_jump(checkup)
+        return None
+
+    def _native_callsub(self, row, target):
+        node = self._prog.nodes[row]
+        if node._frm_addr is None:
+            node._frm_addr = list(self._pointer._list())
+        self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
+        self._native_jump(target)
+
+    def _native_ret(self, row):
+        saved = self._ret_addr_stack.pop()
+        self._flag_bits &= ~FLAG_HLT
+        self._rebase_to(saved.base_addr)
 
     async def _take_lock(self):
         lock = self._interpret_lock

@@ -7,6 +7,7 @@ from typing import Any
 
 from amrita_sense import _core
 from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.node.native import OP_CALL, compile_native
 from amrita_sense.utils import isabstractmethod
 
 
@@ -63,6 +64,22 @@ class _TableBuilder:
         self.plan_keys.append(_plan_key(node))
         self.addrs.append(addr)
 
+    def locate(self, addr: list) -> tuple[int, bool]:
+        key = tuple(addr)
+        row = self.row_of.get(key)
+        if row is not None:
+            return row, True
+        return self.seg_row.get(key, -1), False
+
+    def compile_ops(self) -> tuple[list[int], list]:
+        ops: list[int] = []
+        operands: list = []
+        for node, addr, bits in zip(self.nodes, self.addrs, self.bits):
+            op, args = (OP_CALL, None) if bits & _core.ROW_EMPTY else compile_native(node, addr, self.locate)
+            ops.append(op)
+            operands.append(args)
+        return ops, operands
+
     def walk(self, segment: Any, prefix: tuple) -> None:
         for idx in range(len(segment)):
             child = segment[idx]
@@ -81,7 +98,8 @@ def build_program(graph: Any) -> Any:
     builder = _TableBuilder()
     if graph:
         builder.walk(graph, ())
+    ops, operands = builder.compile_ops()
     return _core.Program(
-        graph, builder.nodes, builder.funcs, builder.tags, builder.bits,
-        builder.static_plans, builder.plan_keys, builder.addrs, builder.row_of, builder.seg_row,
+        graph, builder.nodes, builder.funcs, builder.tags, builder.bits, builder.static_plans,
+        builder.plan_keys, ops, operands, builder.addrs, builder.row_of, builder.seg_row,
     )

@@ -114,7 +114,6 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         "_interpreter_id",
         "_lifecycles",
         "_object_io",
-        "_outer_interpreting",
         "_panic_exc",
         "_parent_interpreter",
         "_sub_interpreters",
@@ -147,7 +146,6 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._yield_interval = YIELD_INTERVAL
         self._interpreter_id = uuid4().hex
         self._panic_exc = None
-        self._outer_interpreting = False
         self._ava_args_v = (self, *extra_args)
         self._ava_kwargs_v = dict(extra_kwargs or {})
         self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)

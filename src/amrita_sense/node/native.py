@@ -1,0 +1,124 @@
+"""Compile built-in instruction nodes to native opcodes of the node table.
+
+A native opcode is an exact re-implementation of its node's Python function,
+used only on the core's fast path (no middleware, no suspend signal pending);
+everywhere else the node's function runs as usual. Operands are resolved
+here, at render time: sub-call targets become rows, jump targets become
+`(row, exact, address)` descriptors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+OP_CALL = 0
+OP_NOP = 1
+OP_JUMP = 2
+OP_BRANCH = 3
+OP_ELSE = 4
+OP_WHILE = 5
+OP_CALLSUB = 6
+OP_RET = 7
+
+Locate = Callable[[list], tuple]
+
+
+def _target(locate: Locate, addr: list[int]) -> tuple:
+    row, exact = locate(addr)
+    return row, exact, list(addr)
+
+
+def _near(addr: tuple, slot: int) -> list[int]:
+    return [*addr[:-1], slot]
+
+
+def _callee(locate: Locate, addr: list[int]) -> int:
+    row, _ = locate(addr)
+    return row
+
+
+def _compile_jump(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    if not node._node_addr:
+        return None
+    return OP_JUMP, _target(locate, node._node_addr)
+
+
+def _compile_checkup(node: Any, addr: tuple, locate: Locate) -> tuple:
+    return OP_JUMP, _target(locate, _near(addr, node._jump_addr))
+
+
+def _compile_branch(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    here = addr[-1]
+    cond = _callee(locate, _near(addr, here + node._condition_offset))
+    body = _callee(locate, _near(addr, here + node._do_offset))
+    if cond < 0 or body < 0:
+        return None
+    false_target = _target(locate, _near(addr, here + node._false_offset))
+    then_target = _target(locate, _near(addr, node._then_addr))
+    return OP_BRANCH, (cond, body, false_target, then_target, node._do_offset, node._false_offset, node._then_addr)
+
+
+def _compile_else(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    here = addr[-1]
+    body = _callee(locate, _near(addr, here + node._do_offset))
+    if body < 0:
+        return None
+    return OP_ELSE, (body, _target(locate, _near(addr, here + node._then_offset)), node._then_offset)
+
+
+def _compile_while(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    here = addr[-1]
+    cond = _callee(locate, _near(addr, here + node._condi_offset))
+    body = _callee(locate, _near(addr, here + node._do_offset))
+    if cond < 0 or body < 0:
+        return None
+    checkup = _target(locate, _near(addr, node._checkup_addr))
+    exit_ = _target(locate, _near(addr, node._else_addr))
+    return OP_WHILE, (cond, body, checkup, exit_, node._do_offset, node._checkup_addr, node._else_addr)
+
+
+def _compile_call(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    if node._to_addr is None:
+        return None
+    target = _target(locate, node._to_addr)
+    return (OP_CALLSUB, target) if target[0] >= 0 else None
+
+
+def _compile_ret(node: Any, addr: tuple, locate: Locate) -> tuple:
+    return OP_RET, None
+
+
+_COMPILERS: dict[type, Callable] | None = None
+
+
+def _compilers() -> dict[type, Callable]:
+    global _COMPILERS
+    if _COMPILERS is None:
+        from amrita_sense.instructions import if_clause, jump, ret2
+        from amrita_sense.instructions.loop import while_clause
+
+        _COMPILERS = {
+            jump.JumpNode: _compile_jump,
+            while_clause.CheckUpNode: _compile_checkup,
+            while_clause.WhileNode: _compile_while,
+            if_clause.ConditionJumpNode: _compile_branch,
+            if_clause.ELSENode: _compile_else,
+            ret2._CallNode: _compile_call,
+            ret2._RetNode: _compile_ret,
+        }
+    return _COMPILERS
+
+
+def compile_native(node: Any, addr: tuple, locate: Locate) -> tuple:
+    """`(opcode, operands)` for a node: a native opcode for a known built-in, else the generic call."""
+    from amrita_sense.instructions.workfl_ctrl import NOP
+
+    if node is NOP:
+        return OP_NOP, None
+    compiler = _compilers().get(type(node))
+    if compiler is None:
+        return OP_CALL, None
+    return compiler(node, addr, locate) or (OP_CALL, None)
+
+
+__all__ = ["compile_native"]
