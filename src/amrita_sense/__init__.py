@@ -18,7 +18,10 @@ from .exceptions import (
     NullPointerException,
     StreamStateError,
 )
+from .hook.event import BaseEvent
 from .hook.fun_typing import sign_func
+from .hook.matcher import EventRegistry, Matcher, MatcherFactory
+from .hook.on import on_event
 from .instructions import (
     ALIAS,
     ARCHIVED_NODES,
@@ -43,6 +46,7 @@ from .instructions import (
     Try,
 )
 from .node import Node, NodeCompose, NodeComposeRendered, NodeType
+from .runtime.deps import POINTER_DEPENDS
 from .runtime.workflow import WorkflowInterpreter
 from .types import PointerVector, Stack
 
@@ -61,6 +65,7 @@ __all__ = [
     "INVOKE",
     "JMP",
     "NOP",
+    "POINTER_DEPENDS",
     "PUSH_AND_GOTO",
     "PUSH_STACK",
     "RESET",
@@ -70,13 +75,17 @@ __all__ = [
     "Try",
     "WHILE",
     "AliasNotFoundError",
+    "BaseEvent",
     "DependsDeclarationError",
     "DependsException",
     "DependsInjectFailed",
     "DependsResolveFailed",
+    "EventRegistry",
     "GraphBuildError",
     "IllegalState",
     "InterruptNotice",
+    "Matcher",
+    "MatcherFactory",
     "Node",
     "NodeCompose",
     "NodeComposeRendered",
@@ -87,5 +96,6 @@ __all__ = [
     "StreamStateError",
     "WorkflowInterpreter",
     "_unsafe",
+    "on_event",
     "sign_func",
 ]
