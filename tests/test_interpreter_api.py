@@ -1,0 +1,1404 @@
+"""`WorkflowInterpreter`: construction, running, jumps, sub-calls, state and the
+compatibility names `_pointer` / `_ret_addr_stack` (semantics sections B, C and D)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from amrita_sense import (
+    IllegalState,
+    Node,
+    NodeCompose,
+    NullPointerException,
+    PointerVector,
+    Stack,
+    WorkflowInterpreter,
+)
+from amrita_sense.instructions.alias import ALIAS
+from amrita_sense.runtime.types import Flags
+from amrita_sense.runtime.workflow import PC_CHECKPOINT, UNSET
+
+# ----- helpers ---------------------------------------------------------------------------
+
+
+def rec(log: list, name: str):
+    """A loop-thread node that records `(name, pointer)` and returns `name`."""
+
+    @Node(tag=name, wrap_to_async=False)
+    def body(pc: WorkflowInterpreter):
+        log.append((name, list(pc._pointer)))
+        return name
+
+    return body
+
+
+def act(log: list, name: str, action):
+    """A loop-thread node that records its name and pointer, then runs `action(pc)`."""
+
+    @Node(tag=name, wrap_to_async=False)
+    def body(pc: WorkflowInterpreter):
+        log.append((name, list(pc._pointer)))
+        return action(pc)
+
+    return body
+
+
+def act_async(log: list, name: str, action):
+    """An `async def` node that records its name and pointer, then awaits `action(pc)`."""
+
+    @Node(tag=name)
+    async def body(pc: WorkflowInterpreter):
+        log.append((name, list(pc._pointer)))
+        return await action(pc)
+
+    return body
+
+
+def names(log: list) -> list:
+    return [entry[0] for entry in log]
+
+
+async def steps(interp: WorkflowInterpreter) -> list:
+    return [value async for value in interp.run_step_by()]
+
+
+def once(action):
+    """Run `action(pc)` the first time only (a bounded backward jump)."""
+    state = {"done": False}
+
+    def guarded(pc):
+        if not state["done"]:
+            state["done"] = True
+            action(pc)
+
+    return guarded
+
+
+# ----- construction ------------------------------------------------------------------------
+
+
+def test_new_interpreter_state():
+    graph = rec([], "a").as_compose().render()
+    interp = WorkflowInterpreter(graph)
+    assert interp.get_graph() is graph
+    assert isinstance(interp._pointer, PointerVector)
+    assert interp._pointer == PointerVector([0])
+    assert isinstance(interp._ret_addr_stack, Stack)
+    assert len(interp._ret_addr_stack) == 0
+    assert interp._ret_addr_stack.ovf == 1024
+    assert isinstance(interp.context_stack, Stack) and len(interp.context_stack) == 0
+    assert interp.flags == Flags.NONE
+    assert interp.jump_marked is False and interp.if_flag is False
+    assert interp.get_exception() is None
+    assert interp.is_running is False
+    assert interp.outer_interpreting is False
+    assert interp.pending_stop is False
+    assert interp.parent is None
+    assert interp.top_interpreter is interp
+    assert interp._middleware is None
+
+
+def test_id_is_a_unique_hex_string():
+    graph = rec([], "a").as_compose().render()
+    first, second = WorkflowInterpreter(graph), WorkflowInterpreter(graph)
+    assert len(first.id) == 32
+    int(first.id, 16)
+    assert first.id != second.id
+    assert first.id == first.id
+
+
+def test_constructor_keeps_a_given_stream():
+    from amrita_sense.streaming import SuspendObjectStream
+
+    stream = SuspendObjectStream()
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render(), stream)
+    assert interp.object_io is stream
+
+
+def test_default_stream_is_a_suspend_object_stream():
+    from amrita_sense.streaming import SuspendObjectStream
+
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render())
+    assert isinstance(interp.object_io, SuspendObjectStream)
+
+
+def test_constructor_keeps_given_non_empty_stacks():
+    addr_stack, ctx_stack = Stack(7), Stack(9)
+    addr_stack.push(PointerVector([0]))
+    ctx_stack.push("ctx")
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render(), addr_stack=addr_stack, context_stack=ctx_stack)
+    assert interp._ret_addr_stack is addr_stack
+    assert interp.context_stack is ctx_stack
+
+
+def test_constructor_pools_and_pass_through_types():
+    from amrita_sense.exceptions import BreakLoop, InterruptNotice
+
+    interp = WorkflowInterpreter(
+        rec([], "a").as_compose().render(),
+        exception_ignored=(KeyError,),
+        extra_args=(1, "x"),
+        extra_kwargs={"k": 2},
+    )
+    assert interp._ava_args == (interp, 1, "x")
+    assert interp._ava_kwargs == {"k": 2}
+    assert interp._exc_ignored == (KeyError, InterruptNotice, BreakLoop)
+
+
+def test_constructor_copies_extra_kwargs():
+    kwargs = {"k": 1}
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render(), extra_kwargs=kwargs)
+    kwargs["late"] = 2
+    assert interp._ava_kwargs == {"k": 1}
+
+
+def test_parent_interpreter_links_the_tree():
+    graph = rec([], "a").as_compose().render()
+    parent = WorkflowInterpreter(graph)
+    child = WorkflowInterpreter(graph, parent_interpreter=parent)
+    assert child.parent is parent
+    assert child.top_interpreter is parent
+    assert parent.sub_interpreters == {child.id: child}
+    assert parent.all_sub_interpreters == {child.id: child}
+    with pytest.raises(RuntimeError):
+        child.all_sub_interpreters
+
+
+def test_module_constants():
+    assert PC_CHECKPOINT == "WorkflowInterpreter::each_node"
+    assert UNSET is not None
+
+
+# ----- run and run_step_by -----------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_run_executes_every_node_in_order():
+    log: list = []
+    graph = (rec(log, "a") >> (rec(log, "b") >> (rec(log, "c") >> rec(log, "d"))) >> rec(log, "e")).render()
+    assert await WorkflowInterpreter(graph).run() is None
+    assert log == [("a", [0]), ("b", [1, 0]), ("c", [1, 1, 0]), ("d", [1, 1, 1]), ("e", [2])]
+
+
+@pytest.mark.asyncio
+async def test_run_step_by_yields_each_node_result():
+    log: list = []
+    graph = (rec(log, "a") >> (rec(log, "b") >> rec(log, "c")) >> rec(log, "d")).render()
+    assert await steps(WorkflowInterpreter(graph)) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.asyncio
+async def test_run_step_by_runs_lazily():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render())
+    gen = interp.run_step_by()
+    assert log == []
+    assert await gen.__anext__() == "a"
+    assert names(log) == ["a"]
+    assert await gen.__anext__() == "b"
+    assert names(log) == ["a", "b"]
+    assert [v async for v in gen] == ["c"]
+
+
+@pytest.mark.asyncio
+async def test_yields_none_for_nodes_without_result():
+    @Node(wrap_to_async=False)
+    def nothing():
+        return None
+
+    assert await steps(WorkflowInterpreter((nothing >> nothing).render())) == [None, None]
+
+
+@pytest.mark.asyncio
+async def test_sub_called_nodes_are_not_yielded():
+    log: list = []
+
+    async def call_next_and_skip(pc):
+        result = await pc.call_offset(1)
+        pc.jump_offset(2)
+        return ("called", result)
+
+    graph = (act_async(log, "caller", call_next_and_skip) >> rec(log, "sub") >> rec(log, "after")).render()
+    assert await steps(WorkflowInterpreter(graph)) == [("called", "sub"), "after"]
+
+
+@pytest.mark.asyncio
+async def test_async_and_thread_nodes_are_awaited():
+    @Node()
+    async def coro():
+        await asyncio.sleep(0)
+        return "async"
+
+    @Node()
+    def threaded():
+        return "thread"
+
+    assert await steps(WorkflowInterpreter((coro >> threaded).render())) == ["async", "thread"]
+
+
+@pytest.mark.asyncio
+async def test_fresh_interpreter_on_an_empty_graph_fails_at_slot_zero():
+    interp = WorkflowInterpreter(NodeCompose().render())
+    with pytest.raises(NullPointerException):
+        await interp.run()
+
+
+@pytest.mark.asyncio
+async def test_empty_pointer_on_an_empty_graph_ends_at_once():
+    interp = WorkflowInterpreter(NodeCompose().render())
+    interp.reset()
+    assert await steps(interp) == []
+    await interp.run()
+    assert interp.is_running is False
+    assert interp.get_exception() is None
+
+
+@pytest.mark.asyncio
+async def test_pointer_is_empty_after_a_finished_run():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render())
+    await interp.run()
+    assert isinstance(interp._pointer, PointerVector)
+    assert list(interp._pointer) == []
+    assert not interp._pointer
+
+
+@pytest.mark.asyncio
+async def test_finished_interpreter_restarts_from_the_beginning():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b")).render())
+    await interp.run()
+    await interp.run()
+    assert log == [("a", [0]), ("b", [1]), ("a", [0]), ("b", [1])]
+    assert await steps(interp) == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_interpreter_built_from_a_self_compile_instruction_runs():
+    from amrita_sense.node.self_compile import SelfCompileInstruction
+
+    log: list = []
+
+    class Pair(SelfCompileInstruction):
+        def extract(self):
+            return rec(log, "x") >> rec(log, "y")
+
+    await WorkflowInterpreter(Pair()).run()
+    assert log == [("x", [0]), ("y", [1])]
+
+
+@pytest.mark.asyncio
+async def test_run_starts_at_a_preset_pointer():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render())
+    interp._pointer.far_to([1])
+    await interp.run()
+    assert names(log) == ["b", "c"]
+
+
+@pytest.mark.asyncio
+async def test_run_at_a_segment_address_enters_it():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render())
+    interp.rebase_ptr([1])
+    await interp.run()
+    assert log == [("b", [1, 0]), ("c", [1, 1])]
+
+
+@pytest.mark.asyncio
+async def test_running_into_an_empty_segment_raises_null_pointer():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> NodeCompose() >> rec(log, "b")).render())
+    with pytest.raises(NullPointerException):
+        await interp.run()
+    assert names(log) == ["a"]
+    assert interp._pointer == PointerVector([1])
+
+
+# ----- threads -----------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_default_sync_node_runs_on_a_worker_thread():
+    seen = []
+
+    @Node()
+    def where():
+        seen.append(threading.current_thread())
+
+    await WorkflowInterpreter(where.as_compose().render()).run()
+    assert seen and seen[0] is not threading.current_thread()
+
+
+@pytest.mark.asyncio
+async def test_unwrapped_sync_node_runs_on_the_loop_thread():
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def where():
+        seen.append(threading.current_thread())
+
+    await WorkflowInterpreter(where.as_compose().render()).run()
+    assert seen == [threading.current_thread()]
+
+
+@pytest.mark.asyncio
+async def test_async_node_runs_on_the_loop_thread():
+    seen = []
+
+    @Node()
+    async def where():
+        seen.append(threading.current_thread())
+
+    await WorkflowInterpreter(where.as_compose().render()).run()
+    assert seen == [threading.current_thread()]
+
+
+@pytest.mark.asyncio
+async def test_worker_thread_node_sees_the_interpreter_state():
+    seen = []
+
+    @Node()
+    def where(pc: WorkflowInterpreter):
+        seen.append((list(pc._pointer), pc.is_running))
+
+    await WorkflowInterpreter((where >> (where >> where)).render()).run()
+    assert seen == [([0], True), ([1, 0], True), ([1, 1], True)]
+
+
+# ----- advance_pointer / find_node_alias / get_graph ------------------------------------------
+
+
+def test_advance_pointer_moves_the_interpreters_pointer():
+    interp = WorkflowInterpreter((rec([], "a") >> (rec([], "b") >> rec([], "c"))).render())
+    visited = [list(interp._pointer)]
+    while interp.advance_pointer():
+        visited.append(list(interp._pointer))
+    assert visited == [[0], [1, 0], [1, 1]]
+    assert list(interp._pointer) == []
+    assert interp.advance_pointer() is False
+
+
+def test_advance_pointer_on_a_given_vector():
+    interp = WorkflowInterpreter((rec([], "a") >> (rec([], "b") >> rec([], "c")) >> rec([], "d")).render())
+    ptr = PointerVector([1, 1])
+    assert interp.advance_pointer(ptr) is True
+    assert ptr == PointerVector([2])
+    assert interp._pointer == PointerVector([0])
+
+
+def test_advance_pointer_matches_the_calculator():
+    graph = (
+        rec([], "a")
+        >> NodeCompose()
+        >> (rec([], "b") >> (NodeCompose() >> NodeCompose()))
+        >> (NodeCompose(rec([], "c")) >> rec([], "d"))
+        >> NodeCompose()
+    ).render()
+    interp = WorkflowInterpreter(graph)
+    for start in ([0], [1], [2], [2, 1], [2, 1, 0], [3], [3, 0], [3, 0, 0], [3, 1], [4]):
+        mine, reference = PointerVector(list(start)), PointerVector(list(start))
+        assert interp.advance_pointer(mine) == graph.calc.advance(reference), start
+        assert mine == reference, start
+
+
+def test_advance_pointer_segment_descends():
+    interp = WorkflowInterpreter((rec([], "a") >> (rec([], "b") >> rec([], "c"))).render())
+    interp.rebase_ptr([1])
+    assert interp.advance_pointer() is True
+    assert interp._pointer == PointerVector([1, 0])
+
+
+def test_find_node_alias():
+    target = rec([], "t")
+    graph = (rec([], "a") >> (rec([], "b") >> ALIAS(target, "deep"))).render()
+    interp = WorkflowInterpreter(graph)
+    found = interp.find_node_alias("deep")
+    assert found is graph[1][1]
+    assert found.node is target
+    with pytest.raises(NullPointerException):
+        interp.find_node_alias("missing")
+
+
+# ----- jumps -------------------------------------------------------------------------------
+
+
+def jump_graph(log: list, first_action):
+    """`[j, a, (b, c, d), e]` where `j` runs `first_action` once."""
+    return (
+        act(log, "j", once(first_action))
+        >> rec(log, "a")
+        >> (rec(log, "b") >> rec(log, "c") >> rec(log, "d"))
+        >> rec(log, "e")
+    ).render()
+
+
+@pytest.mark.asyncio
+async def test_jump_to_absolute_address():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_to([2, 1]))).run()
+    assert log == [("j", [0]), ("c", [2, 1]), ("d", [2, 2]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_jump_to_a_segment_starts_at_its_first_node():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_to([2]))).run()
+    assert log == [("j", [0]), ("b", [2, 0]), ("c", [2, 1]), ("d", [2, 2]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_jump_to_a_missing_address_raises():
+    log: list = []
+    interp = WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_to([2, 7])))
+    with pytest.raises(NullPointerException, match=r"\[2, 7\]"):
+        await interp.run()
+    assert names(log) == ["j"]
+    assert interp._pointer == PointerVector([0])
+
+
+@pytest.mark.asyncio
+async def test_jump_to_through_a_node_raises():
+    interp = WorkflowInterpreter(jump_graph([], lambda pc: pc.jump_to([1, 0])))
+    with pytest.raises(NullPointerException):
+        await interp.run()
+
+
+@pytest.mark.asyncio
+async def test_jump_near_sets_the_last_index():
+    log: list = []
+
+    def jump_in_segment(pc):
+        pc.jump_near(2)
+
+    graph = (rec(log, "a") >> (act(log, "j", jump_in_segment) >> rec(log, "x") >> rec(log, "y")) >> rec(log, "z")).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "j", "y", "z"]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_adds_to_the_last_index():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_offset(3))).run()
+    assert log == [("j", [0]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_zero_reruns_the_node():
+    log: list = []
+    counter = {"n": 0}
+
+    def again(pc):
+        counter["n"] += 1
+        if counter["n"] < 3:
+            pc.jump_offset(0)
+
+    await WorkflowInterpreter((act(log, "j", again) >> rec(log, "a")).render()).run()
+    assert names(log) == ["j", "j", "j", "a"]
+
+
+@pytest.mark.asyncio
+async def test_backward_jump_with_a_counter():
+    log: list = []
+    counter = {"n": 0}
+
+    def loop_back(pc):
+        counter["n"] += 1
+        if counter["n"] < 3:
+            pc.jump_offset(-1)
+
+    graph = (rec(log, "a") >> (rec(log, "b") >> act(log, "back", loop_back)) >> rec(log, "c")).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "b", "back", "b", "back", "b", "back", "c"]
+
+
+@pytest.mark.asyncio
+async def test_jump_far_ptr_is_absolute():
+    log: list = []
+    graph = (
+        rec(log, "a")
+        >> (act(log, "j", once(lambda pc: pc.jump_far_ptr([2, 1]))) >> rec(log, "x"))
+        >> (rec(log, "p") >> rec(log, "q"))
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "j", "q"]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_far_adds_element_wise():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_offset_far([2, 2]))).run()
+    assert log == [("j", [0]), ("d", [2, 2]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_far_truncates():
+    log: list = []
+    graph = (
+        rec(log, "a")
+        >> (rec(log, "b") >> act(log, "j", once(lambda pc: pc.jump_offset_far([1, -5]))))
+        >> rec(log, "c")
+        >> rec(log, "d")
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "b", "j", "c", "d"]
+    assert log[3] == ("c", [2])
+
+
+@pytest.mark.asyncio
+async def test_jump_to_top():
+    log: list = []
+    graph = (
+        rec(log, "a") >> (rec(log, "b") >> (act(log, "j", once(lambda pc: pc.jump_to_top(3))))) >> rec(log, "c") >> rec(log, "d")
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert log[-1] == ("d", [3])
+    assert names(log) == ["a", "b", "j", "d"]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_top_from_a_nested_segment():
+    log: list = []
+    graph = (
+        rec(log, "a")
+        >> (rec(log, "b") >> (rec(log, "c") >> act(log, "j", once(lambda pc: pc.jump_offset_top(1)))))
+        >> rec(log, "d")
+        >> rec(log, "e")
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "b", "c", "j", "d", "e"]
+    assert ("d", [2]) in log
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_top_from_the_top_level():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.jump_offset_top(3))).run()
+    assert log == [("j", [0]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_jump_offset_top_second_component_is_truncated():
+    log: list = []
+    graph = (
+        rec(log, "a")
+        >> (rec(log, "b") >> rec(log, "c") >> act(log, "j", once(lambda pc: pc.jump_offset_top(2))))
+        >> rec(log, "d")
+        >> rec(log, "e")
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["a", "b", "c", "j", "e"]
+    assert log[-1] == ("e", [3])
+
+
+@pytest.mark.asyncio
+async def test_only_the_first_jump_of_a_cycle_counts():
+    log: list = []
+
+    def two_jumps(pc):
+        pc.jump_offset(3)
+        pc.jump_to([1])
+        pc.jump_near(2)
+
+    await WorkflowInterpreter(jump_graph(log, two_jumps)).run()
+    assert names(log) == ["j", "e"]
+
+
+@pytest.mark.asyncio
+async def test_second_jump_is_not_validated():
+    log: list = []
+
+    def jump_then_bad(pc):
+        pc.jump_offset(1)
+        pc.jump_to([99])
+
+    await WorkflowInterpreter(jump_graph(log, jump_then_bad)).run()
+    assert names(log)[:2] == ["j", "a"]
+
+
+@pytest.mark.asyncio
+async def test_jump_mark_is_visible_inside_the_node():
+    seen = []
+
+    def look(pc):
+        seen.append(pc.jump_marked)
+        pc.jump_offset(1)
+        seen.append((pc.jump_marked, bool(pc.flags & Flags.JMP)))
+
+    await WorkflowInterpreter(jump_graph([], look)).run()
+    assert seen == [False, (True, True)]
+
+
+@pytest.mark.asyncio
+async def test_jump_mark_is_consumed_after_the_step():
+    seen = []
+
+    def look(pc):
+        seen.append(pc.jump_marked)
+
+    graph = (act([], "j", lambda pc: pc.jump_offset(1)) >> act([], "look", look)).render()
+    interp = WorkflowInterpreter(graph)
+    await interp.run()
+    assert seen == [False]
+    assert interp.jump_marked is False
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "action",
+    [
+        lambda pc: pc.jump_near(9),
+        lambda pc: pc.jump_offset(9),
+        lambda pc: pc.jump_far_ptr([9, 9]),
+        lambda pc: pc.jump_offset_far([9]),
+        lambda pc: pc.jump_to_top(9),
+        lambda pc: pc.jump_offset_top(9),
+    ],
+    ids=["near", "offset", "far_ptr", "offset_far", "to_top", "offset_top"],
+)
+async def test_unvalidated_jumps_fail_when_the_target_runs(action):
+    log: list = []
+    interp = WorkflowInterpreter(jump_graph(log, action))
+    with pytest.raises(NullPointerException):
+        await interp.run()
+    assert names(log) == ["j"]
+
+
+@pytest.mark.asyncio
+async def test_jump_from_an_async_node():
+    log: list = []
+
+    async def jump(pc):
+        await asyncio.sleep(0)
+        pc.jump_to([3])
+
+    graph = (act_async(log, "j", jump) >> rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["j", "c"]
+
+
+@pytest.mark.asyncio
+async def test_jump_from_a_worker_thread_node():
+    log: list = []
+
+    @Node()
+    def threaded(pc: WorkflowInterpreter):
+        log.append(("t", list(pc._pointer)))
+        pc.jump_near(3)
+
+    graph = (threaded >> rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render()
+    await WorkflowInterpreter(graph).run()
+    assert names(log) == ["t", "c"]
+
+
+def test_markup_decorator_outside_a_run():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b") >> rec([], "c")).render())
+    calls = []
+
+    def move(self, where):
+        calls.append(where)
+        self._pointer.far_to(where)
+
+    marked = WorkflowInterpreter.markup(move)
+    marked(interp, [2])
+    assert interp.jump_marked is True
+    assert interp._pointer == PointerVector([2])
+    marked(interp, [1])
+    interp.jump_near(0)
+    assert calls == [[2]]
+    assert interp._pointer == PointerVector([2])
+    interp.unmarkup()
+    assert interp.jump_marked is False
+    interp.jump_near(1)
+    assert interp._pointer == PointerVector([1])
+
+
+def test_markup_clears_hlt():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b")).render())
+    interp._flags = Flags.HLT
+    interp.jump_offset(1)
+    assert interp.flags == Flags.JMP
+
+
+def test_jump_methods_outside_a_run():
+    graph = (rec([], "a") >> (rec([], "b") >> rec([], "c")) >> rec([], "d")).render()
+    interp = WorkflowInterpreter(graph)
+    cases = [
+        (lambda: interp.jump_to([1, 1]), [1, 1]),
+        (lambda: interp.jump_near(0), [1, 0]),
+        (lambda: interp.jump_offset(1), [1, 1]),
+        (lambda: interp.jump_offset_far([1, -1]), [2, 0]),
+        (lambda: interp.jump_offset_far([-1, -1]), [1]),
+        (lambda: interp.jump_offset_far([-2, 0]), []),
+        (lambda: interp.jump_far_ptr([1, 0]), [1, 0]),
+        (lambda: interp.jump_offset_top(1), [2]),
+        (lambda: interp.jump_to_top(0), [0]),
+    ]
+    for move, expected in cases:
+        interp.unmarkup()
+        move()
+        assert list(interp._pointer) == expected
+
+
+def test_jump_to_an_empty_segment_is_accepted():
+    interp = WorkflowInterpreter((rec([], "a") >> NodeCompose() >> rec([], "b")).render())
+    interp.jump_to([1])
+    assert interp._pointer == PointerVector([1])
+
+
+# ----- sub-calls ---------------------------------------------------------------------------
+
+
+def sub_graph(log: list, caller_action):
+    """`[caller, x, (y, z), w]`; the caller runs `caller_action(pc)` (awaited)."""
+    return (
+        act_async(log, "caller", caller_action)
+        >> rec(log, "x")
+        >> (rec(log, "y") >> rec(log, "z"))
+        >> rec(log, "w")
+    ).render()
+
+
+@pytest.mark.asyncio
+async def test_call_sub_runs_one_node_and_restores_the_pointer():
+    log: list = []
+    seen = {}
+
+    async def call(pc):
+        seen["result"] = await pc.call_sub([2, 1])
+        seen["after"] = list(pc._pointer)
+        seen["stack"] = len(pc._ret_addr_stack)
+
+    await WorkflowInterpreter(sub_graph(log, call)).run()
+    assert seen == {"result": "z", "after": [0], "stack": 0}
+    assert names(log) == ["caller", "z", "x", "y", "z", "w"]
+    assert log[1] == ("z", [2, 1])
+
+
+@pytest.mark.asyncio
+async def test_call_sub_accepts_a_pointer_vector():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_sub(PointerVector([1]))
+
+    interp = WorkflowInterpreter(sub_graph(log, call))
+    assert (await steps(interp))[0] == "x"
+
+
+@pytest.mark.asyncio
+async def test_call_sub_of_a_segment_runs_its_first_node():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_sub([2])
+
+    assert (await steps(WorkflowInterpreter(sub_graph(log, call))))[0] == "y"
+    assert log[1] == ("y", [2, 0])
+
+
+@pytest.mark.asyncio
+async def test_return_stack_holds_the_caller_during_the_call():
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def callee(pc: WorkflowInterpreter):
+        seen.append((list(pc._pointer), [list(p) for p in pc._ret_addr_stack.stack], pc.outer_interpreting))
+
+    async def call(pc):
+        await pc.call_offset_far([0, 1])
+
+    graph = (rec([], "a") >> (act_async([], "caller", call) >> callee)).render()
+    await WorkflowInterpreter(graph).run()
+    assert seen[0] == ([1, 1], [[1, 0]], True)
+    assert seen[1] == ([1, 1], [], False)
+
+
+@pytest.mark.asyncio
+async def test_call_offset():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_offset(3)
+
+    assert (await steps(WorkflowInterpreter(sub_graph(log, call))))[0] == "w"
+    assert log[1] == ("w", [3])
+
+
+@pytest.mark.asyncio
+async def test_call_near():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_near(1)
+
+    assert (await steps(WorkflowInterpreter(sub_graph(log, call))))[0] == "x"
+
+
+@pytest.mark.asyncio
+async def test_call_offset_far():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_offset_far([2, 1])
+
+    assert (await steps(WorkflowInterpreter(sub_graph(log, call))))[0] == "z"
+    assert log[1] == ("z", [2, 1])
+
+
+@pytest.mark.asyncio
+async def test_calls_do_not_move_the_pointer():
+    seen = []
+
+    async def call(pc):
+        await pc.call_offset(1)
+        await pc.call_near(3)
+        await pc.call_offset_far([2, 0])
+        await pc.call_sub([2, 1])
+        seen.append(list(pc._pointer))
+
+    log: list = []
+    await WorkflowInterpreter(sub_graph(log, call)).run()
+    assert seen == [[0]]
+    assert names(log) == ["caller", "x", "w", "y", "z", "x", "y", "z", "w"]
+
+
+@pytest.mark.asyncio
+async def test_called_node_that_jumps_moves_the_callers_step():
+    log: list = []
+
+    @Node(wrap_to_async=False)
+    def jumper(pc: WorkflowInterpreter):
+        log.append(("jumper", list(pc._pointer)))
+        pc.jump_to([4])
+
+    async def call(pc):
+        await pc.call_offset(2)
+        log.append(("back", list(pc._pointer)))
+
+    graph = (act_async(log, "caller", call) >> rec(log, "x") >> jumper >> rec(log, "y") >> rec(log, "z")).render()
+    await WorkflowInterpreter(graph).run()
+    assert log == [("caller", [0]), ("jumper", [2]), ("back", [4]), ("z", [4])]
+
+
+@pytest.mark.asyncio
+async def test_nested_sub_calls():
+    log: list = []
+
+    async def inner(pc):
+        return ("inner", await pc.call_offset(1))
+
+    async def outer(pc):
+        result = await pc.call_offset(1)
+        pc.jump_offset(3)
+        return result
+
+    @Node(wrap_to_async=False)
+    def leaf(pc: WorkflowInterpreter):
+        log.append(("leaf", list(pc._pointer), [list(p) for p in pc._ret_addr_stack.stack]))
+        return "leaf"
+
+    graph = (act_async(log, "outer", outer) >> act_async(log, "inner", inner) >> leaf >> rec(log, "end")).render()
+    assert await steps(WorkflowInterpreter(graph)) == [("inner", "leaf"), "end"]
+    assert ("leaf", [2], [[0], [1]]) in log
+
+
+@pytest.mark.asyncio
+async def test_call_sub_without_the_lock_outside_a_node_raises():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b")).render())
+    with pytest.raises(RuntimeError, match="interrupt"):
+        await interp.call_sub([1])
+    assert interp._pointer == PointerVector([0])
+    assert len(interp._ret_addr_stack) == 0
+
+
+@pytest.mark.asyncio
+async def test_call_sub_with_interrupt_when_idle():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b")).render())
+    assert await interp.call_sub([1], interrupt=True) == "b"
+    assert log == [("b", [1])]
+    assert interp._pointer == PointerVector([0])
+    assert len(interp._ret_addr_stack) == 0
+
+
+@pytest.mark.asyncio
+async def test_call_sub_with_interrupt_inside_a_node_is_refused():
+    errors = []
+
+    async def call(pc):
+        try:
+            await pc.call_offset(1, interrupt=True)
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    log: list = []
+    interp = WorkflowInterpreter(sub_graph(log, call))
+    await interp.run()
+    assert errors and "already holding" in errors[0]
+    assert names(log) == ["caller", "x", "y", "z", "w"]
+
+
+@pytest.mark.asyncio
+async def test_call_sub_to_a_missing_address_raises():
+    async def call(pc):
+        await pc.call_sub([9])
+
+    interp = WorkflowInterpreter(sub_graph([], call))
+    with pytest.raises(NullPointerException):
+        await interp.run()
+    assert interp._pointer == PointerVector([0])
+    assert len(interp._ret_addr_stack) == 0
+
+
+@pytest.mark.asyncio
+async def test_return_stack_overflow():
+    async def recurse(pc):
+        return await pc.call_offset(0)
+
+    interp = WorkflowInterpreter((act_async([], "r", recurse) >> rec([], "x")).render())
+    interp._ret_addr_stack.resize(3)
+    with pytest.raises(OverflowError, match="Stack overflow"):
+        await interp.run()
+    assert isinstance(interp.get_exception(), OverflowError)
+    assert interp._pointer == PointerVector([0])
+
+
+# ----- rebase_ptr / reset / flags ----------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_rebase_ptr_inside_a_node_then_advances():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.rebase_ptr([2, 1]))).run()
+    assert log == [("j", [0]), ("d", [2, 2]), ("e", [3])]
+
+
+@pytest.mark.asyncio
+async def test_rebase_ptr_accepts_a_pointer_vector_and_copies_it():
+    log: list = []
+    target = PointerVector([2, 0])
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc.rebase_ptr(target))).run()
+    assert names(log) == ["j", "c", "d", "e"]
+    assert target == PointerVector([2, 0])
+
+
+def test_rebase_ptr_clears_hlt_but_does_not_mark_a_jump():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b")).render())
+    interp._flags = Flags.HLT | Flags.IF
+    interp.rebase_ptr([1])
+    assert interp.flags == Flags.IF
+    assert interp._pointer == PointerVector([1])
+
+
+def test_rebase_ptr_copies_a_list():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b")).render())
+    target = [1]
+    interp.rebase_ptr(target)
+    target[0] = 0
+    assert interp._pointer == PointerVector([1])
+
+
+@pytest.mark.asyncio
+async def test_reset_clears_the_state():
+    interp = WorkflowInterpreter((rec([], "a") >> rec([], "b")).render())
+    interp._pointer.far_to([1])
+    interp._ret_addr_stack.push(PointerVector([0]))
+    interp.context_stack.push("ctx")
+    interp._flags = Flags.IF | Flags.JMP
+    interp.reset()
+    assert list(interp._pointer) == []
+    assert len(interp._ret_addr_stack) == 0
+    assert len(interp.context_stack) == 0
+    assert interp.flags == Flags.NONE
+    assert interp.get_exception() is None
+    assert interp.pending_stop is False
+
+
+@pytest.mark.asyncio
+async def test_run_after_reset_starts_from_the_beginning():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b")).render())
+    interp._pointer.far_to([1])
+    interp.reset()
+    await interp.run()
+    assert names(log) == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_reset_clears_a_panic():
+    interp = WorkflowInterpreter(act([], "boom", lambda pc: 1 / 0).as_compose().render())
+    with pytest.raises(ZeroDivisionError):
+        await interp.run()
+    interp.reset()
+    assert interp.get_exception() is None
+
+
+def test_if_flag_accepts_only_bools():
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render())
+    interp.if_flag = True
+    assert interp.if_flag is True
+    assert interp.flags == Flags.IF
+    interp.if_flag = False
+    assert interp.if_flag is False
+    for bad in (1, 0, None, "yes"):
+        with pytest.raises(TypeError):
+            interp.if_flag = bad
+    assert interp.flags == Flags.NONE
+
+
+def test_flags_register_values():
+    assert (int(Flags.NONE), int(Flags.IF), int(Flags.HLT), int(Flags.JMP)) == (0, 1, 2, 4)
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render())
+    assert isinstance(interp.flags, Flags)
+    interp.if_flag = True
+    interp.jump_offset(0)
+    assert interp.flags == Flags.IF | Flags.JMP
+    assert interp.jump_marked is True
+
+
+# ----- running state: is_running, wait, IllegalState ---------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_is_running_inside_a_node():
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def look(pc: WorkflowInterpreter):
+        seen.append(pc.is_running)
+
+    interp = WorkflowInterpreter(look.as_compose().render())
+    assert interp.is_running is False
+    await interp.run()
+    assert seen == [True]
+    assert interp.is_running is False
+
+
+def test_wait_when_not_running_raises_illegal_state():
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render())
+    with pytest.raises(IllegalState, match="not running"):
+        interp.wait
+
+
+@pytest.mark.asyncio
+async def test_wait_after_a_finished_run_raises_illegal_state():
+    interp = WorkflowInterpreter(rec([], "a").as_compose().render())
+    await interp.run()
+    with pytest.raises(IllegalState):
+        interp.wait
+
+
+@pytest.mark.asyncio
+async def test_wait_resolves_when_the_run_ends():
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hold(pc):
+        entered.set()
+        await gate.wait()
+        return "held"
+
+    interp = WorkflowInterpreter((act_async([], "hold", hold) >> rec([], "after")).render())
+    task = asyncio.create_task(interp.run())
+    await asyncio.wait_for(entered.wait(), 10)
+    assert interp.is_running is True
+    waiter = interp.wait
+    assert isinstance(waiter, asyncio.Future)
+    assert not waiter.done()
+    gate.set()
+    assert await asyncio.wait_for(waiter, 10) is None
+    await task
+    assert interp.is_running is False
+
+
+@pytest.mark.asyncio
+async def test_wait_carries_the_panic():
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hold(pc):
+        entered.set()
+        await gate.wait()
+        raise KeyError("late failure")
+
+    interp = WorkflowInterpreter(act_async([], "hold", hold).as_compose().render())
+    task = asyncio.create_task(interp.run())
+    await asyncio.wait_for(entered.wait(), 10)
+    waiter = interp.wait
+    gate.set()
+    with pytest.raises(KeyError, match="late failure"):
+        await asyncio.wait_for(waiter, 10)
+    with pytest.raises(KeyError):
+        await task
+
+
+@pytest.mark.asyncio
+async def test_starting_a_second_run_while_running_raises_illegal_state():
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+    log: list = []
+
+    async def hold(pc):
+        entered.set()
+        await gate.wait()
+
+    interp = WorkflowInterpreter((act_async(log, "hold", hold) >> rec(log, "after")).render())
+    task = asyncio.create_task(interp.run())
+    await asyncio.wait_for(entered.wait(), 10)
+    with pytest.raises(IllegalState, match="already running"):
+        await interp.run()
+    with pytest.raises(IllegalState):
+        await interp.run_step_by().__anext__()
+    gate.set()
+    await asyncio.wait_for(task, 10)
+    assert names(log) == ["hold", "after"]
+    await interp.run()
+    assert names(log) == ["hold", "after", "hold", "after"]
+
+
+@pytest.mark.asyncio
+async def test_run_from_inside_its_own_node_raises_illegal_state():
+    async def rerun(pc):
+        await pc.run()
+
+    interp = WorkflowInterpreter(act_async([], "rerun", rerun).as_compose().render())
+    with pytest.raises(IllegalState):
+        await interp.run()
+    assert isinstance(interp.get_exception(), IllegalState)
+
+
+# ----- panic and get_exception ---------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_panic_records_the_exception_and_keeps_the_pointer():
+    log: list = []
+    boom = ValueError("boom")
+
+    def fail(pc):
+        raise boom
+
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> act(log, "f", fail)) >> rec(log, "c")).render())
+    with pytest.raises(ValueError, match="boom"):
+        await interp.run()
+    assert interp.get_exception() is boom
+    assert interp._pointer == PointerVector([1, 1])
+    assert interp.is_running is False
+
+
+@pytest.mark.asyncio
+async def test_recover_reruns_the_failing_node():
+    log: list = []
+    attempts = {"n": 0}
+
+    def flaky(pc):
+        attempts["n"] += 1
+        if attempts["n"] == 1:
+            raise RuntimeError("first time")
+
+    interp = WorkflowInterpreter((rec(log, "a") >> act(log, "flaky", flaky) >> rec(log, "b")).render())
+    with pytest.raises(RuntimeError):
+        await interp.run()
+    await interp.run()
+    assert interp.get_exception() is None
+    assert names(log) == ["a", "flaky", "flaky", "b"]
+
+
+@pytest.mark.asyncio
+async def test_panic_inside_a_sub_call_leaves_the_pointer_at_the_caller():
+    def fail(pc):
+        raise LookupError("deep")
+
+    async def call(pc):
+        await pc.call_offset_far([0, 1])
+
+    graph = (rec([], "a") >> (act_async([], "caller", call) >> act([], "f", fail))).render()
+    interp = WorkflowInterpreter(graph)
+    with pytest.raises(LookupError):
+        await interp.run()
+    assert interp._pointer == PointerVector([1, 0])
+    assert len(interp._ret_addr_stack) == 0
+    assert isinstance(interp.get_exception(), LookupError)
+
+
+@pytest.mark.asyncio
+async def test_interpreter_is_usable_after_a_panic():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> act(log, "j", lambda pc: pc.jump_to([7]))).render())
+    with pytest.raises(NullPointerException):
+        await interp.run()
+    interp.reset()
+    log.clear()
+    with pytest.raises(NullPointerException):
+        await interp.run()
+    assert names(log) == ["a", "j"]
+
+
+# ----- the pointer as seen and written by user code ---------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_pointer_inside_nodes_shows_their_address():
+    log: list = []
+    graph = (
+        rec(log, "a") >> NodeCompose(NodeCompose(rec(log, "b")), rec(log, "c")) >> (rec(log, "d") >> rec(log, "e"))
+    ).render()
+    await WorkflowInterpreter(graph).run()
+    assert log == [("a", [0]), ("b", [1, 0, 0]), ("c", [1, 1]), ("d", [2, 0]), ("e", [2, 1])]
+
+
+@pytest.mark.asyncio
+async def test_pointer_between_steps():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render())
+    seen = []
+    async for _ in interp.run_step_by():
+        seen.append(list(interp._pointer))
+    assert seen == [[0], [1, 0], [1, 1]]
+
+
+@pytest.mark.asyncio
+async def test_writing_the_pointer_inside_a_node_redirects_execution():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc._pointer.far_to([2, 0]))).run()
+    assert names(log) == ["j", "c", "d", "e"]
+
+
+@pytest.mark.asyncio
+async def test_setting_a_pointer_coordinate_inside_a_node():
+    log: list = []
+
+    def poke(pc):
+        pc._pointer[-1] = 2
+
+    await WorkflowInterpreter(jump_graph(log, poke)).run()
+    assert names(log) == ["j", "b", "c", "d", "e"]
+
+
+@pytest.mark.asyncio
+async def test_replacing_the_pointer_object_inside_a_node():
+    log: list = []
+
+    def replace(pc):
+        pc._pointer = PointerVector([2, 1])
+
+    await WorkflowInterpreter(jump_graph(log, replace)).run()
+    assert names(log) == ["j", "d", "e"]
+
+
+@pytest.mark.asyncio
+async def test_writing_the_pointer_with_a_jump_mark_runs_the_target():
+    log: list = []
+
+    def write_and_mark(pc):
+        pc._pointer.far_to([2, 1])
+        pc.jump_offset(0)
+
+    await WorkflowInterpreter(jump_graph(log, write_and_mark)).run()
+    assert names(log) == ["j", "c", "d", "e"]
+
+
+@pytest.mark.asyncio
+async def test_writing_the_pointer_between_steps_redirects_execution():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b") >> rec(log, "c") >> rec(log, "d")).render())
+    gen = interp.run_step_by()
+    assert await gen.__anext__() == "a"
+    interp._pointer.far_to([2])
+    assert [v async for v in gen] == ["d"]
+
+
+@pytest.mark.asyncio
+async def test_clearing_the_pointer_inside_a_node_ends_the_run():
+    log: list = []
+    await WorkflowInterpreter(jump_graph(log, lambda pc: pc._pointer.clear())).run()
+    assert names(log) == ["j"]
+
+
+@pytest.mark.asyncio
+async def test_pointer_copy_inside_a_node_is_a_snapshot():
+    copies = []
+
+    @Node(wrap_to_async=False)
+    def keep(pc: WorkflowInterpreter):
+        copies.append(pc._pointer.copy())
+
+    await WorkflowInterpreter((keep >> (keep >> keep)).render()).run()
+    assert copies == [PointerVector([0]), PointerVector([1, 0]), PointerVector([1, 1])]
+
+
+@pytest.mark.asyncio
+async def test_pointer_equality_and_hash_inside_a_node():
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def look(pc: WorkflowInterpreter):
+        seen.append((pc._pointer == PointerVector([1, 0]), hash(pc._pointer) == hash((1, 0)), len(pc._pointer)))
+
+    await WorkflowInterpreter((rec([], "a") >> (look >> rec([], "b"))).render()).run()
+    assert seen == [(True, True, 2)]
+
+
+# ----- middleware ---------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_middleware_result_is_what_run_step_by_yields():
+    log: list = []
+
+    async def wrap(pc):
+        return ("wrapped", await pc._call())
+
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render(), middleware=wrap)
+    assert await steps(interp) == [("wrapped", "a"), ("wrapped", "b"), ("wrapped", "c")]
+    assert names(log) == ["a", "b", "c"]
+
+
+@pytest.mark.asyncio
+async def test_middleware_replaces_the_node_call():
+    log: list = []
+    seen = []
+
+    async def skip(pc):
+        seen.append(list(pc._pointer))
+        return "skipped"
+
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render(), middleware=skip)
+    assert await steps(interp) == ["skipped"] * 3
+    assert log == []
+    assert seen == [[0], [1, 0], [1, 1]]
+
+
+@pytest.mark.asyncio
+async def test_middleware_also_replaces_sub_calls():
+    seen = []
+
+    async def mw(pc):
+        seen.append((list(pc._pointer), pc.outer_interpreting))
+        return await pc._call()
+
+    async def call(pc):
+        return await pc.call_offset(2)
+
+    graph = (act_async([], "caller", call) >> rec([], "x") >> rec([], "y")).render()
+    interp = WorkflowInterpreter(graph, middleware=mw)
+    assert await steps(interp) == ["y", "x", "y"]
+    assert seen[:2] == [([0], False), ([2], True)]
+
+
+@pytest.mark.asyncio
+async def test_middleware_can_jump():
+    log: list = []
+
+    async def mw(pc):
+        result = await pc._call()
+        if result == "a":
+            pc.jump_to([3])
+        return result
+
+    graph = (rec(log, "a") >> rec(log, "b") >> rec(log, "c") >> rec(log, "d")).render()
+    assert await steps(WorkflowInterpreter(graph, middleware=mw)) == ["a", "d"]
