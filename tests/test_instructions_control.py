@@ -33,6 +33,23 @@ def test_instructions_all_matches_the_reference_names():
         assert getattr(ins, name) is not None
 
 
+REFERENCE_ROOT = (
+    "ALIAS ARCHIVED_NODES CALL DO GOTO IF INTERRUPT INTERRUPT_INTO INTERRUPT_KEEP_CTX INTERRUPT_RET INVOKE JMP NOP "
+    "POINTER_DEPENDS PUSH_AND_GOTO PUSH_STACK RESET RET_FAR SUSPEND TRIGGER_EVENT WHILE AliasNotFoundError BaseEvent "
+    "DependsDeclarationError DependsException DependsInjectFailed DependsResolveFailed EventRegistry GraphBuildError "
+    "IllegalState InterruptNotice Matcher MatcherFactory Node NodeCompose NodeComposeRendered NodeType "
+    "NullPointerException PointerVector Stack StreamStateError Try WorkflowInterpreter _unsafe on_event sign_func"
+)
+
+
+def test_root_exports_every_reference_name():
+    names = REFERENCE_ROOT.split()
+    assert len(names) == 46
+    assert set(names) <= set(amrita_sense.__all__)
+    for name in names:
+        assert getattr(amrita_sense, name) is not None
+
+
 @pytest.mark.parametrize("name", ROOT_INSTRUCTIONS.split())
 def test_root_reexports_instruction(name):
     assert name in amrita_sense.__all__
