@@ -309,3 +309,20 @@ async def test_sync_commands_work_while_an_event_loop_is_running(capsys):
     cont(interp)
     assert (log, ptr(interp)) == (["a", "b"], [2])
     assert capsys.readouterr().out.splitlines() == ["⏸️  Hit breakpoint: tag='c' hits=1"]
+
+
+def test_cont_reaches_a_breakpoint_near_the_end_of_a_large_workflow(capsys):
+    count = {"n": 0}
+
+    @Node(tag="work", wrap_to_async=False)
+    def work():
+        count["n"] += 1
+
+    size = 100_000
+    interp = WorkflowInterpreter(NodeCompose(*([work] * size)).render())
+    break_at_addr(interp, [size - 3])
+    cont(interp)
+    assert (count["n"], ptr(interp)) == (size - 3, [size - 3])
+    cont(interp)
+    assert count["n"] == size
+    assert "Hit breakpoint: addr=[99997] hits=1" in capsys.readouterr().out

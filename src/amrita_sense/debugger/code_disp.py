@@ -105,13 +105,41 @@ _DECORATED_TAG = re.compile(r"^__([A-Z0-9_]+)__$")
 
 def _color_enabled() -> bool:
     """Resolve `COLOR`: forced on or off, or on only when stdout is a terminal."""
-    if COLOR is not None:
-        return bool(COLOR)
+    enabled = bool(COLOR) if COLOR is not None else _stdout_is_tty()
+    if enabled and not _console_ready:
+        _prepare_console()
+    return enabled
+
+
+def _stdout_is_tty() -> bool:
     stream = sys.stdout
     try:
         return stream is not None and stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+_console_ready = False
+_STD_OUTPUT_HANDLE = -11
+_ENABLE_VIRTUAL_TERMINAL_PROCESSING = 0x0004
+
+
+def _prepare_console() -> None:
+    """Turn on escape-code processing once on a Windows console (a no-op elsewhere)."""
+    global _console_ready
+    _console_ready = True
+    if sys.platform != "win32":
+        return
+    try:
+        import ctypes
+
+        kernel32 = ctypes.windll.kernel32
+        handle = kernel32.GetStdHandle(_STD_OUTPUT_HANDLE)
+        mode = ctypes.c_ulong()
+        if kernel32.GetConsoleMode(handle, ctypes.byref(mode)):
+            kernel32.SetConsoleMode(handle, mode.value | _ENABLE_VIRTUAL_TERMINAL_PROCESSING)
+    except Exception:
+        pass
 
 
 def _paint(text: str, style: str, color: bool) -> str:
