@@ -328,3 +328,19 @@ async def test_address_breakpoint_follows_a_hot_swapped_slot():
     dll.apply(chain(log, "xyz"))
     await cont_async(interp)
     assert (log, ptr(interp)) == (["s", "x"], [1, 1])
+
+
+@pytest.mark.asyncio
+async def test_jump_onto_a_segment_runs_under_the_debugger_and_meets_its_breakpoint():
+    log = []
+
+    @Node(wrap_to_async=False)
+    def leap(pc: WorkflowInterpreter):
+        pc.jump_far_ptr([3])
+
+    interp = WorkflowInterpreter((recorder(log, "a") >> leap >> recorder(log, "skipped") >> chain(log, "cd")).render())
+    bp = break_at_addr(interp, [3])
+    await cont_async(interp)
+    assert (log, ptr(interp), bp.hit_count) == (["a"], [3, 0], 1)
+    await cont_async(interp)
+    assert log == ["a", "c", "d"]
