@@ -265,14 +265,12 @@ def _walk(graph: Any) -> _Walk:
             return index
         nested = []
         for offset, item in enumerate(children):
-            entry = _Entry(addr=[*addr, offset], kind=_kind_of(item), node=item)
+            kind = _kind_of(item)
+            entry = _Entry(addr=[*addr, offset], kind=kind, node=item if kind == "leaf" else None)
             block.entries.append(entry)
-            if entry.kind == "ref":
+            if kind == "ref":
                 nested.append((entry, item))
-            elif entry.kind == "opaque":
-                entry.node = None
         for entry, item in nested:
-            entry.node = None
             entry.child = build(item, entry.addr)
         return index
 
