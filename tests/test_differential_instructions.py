@@ -1,0 +1,296 @@
+"""Differential test: random programs built from the instruction set run on both cores in one process.
+
+Each generated program is a small tree of instructions (branches, call_sub
+loops, native loops with BREAK_LOOP / CONTINUE, JMP to later labels, CALL into
+FN blocks, INVOKE of archived nodes, SUSPEND, failures). It is built twice, once
+on each core's copy of the package (`dual.load_sense`), run step by step until
+it ends (resuming after every SUSPEND), and the two runs must agree on traces,
+yielded results, errors, pointers, stack depths and flags.
+
+Termination: loop conditions are counters that turn false for good after a
+few calls, jumps only go forward, FN bodies make no calls, and every run is
+capped in steps anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from dual import Recorder, SenseCopy, compiled_core_importable, load_sense, run_program
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+MAX_STEPS = 400
+MAX_RUNS = 6
+LOOPS = ["asyncio", "uvloop"]
+
+# ----- program specs (plain data) --------------------------------------------------------
+
+MODES = st.sampled_from(["inline", "inline", "async", "thread"])
+RESULTS = st.one_of(st.none(), st.integers(-3, 3))
+COND_VALUES = st.lists(st.booleans(), min_size=1, max_size=3).map(tuple)
+LIMITS = st.integers(0, 3)
+
+
+def simple() -> st.SearchStrategy:
+    """A statement that is one node."""
+    return st.one_of(
+        st.tuples(st.just("act"), RESULTS, MODES),
+        st.tuples(st.just("act"), RESULTS, MODES),
+        st.just(("nop",)),
+        st.just(("suspend",)),
+        st.just(("fail",)),
+        st.just(("brk",)),
+        st.just(("halt",)),
+        st.just(("jmp",)),
+        st.just(("call",)),
+        st.just(("invoke",)),
+    )
+
+
+def statement(depth: int, in_loop: bool = False) -> st.SearchStrategy:
+    """A statement; inside a native loop body, blocks may also hold BREAK_LOOP / CONTINUE."""
+    if depth <= 0:
+        return simple()
+    inner = block(depth - 1, in_loop)
+    branch = st.tuples(COND_VALUES, simple())
+    native_branch = st.tuples(COND_VALUES, st.one_of(simple(), inner))
+    return st.one_of(
+        simple(),
+        st.tuples(st.just("if"), st.lists(branch, min_size=1, max_size=3), st.one_of(st.none(), simple())),
+        st.tuples(st.just("nif"), st.lists(native_branch, min_size=1, max_size=3), st.one_of(st.none(), simple(), inner)),
+        st.tuples(st.just("while"), LIMITS, simple()),
+        st.tuples(st.just("do"), simple(), LIMITS),
+        st.tuples(st.just("nwhile"), LIMITS, block(depth - 1, True)),
+        st.tuples(st.just("ndo"), block(depth - 1, True), LIMITS),
+        st.tuples(st.just("seq"), inner),
+    )
+
+
+def block(depth: int, in_loop: bool = False) -> st.SearchStrategy:
+    item = statement(depth, in_loop)
+    if in_loop:
+        item = st.one_of(item, st.sampled_from([("break",), ("continue",)]))
+    return st.lists(item, min_size=1, max_size=3)
+
+
+PROGRAMS = st.fixed_dictionaries(
+    {
+        "main": st.lists(st.one_of(statement(2), st.just(("label",))), min_size=1, max_size=5),
+        "functions": st.lists(st.lists(st.tuples(st.just("act"), RESULTS, MODES), min_size=1, max_size=2), max_size=2),
+        "archived": st.integers(0, 2),
+        "middleware": st.booleans(),
+    }
+)
+
+# ----- building a spec on one copy of the package ----------------------------------------
+
+
+class Builder:
+    """Turns a spec into a `NodeCompose` of one package copy; node names are assigned in build order."""
+
+    def __init__(self, sense: SenseCopy, spec: dict):
+        self.rec = Recorder(sense)
+        self.ins = sense.sub("instructions")
+        self.native = sense.sub("instructions.native")
+        self.exc = sense.sub("exceptions")
+        self.compose = sense.sub("node").NodeCompose
+        self.spec = spec
+        self.count = 0
+        self.labels_after: list[int] = []
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def program(self) -> Any:
+        ins, main = self.ins, self.spec["main"]
+        label_slots = [i for i, item in enumerate(main) if item == ("label",)]
+        nodes = []
+        for index, item in enumerate(main):
+            self.labels_after = [i for i in label_slots if i > index]
+            nodes.append(ins.ALIAS(self.rec.act(f"L{index}"), f"L{index}") if item == ("label",) else self.stmt(item))
+        for number, body in enumerate(self.spec["functions"]):
+            nodes.append(ins.FN(f"f{number}", self.compose(*(self.stmt(s) for s in body))))
+        if self.spec["archived"]:
+            archived = [ins.ALIAS(self.rec.act(f"s{k}", k), f"s{k}") for k in range(self.spec["archived"])]
+            nodes.append(ins.ARCHIVED_NODES(*archived))
+        return self.compose(*nodes)
+
+    def stmt(self, item: tuple) -> Any:
+        return getattr(self, f"_{item[0]}")(*item[1:])
+
+    def body(self, items: Any) -> Any:
+        if isinstance(items, list):
+            return self.compose(*(self.stmt(s) for s in items))
+        return self.stmt(items)
+
+    def cond(self, values: tuple) -> Any:
+        return self.rec.cond(self.name("c"), *values)
+
+    # simple statements
+
+    def _act(self, result: Any, mode: str) -> Any:
+        return self.rec.act(self.name("a"), result, mode=mode)
+
+    def _nop(self) -> Any:
+        return self.ins.NOP
+
+    def _suspend(self) -> Any:
+        return self.ins.SUSPEND
+
+    def _fail(self) -> Any:
+        name = self.name("x")
+        return self.rec.act(name, exc=ValueError(name))
+
+    def _brk(self) -> Any:
+        return self.rec.act(self.name("b"), exc=self.exc.BreakLoop())
+
+    def _halt(self) -> Any:
+        name = self.name("h")
+        return self.rec.act(name, exc=self.exc.InterruptKeepContext(name))
+
+    def _jmp(self) -> Any:
+        if not self.labels_after:
+            return self._act(None, "inline")
+        return self.ins.JMP(f"L{self.labels_after[0]}")
+
+    def _call(self) -> Any:
+        functions = len(self.spec["functions"])
+        return self.ins.CALL(f"f{self.count % functions}") if functions else self._nop()
+
+    def _invoke(self) -> Any:
+        archived = self.spec["archived"]
+        return self.ins.INVOKE(f"s{self.count % archived}") if archived else self._nop()
+
+    def _break(self) -> Any:
+        return self.ins.BREAK_LOOP()
+
+    def _continue(self) -> Any:
+        return self.native.CONTINUE()
+
+    # compound statements
+
+    def _if(self, branches: list, otherwise: Any) -> Any:
+        (values, body), *rest = branches
+        clause = self.ins.IF(self.cond(values), self.stmt(body))
+        for values, body in rest:
+            clause = clause.ELIF(self.cond(values), self.stmt(body))
+        return clause if otherwise is None else clause.ELSE(self.stmt(otherwise))
+
+    def _nif(self, branches: list, otherwise: Any) -> Any:
+        (values, body), *rest = branches
+        clause = self.ins.NATIVE_IF(self.cond(values), self.body(body))
+        for values, body in rest:
+            clause = clause.ELIF(self.cond(values), self.body(body))
+        return clause if otherwise is None else clause.ELSE(self.body(otherwise))
+
+    def _while(self, limit: int, body: Any) -> Any:
+        return self.ins.WHILE(self.rec.counter(self.name("w"), limit)).ACTION(self.stmt(body))
+
+    def _do(self, body: Any, limit: int) -> Any:
+        return self.ins.DO(self.stmt(body)).WHILE(self.rec.counter(self.name("d"), limit))
+
+    def _nwhile(self, limit: int, body: list) -> Any:
+        return self.ins.NATIVE_WHILE(self.rec.counter(self.name("nw"), limit)).ACTION(self.body(body))
+
+    def _ndo(self, body: list, limit: int) -> Any:
+        return self.ins.NATIVE_DO(self.body(body)).WHILE(self.rec.counter(self.name("nd"), limit))
+
+    def _seq(self, body: list) -> Any:
+        return self.body(body)
+
+
+# ----- running -----------------------------------------------------------------------------
+
+
+async def _wrap(interp: Any) -> Any:
+    return ("mw", await interp._call())
+
+
+async def _drive(sense: SenseCopy, spec: dict) -> list:
+    """Build, render and run `spec` on `sense`, resuming after suspends; the comparable record."""
+    builder = Builder(sense, spec)
+    try:
+        graph = builder.program().render()
+    except Exception as exc:
+        return [("build", type(exc).__name__, str(exc))]
+    interp = sense.sub("runtime.workflow").WorkflowInterpreter(graph, middleware=_wrap if spec["middleware"] else None)
+    record = []
+    for _ in range(MAX_RUNS):
+        out = await run_program(interp, builder.rec, max_steps=MAX_STEPS)
+        record.append(out.summary())
+        if out.error is not None or out.truncated or not out.flags & 2:
+            break
+    return record
+
+
+def _run_on(sense: SenseCopy, spec: dict, loop_name: str) -> list:
+    loop = _new_loop(loop_name)
+    try:
+        with sense.active():
+            return loop.run_until_complete(_drive(sense, spec))
+    finally:
+        loop.close()
+
+
+def _new_loop(name: str) -> asyncio.AbstractEventLoop:
+    if name == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def _both_cores() -> tuple[SenseCopy, SenseCopy]:
+    required = os.environ.get("AMRITA_SENSE_REQUIRE_EXTENSIONS", "") not in ("", "0")
+    try:
+        if not compiled_core_importable():
+            raise ImportError("no _sense_core extension module was found")
+        return load_sense("cython"), load_sense("python")
+    except ImportError as exc:
+        if required:
+            pytest.fail(f"AMRITA_SENSE_REQUIRE_EXTENSIONS=1 but the compiled core cannot be loaded: {exc}")
+        pytest.skip(f"the compiled core cannot be loaded, nothing to compare the twin with: {exc}")
+
+
+@pytest.fixture(scope="module")
+def cores() -> tuple[SenseCopy, SenseCopy]:
+    return _both_cores()
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(spec=PROGRAMS)
+def test_both_cores_agree(cores, loop_name, spec):
+    compiled, twin = cores
+    assert _run_on(compiled, spec, loop_name) == _run_on(twin, spec, loop_name)
+
+
+def test_the_copies_are_independent(cores):
+    compiled, twin = cores
+    assert compiled.root.IMPLEMENTATION == "cython" and twin.root.IMPLEMENTATION == "python"
+    assert compiled.sub("exceptions").NullPointerException is not twin.sub("exceptions").NullPointerException
+    assert compiled.sub("instructions").NOP is not twin.sub("instructions").NOP
+
+
+def test_a_fixed_program_gives_the_same_record_on_both_cores(cores):
+    spec = {
+        "main": [
+            ("nwhile", 2, [("act", 1, "inline"), ("if", [((True, False), ("call",))], ("suspend",)), ("continue",)]),
+            ("jmp",),
+            ("act", 5, "async"),
+            ("label",),
+            ("do", ("invoke",), 1),
+            ("nif", [((False,), [("act", 2, "thread"), ("break",)])], [("halt",), ("act", 3, "inline")]),
+        ],
+        "functions": [[("act", 7, "inline")]],
+        "archived": 1,
+        "middleware": False,
+    }
+    compiled, twin = cores
+    record = _run_on(compiled, spec, "asyncio")
+    assert record == _run_on(twin, spec, "asyncio")
+    assert len(record) >= 2 and record[0][1]
