@@ -1,0 +1,143 @@
+"""Native opcodes are an optimisation only: every random program gives the same trace with them
+(the fast path) and without them (a pass-through middleware forces each node's Python function).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amrita_sense import Node, NodeCompose, WorkflowInterpreter
+from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
+from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, IF, JMP, NOP, RET, WHILE
+
+leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async"]))
+branch = st.tuples(
+    st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans()
+)
+loop = st.tuples(st.just("while"), st.integers(0, 4), st.sampled_from(["plain", "break", "jump_out"]))
+call = st.just(("call",))
+item = st.one_of(leaf, branch, loop, call, st.just(("nop",)))
+program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)
+
+
+class Builder:
+    """Builds a fresh graph from a spec; every node records (name, pointer) when it runs."""
+
+    def __init__(self) -> None:
+        self.trace: list = []
+        self.count = 0
+
+    def name(self, kind: str) -> str:
+        self.count += 1
+        return f"{kind}{self.count}"
+
+    def rec(self, style: str = "sync"):
+        name = self.name("n")
+        trace = self.trace
+        if style == "async":
+
+            async def body(pc: WorkflowInterpreter):
+                trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+                return name
+
+        else:
+
+            def body(pc: WorkflowInterpreter):
+                trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+                return name
+
+        return Node(wrap_to_async=False, tag=name)(body)
+
+    def answers(self, values: list[bool]):
+        name = self.name("c")
+        trace = self.trace
+        queue = list(values)
+
+        def cond(pc: WorkflowInterpreter):
+            trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+            return queue.pop(0) if queue else False
+
+        return Node(wrap_to_async=False, tag=name)(cond)
+
+    def loop_body(self, mode: str, limit: int):
+        name = self.name("b")
+        trace = self.trace
+        runs = [0]
+
+        def body(pc: WorkflowInterpreter):
+            runs[0] += 1
+            trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+            if mode == "break" and runs[0] >= limit:
+                raise BreakLoop()
+
+        return Node(wrap_to_async=False, tag=name)(body)
+
+    def item(self, spec):
+        kind = spec[0]
+        if kind == "rec":
+            return self.rec(spec[1])
+        if kind == "nop":
+            return NOP
+        if kind == "if":
+            conds, has_else = spec[1], spec[2]
+            clause = IF(self.answers([conds[0]]), self.rec())
+            for value in conds[1:]:
+                clause = clause.ELIF(self.answers([value]), self.rec())
+            return clause.ELSE(self.rec()) if has_else else clause
+        if kind == "while":
+            limit, mode = spec[1], spec[2]
+            return WHILE(self.answers([True] * (limit + 1))).ACTION(self.loop_body(mode, max(limit, 1)))
+        return CALL("sub")
+
+    def build(self, spec):
+        parts = []
+        for entry in spec:
+            if isinstance(entry, list):
+                parts.append(NodeCompose(*[self.item(e) for e in entry]))
+            else:
+                parts.append(self.item(entry))
+        subroutine = ARCHIVED_NODES(ALIAS(self.rec(), "sub"), self.rec(), RET())
+        return NodeCompose(*parts, JMP("end"), subroutine, ALIAS(self.rec(), "end")).render()
+
+
+async def pass_through(pc: WorkflowInterpreter):
+    return await pc._call()
+
+
+async def run_spec(spec, *, generic: bool):
+    builder = Builder()
+    interp = WorkflowInterpreter(builder.build(spec), middleware=pass_through if generic else None)
+    outcome = None
+    try:
+        await interp.run()
+    except Exception as exc:  # compared, not hidden
+        outcome = (type(exc).__name__, str(exc))
+    return builder.trace, list(interp._pointer), len(interp._ret_addr_stack), outcome
+
+
+@pytest.mark.asyncio
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=program)
+async def test_native_opcodes_match_the_generic_path(spec):
+    assert await run_spec(spec, generic=False) == await run_spec(spec, generic=True)
+
+
+@pytest.mark.asyncio
+async def test_suspend_inside_a_branch_resumes_the_same_way_on_both_paths():
+    async def scenario(generic: bool):
+        builder = Builder()
+
+        @Node(wrap_to_async=False)
+        def halt():
+            builder.trace.append(("halt",))
+            raise InterruptKeepContext("pause")
+
+        graph = (builder.rec() >> IF(builder.answers([True]), halt).ELSE(builder.rec()) >> builder.rec()).render()
+        interp = WorkflowInterpreter(graph, middleware=pass_through if generic else None)
+        await interp.run()
+        await interp.run()
+        return builder.trace, list(interp._pointer)
+
+    assert await scenario(False) == await scenario(True)
