@@ -100,12 +100,31 @@ def load_sense(core: str) -> SenseCopy:
     return _copies[core]
 
 
+def _exceptions_bound_to_compiled_core() -> ModuleType | None:
+    """The `amrita_sense.exceptions` module an already imported `_sense_core` raises from, if any.
+
+    An extension module is initialised once per process, so a fresh cython
+    copy has to share that exceptions module for `except` clauses to match.
+    """
+    core = sys.modules.get(COMPILED_CORE)
+    if core is None:
+        return None
+    known = [*sys.modules.values(), *(m for c in _copies.values() for m in c.modules.values())]
+    for mod in known:
+        if getattr(mod, "__name__", None) == f"{PACKAGE}.exceptions" and getattr(
+            mod, "NullPointerException", None
+        ) is getattr(core, "NullPointerException", object()):
+            return mod
+    raise ImportError("the compiled core is bound to an exceptions module that is no longer loaded")
+
+
 def _import_fresh(core: str) -> SenseCopy:
-    if core == "cython" and COMPILED_CORE in sys.modules:
-        raise ImportError("the compiled core is already bound to another copy of the package")
+    shared = _exceptions_bound_to_compiled_core() if core == "cython" else None
     saved = _package_entries()
     for name in saved:
         del sys.modules[name]
+    if shared is not None:
+        sys.modules[shared.__name__] = shared
     env_saved = {k: os.environ.get(k) for k in ("AMRITA_SENSE_NO_EXTENSIONS", "AMRITA_SENSE_REQUIRE_EXTENSIONS")}
     os.environ.pop("AMRITA_SENSE_REQUIRE_EXTENSIONS", None)
     if core == "python":

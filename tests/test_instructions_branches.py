@@ -232,3 +232,11 @@ def test_native_bubble_enter_without_push():
     assert (node.__sdb_dis__, node.__sdb_cmt__) == ("NENTER body=#4", "NativeBubbleEnterNode push=False")
     assert NativeIfJumpNode(1, 2, 2, 5, 3, True).__sdb_cmt__ == "NativeIfJumpNode"
     assert ELSENode(1, 2).__sdb_dis__ == "ELSE do=+1 then=+2"
+
+
+@pytest.mark.parametrize("make", [lambda rec: IF(rec.act("c"), 3), lambda rec: IF("cond", rec.act("x"))])
+def test_if_with_a_non_node_fails_when_rendered(make):
+    rec = Recorder()
+    clause = make(rec)
+    with pytest.raises(TypeError):
+        NodeCompose(clause).render()

@@ -235,3 +235,29 @@ async def test_trigger_event_rejects_a_constructor_that_returns_no_event(registr
 
 def test_base_event_is_the_hook_class():
     assert issubclass(Ping, BaseEvent)
+
+
+# ----- the interpreter tree the sub-graph instructions rely on ---------------------------
+
+
+@pytest.mark.asyncio
+async def test_forks_are_registered_in_the_tree_and_leave_it_on_terminate():
+    from amrita_sense import IllegalState
+
+    rec = Recorder()
+    root = WorkflowInterpreter(rec.act("a").as_compose().render())
+    child = root.fork_interpreter(None)
+    grandchild = child.fork_interpreter(None)
+    assert (child.parent, grandchild.parent, grandchild.top_interpreter) == (root, child, root)
+    assert set(root.all_sub_interpreters.values()) == {child, grandchild}
+    assert list(child.sub_interpreters.values()) == [grandchild]
+    with pytest.raises(RuntimeError, match="not a top-level interpreter"):
+        child.all_sub_interpreters
+    with pytest.raises(IllegalState):
+        await child.wait_all()
+    with pytest.raises(IllegalState):
+        await child.terminate_all()
+    await root.terminate_all_forks(exclude_self=True)
+    assert root.sub_interpreters == {} and child.parent is None
+    await root.terminate_all()
+    assert root.all_sub_interpreters == {}
