@@ -743,6 +743,15 @@ def test_jump_methods_outside_a_run():
         assert list(interp._pointer) == expected
 
 
+@pytest.mark.asyncio
+async def test_jump_made_before_a_run_is_honoured_once():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render())
+    interp.jump_to([1])
+    await interp.run()
+    assert names(log) == ["b", "c"]
+
+
 def test_jump_to_an_empty_segment_is_accepted():
     interp = WorkflowInterpreter((rec([], "a") >> NodeCompose() >> rec([], "b")).render())
     interp.jump_to([1])

@@ -10,7 +10,7 @@ class InterruptNotice(BaseException):
     """
 
     def __init__(self, message: str | None = None):
-        super().__init__(message)
+        super().__init__(*(() if message is None else (message,)))
         self.message: str | None = message
 
     def __str__(self) -> str:
