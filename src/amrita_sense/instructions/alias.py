@@ -42,5 +42,3 @@ def ALIAS(node: BaseNode, alias: str) -> AliasNode:
     """Name `node` so that JMP, CALL, INVOKE and friends can address it."""
     return AliasNode(node, alias)
 
-
-__all__ = ["ALIAS", "AliasNode"]

@@ -113,5 +113,3 @@ def BATCH_RUN(  # noqa: N802 - public name
     """
     return BatchRun(*nodes, object_io=sos_io, middleware=middleware, fail_fast=fail_fast)
 
-
-__all__ = ["BATCH_RUN", "BatchRun"]

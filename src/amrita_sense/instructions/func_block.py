@@ -99,5 +99,3 @@ def INTER_FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCo
 
     return _routine(entrypoint, block, IRET())
 
-
-__all__ = ["FN", "FUN_BLOCK", "INTER_FN", "FuncBlock"]

@@ -201,5 +201,3 @@ def IF(condition: Node[bool], do: BaseNode) -> IFClause:  # noqa: N802 - public 
     """
     return IFClause(condition, do)
 
-
-__all__ = ["IF", "ConditionJumpNode", "ELIFClause", "ELSEClause", "ELSENode", "IFClause", "NestedELIFClause"]

@@ -48,5 +48,3 @@ def JMP(aliasOrIdata: str | list[int]) -> JumpNode:  # noqa: N803 - public keywo
 
 
 GOTO = JMP
-
-__all__ = ["GOTO", "JMP", "JumpNode"]

@@ -123,5 +123,3 @@ def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> 
     """Deprecated: `CALL(to_adr, from_adr=from_adr)` (the argument order changed in 1.0)."""
     return _CallNode(to_adr, from_adr)
 
-
-__all__ = ["CALL", "PUSH_AND_GOTO", "PUSH_RET", "PUSH_STACK", "RET", "RET_FAR"]

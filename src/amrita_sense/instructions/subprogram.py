@@ -112,5 +112,3 @@ def ARCHIVED_SEGMENT(seg: AbstractComposeOriginal | SelfCompileInstruction) -> A
         seg = seg.extract()
     return _SegmentSkipNode() >> seg >> NOP
 
-
-__all__ = ["ARCHIVED_NODES", "INVOKE", "CallNode", "InvokeNode", "SubprogramJumpNode", "SubprogramStorage"]

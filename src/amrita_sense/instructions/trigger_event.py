@@ -58,5 +58,3 @@ def TRIGGER_EVENT(event: type[ConstructableEvent]) -> TriggerInstruction:  # noq
     """Build `event` with its `constructor` (arguments injected from the pools) and dispatch it."""
     return TriggerInstruction(event)
 
-
-__all__ = ["TRIGGER_EVENT", "EventTrigger", "TriggerInstruction"]

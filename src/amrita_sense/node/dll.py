@@ -164,5 +164,3 @@ class DLLCompose(AbstractComposeOriginal[DLLComposeProxy]):
     def get_builder(cls) -> type[DLLComposeProxy]:
         return DLLComposeProxy
 
-
-__all__ = ["DLLCompose", "DLLComposeProxy"]

@@ -18,5 +18,3 @@ def reject_composition_body(body: object, loop_name: str) -> None:
             "would silently run only its first child. Use NATIVE_WHILE / NATIVE_DO for a multi-node body."
         )
 
-
-__all__ = ["reject_composition_body"]

@@ -132,5 +132,3 @@ def DO(do: Node) -> DoWhileClause:  # noqa: N802 - public name
     """Run the single-node body, then repeat while `.WHILE(cond)` is truthy; `BreakLoop` leaves."""
     return DoWhileClause(do)
 
-
-__all__ = ["DO", "DONode", "DoWhileClause", "DowhileNode"]

@@ -139,5 +139,3 @@ def WHILE(condition: Node[bool]) -> WhileClause:  # noqa: N802 - public name
     """Loop while `condition` is truthy; the body (`.ACTION(node)`) is one node, `BreakLoop` leaves."""
     return WhileClause(condition)
 
-
-__all__ = ["WHILE", "CheckUpNode", "WhileClause", "WhileNode"]

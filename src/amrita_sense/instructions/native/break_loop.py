@@ -20,5 +20,3 @@ def BREAK_LOOP() -> _BreakLoopNode:  # noqa: N802 - public name
     """A node that exits the enclosing NATIVE_WHILE / NATIVE_DO (configured when the loop compiles)."""
     return _BreakLoopNode()
 
-
-__all__ = ["BREAK_LOOP"]

@@ -20,5 +20,3 @@ def CONTINUE() -> _ContinueNode:  # noqa: N802 - public name
     """A node that starts the next iteration of the enclosing native loop (configured when it compiles)."""
     return _ContinueNode()
 
-
-__all__ = ["CONTINUE"]

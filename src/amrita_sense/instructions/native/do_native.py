@@ -54,5 +54,3 @@ def NATIVE_DO(body: Any) -> NativeDoClause:  # noqa: N802 - public name
     """Run `body` (a node or a composition), then repeat while `.WHILE(cond)` is truthy."""
     return NativeDoClause(body)
 
-
-__all__ = ["NATIVE_DO", "NativeDoClause"]

@@ -85,5 +85,3 @@ def NATIVE_IF(condition: Node[bool], body: BaseNode | Any) -> NativeIfClause:  #
     """Branch on `condition`; a body is a node (called) or a composition (entered by a jump)."""
     return NativeIfClause(condition, body)
 
-
-__all__ = ["NATIVE_IF", "NativeIfClause"]

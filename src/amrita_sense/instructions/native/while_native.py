@@ -49,5 +49,3 @@ def NATIVE_WHILE(condition: Node[bool]) -> NativeWhileClause:  # noqa: N802 - pu
     """Loop while `condition` is truthy; `.ACTION(body)` takes a node or a composition."""
     return NativeWhileClause(condition)
 
-
-__all__ = ["NATIVE_WHILE", "NativeWhileClause"]
