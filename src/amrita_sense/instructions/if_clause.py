@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, resume_near, resume_offset
@@ -18,6 +18,9 @@ from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
+
+T_cod = TypeVar("T_cod", bound=Node, covariant=True)
+T_ret = TypeVar("T_ret", bound=BaseNode, covariant=True)
 
 
 def _check_do(body: Any) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from amrita_sense.exceptions import InterruptKeepContext
+from amrita_sense.hook.event import BaseEvent, ConstructableEvent
+from amrita_sense.hook.matcher import MatcherFactory
 from amrita_sense.instructions._support import NODE_SLOTS, resume_offset
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
@@ -12,9 +14,6 @@ from amrita_sense.node.abc_base import AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, Node
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
-
-if TYPE_CHECKING:
-    from amrita_sense.hook.event import ConstructableEvent
 
 
 class EventTrigger(BaseNode):
@@ -30,9 +29,6 @@ class EventTrigger(BaseNode):
         self._init(self.__call__, BuiltinTags.EVENT_TRIGGER_CALL, False, False)
 
     async def __call__(self, pc: WorkflowInterpreter) -> None:
-        from amrita_sense.hook.event import BaseEvent
-        from amrita_sense.hook.matcher import MatcherFactory
-
         try:
             event = await pc.call_offset(self._c_offset)
         except InterruptKeepContext:
