@@ -21,24 +21,24 @@ if TYPE_CHECKING:
     from .jump import JumpNode
 
     @deprecated("Renamed to JMP")
-    def GOTO(aliasOrIdata: str | list[int]) -> JumpNode: ...  # noqa: N802, N803
+    def GOTO(aliasOrIdata: str | list[int]) -> JumpNode: ...
 
     @deprecated("Renamed to PUSH_RET")
-    def PUSH_STACK(alias_or_idata: str | list[int]) -> NodeType[None]: ...  # noqa: N802
+    def PUSH_STACK(alias_or_idata: str | list[int]) -> NodeType[None]: ...
 
     @deprecated("Renamed to RET")
-    def RET_FAR() -> NodeType[None]: ...  # noqa: N802
+    def RET_FAR() -> NodeType[None]: ...
 
     @deprecated("Renamed to CALL(to_adr, *, from_adr=None); the argument order changed")
-    def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]: ...  # noqa: N802
+    def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]: ...
 
     @deprecated("Renamed to INT")
-    def INTERRUPT_INTO(  # noqa: N802
+    def INTERRUPT_INTO(
         jump_to: str | list[int], ret_to: str | list[int] | None = None, if_state: bool = False
     ) -> NodeType[None]: ...
 
     @deprecated("Renamed to IRET")
-    def INTERRUPT_RET() -> NodeType[None]: ...  # noqa: N802
+    def INTERRUPT_RET() -> NodeType[None]: ...
 
 else:
     GOTO = _jump.GOTO

@@ -101,7 +101,7 @@ async def _terminate_all(children: list[WorkflowInterpreter]) -> None:
         raise BaseExceptionGroup("Some exceptions were detected when running cleanup tasks", failures)
 
 
-def BATCH_RUN(  # noqa: N802 - public name
+def BATCH_RUN(
     *nodes: Any,
     sos_io: Any = None,
     middleware: Middleware | None | object = UNSET,

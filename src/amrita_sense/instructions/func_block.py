@@ -59,7 +59,7 @@ class FuncBlock(BaseNode):
                 child.reset()
 
 
-def FUN_BLOCK(  # noqa: N802 - public name
+def FUN_BLOCK(
     sub_comp: AbstractCompose,
     middleware: Middleware | None | object = UNSET,
     object_io: Any = None,
@@ -86,14 +86,14 @@ def _routine(entrypoint: str, block: Any, closer: BaseNode) -> AbstractComposeOr
     return _fn_escape >> ALIAS(NOP, entrypoint) >> block >> closer
 
 
-def FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:  # noqa: N802
+def FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:
     """A subroutine `[escape, ALIAS(NOP, entrypoint), block, RET()]`, entered with `CALL(entrypoint)`."""
     from amrita_sense.instructions.ret2 import RET
 
     return _routine(entrypoint, block, RET())
 
 
-def INTER_FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:  # noqa: N802
+def INTER_FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:
     """An interrupt service routine `[escape, ALIAS(NOP, entrypoint), block, IRET()]`, entered with `INT`."""
     from amrita_sense.instructions.interrupt import IRET
 

@@ -106,7 +106,7 @@ class ELSENode(BaseNode):
         return self._else_worker(pc)
 
 
-class Condition(ABC):  # noqa: B024 - a marker base, as in the reference
+class Condition(ABC):
     """A (condition, body) pair of an IF chain."""
 
     condition: Node[bool]
@@ -125,11 +125,11 @@ class IFClause(SelfCompileInstruction, Condition):
         return NodeCompose(*ConditionJumpNode.make_chunk(self.condition, self.do, 3, 3), NOP)
 
     @property
-    def ELIF(self) -> Callable[[Any, Any], ELIFClause]:  # noqa: N802 - public name
+    def ELIF(self) -> Callable[[Any, Any], ELIFClause]:
         return lambda condition, node: ELIFClause(self, condition, node)
 
     @property
-    def ELSE(self) -> Callable[[Any], ELSEClause]:  # noqa: N802 - public name
+    def ELSE(self) -> Callable[[Any], ELSEClause]:
         return lambda node: ELSEClause(self, node)
 
 
@@ -154,7 +154,7 @@ class ELIFClause(SelfCompileInstruction, Condition):
         self._elif_compose: list[NestedELIFClause] = []
 
     @property
-    def ELIF(self) -> Callable[[Any, Any], ELIFClause]:  # noqa: N802 - public name
+    def ELIF(self) -> Callable[[Any, Any], ELIFClause]:
         def _elif(condition: Any, do: Any) -> ELIFClause:
             self._elif_compose.append(NestedELIFClause(self, condition, do))
             return self
@@ -162,7 +162,7 @@ class ELIFClause(SelfCompileInstruction, Condition):
         return _elif
 
     @property
-    def ELSE(self) -> Callable[..., ELSEClause]:  # noqa: N802 - public name
+    def ELSE(self) -> Callable[..., ELSEClause]:
         return lambda node=None: ELSEClause(self, node or NOP)
 
     def _branches(self) -> list[Condition]:
@@ -197,7 +197,7 @@ def _chunks(branches: list[Condition], exit_slot: int) -> list:
     return nodes
 
 
-def IF(condition: Node[bool], do: BaseNode) -> IFClause:  # noqa: N802 - public name
+def IF(condition: Node[bool], do: BaseNode) -> IFClause:
     """Run `do` when `condition` is truthy; chain `.ELIF(c, d)` and `.ELSE(d)`.
 
     Bodies are single nodes (wrap a composition with FUN_BLOCK).

@@ -12,7 +12,7 @@ class JumpNode(BaseNode):
 
     __slots__ = (*NODE_SLOTS, "_alias_or_idata", "_node_addr")
 
-    def __init__(self, aliasOrIdata: str | list[int]):  # noqa: N803 - public keyword name
+    def __init__(self, aliasOrIdata: str | list[int]):
         self._alias_or_idata = aliasOrIdata
         self._node_addr: list[int] = []
         self._init(self._jump, None, False, True)
@@ -42,7 +42,7 @@ class JumpNode(BaseNode):
             self._node_addr = target
 
 
-def JMP(aliasOrIdata: str | list[int]) -> JumpNode:  # noqa: N803 - public keyword name
+def JMP(aliasOrIdata: str | list[int]) -> JumpNode:
     """Jump to an alias or an absolute address; a bad target fails when the graph compiles."""
     return JumpNode(aliasOrIdata)
 

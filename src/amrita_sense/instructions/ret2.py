@@ -97,12 +97,12 @@ class _CallNode(NodeType):
         self._compiled = True
 
 
-def RET() -> NodeType[None]:  # noqa: N802 - public name
+def RET() -> NodeType[None]:
     """Return: pop the return stack; execution continues after the popped address."""
     return _RetNode()
 
 
-def PUSH_RET(alias_or_idata: str | list[int]) -> NodeType[None]:  # noqa: N802 - public name
+def PUSH_RET(alias_or_idata: str | list[int]) -> NodeType[None]:
     """Push an address (alias or absolute) onto the return stack without jumping.
 
     `RET` resumes *after* the popped address, so push the predecessor of the resume point.
@@ -110,7 +110,7 @@ def PUSH_RET(alias_or_idata: str | list[int]) -> NodeType[None]:  # noqa: N802 -
     return _PushRetNode(alias_or_idata)
 
 
-def CALL(to_adr: str | list[int], *, from_adr: str | list[int] | None = None) -> NodeType[None]:  # noqa: N802
+def CALL(to_adr: str | list[int], *, from_adr: str | list[int] | None = None) -> NodeType[None]:
     """Push a return address (`from_adr`, default this node's own address) and jump to `to_adr`."""
     return _CallNode(to_adr, from_adr)
 
@@ -119,7 +119,7 @@ RET_FAR = RET
 PUSH_STACK = PUSH_RET
 
 
-def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]:  # noqa: N802
+def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]:
     """Deprecated: `CALL(to_adr, from_adr=from_adr)` (the argument order changed in 1.0)."""
     return _CallNode(to_adr, from_adr)
 

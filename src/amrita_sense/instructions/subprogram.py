@@ -96,17 +96,17 @@ class _SegmentSkipNode(NodeType):
         pc.jump_offset(self._offset)
 
 
-def INVOKE(alias: str) -> InvokeNode:  # noqa: N802 - public name
+def INVOKE(alias: str) -> InvokeNode:
     """Call the node named `alias` as a one-node subroutine; its result is this step's result."""
     return InvokeNode(alias)
 
 
-def ARCHIVED_NODES(*nodes: BaseNode) -> SubprogramStorage:  # noqa: N802 - public name
+def ARCHIVED_NODES(*nodes: BaseNode) -> SubprogramStorage:
     """Keep nodes in the graph (for INVOKE) while ordinary flow jumps over them."""
     return SubprogramStorage(*nodes)
 
 
-def ARCHIVED_SEGMENT(seg: AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:  # noqa: N802
+def ARCHIVED_SEGMENT(seg: AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:
     """`[skip, seg, NOP]`: a segment that ordinary flow skips (a CALL or INT target)."""
     if isinstance(seg, SelfCompileInstruction):
         seg = seg.extract()

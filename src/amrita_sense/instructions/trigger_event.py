@@ -50,7 +50,7 @@ class TriggerInstruction(SelfCompileInstruction):
         return EventTrigger(1, 2) >> self._constructor >> NOP
 
 
-def TRIGGER_EVENT(event: type[ConstructableEvent]) -> TriggerInstruction:  # noqa: N802 - public name
+def TRIGGER_EVENT(event: type[ConstructableEvent]) -> TriggerInstruction:
     """Build `event` with its `constructor` (arguments injected from the pools) and dispatch it."""
     return TriggerInstruction(event)
 

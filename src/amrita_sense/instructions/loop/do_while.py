@@ -118,7 +118,7 @@ class DoWhileClause(SelfCompileInstruction):
         self.do = do
 
     @property
-    def WHILE(self) -> Callable[[Node[bool]], DoWhileClause]:  # noqa: N802 - public name
+    def WHILE(self) -> Callable[[Node[bool]], DoWhileClause]:
         return lambda condition: (setattr(self, "condition", condition), self)[1]
 
     def extract(self) -> AbstractComposeOriginal:
@@ -128,7 +128,7 @@ class DoWhileClause(SelfCompileInstruction):
         return NodeCompose(DONode(1, 2, 4), self.do, DowhileNode(1, 4, 0), self.condition, NOP)
 
 
-def DO(do: Node) -> DoWhileClause:  # noqa: N802 - public name
+def DO(do: Node) -> DoWhileClause:
     """Run the single-node body, then repeat while `.WHILE(cond)` is truthy; `BreakLoop` leaves."""
     return DoWhileClause(do)
 

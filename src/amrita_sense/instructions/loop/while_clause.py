@@ -113,7 +113,7 @@ class WhileClause(SelfCompileInstruction):
         self._action = action
 
     @property
-    def ACTION(self) -> Callable[[BaseNode], WhileClause]:  # noqa: N802 - public name
+    def ACTION(self) -> Callable[[BaseNode], WhileClause]:
         if hasattr(self, "_action"):
             raise RuntimeError("Please DO NOT follow a ACTION after a ACTION")
         return lambda node: (self, self._action_set(node))[0]
@@ -135,7 +135,7 @@ class WhileClause(SelfCompileInstruction):
         )
 
 
-def WHILE(condition: Node[bool]) -> WhileClause:  # noqa: N802 - public name
+def WHILE(condition: Node[bool]) -> WhileClause:
     """Loop while `condition` is truthy; the body (`.ACTION(node)`) is one node, `BreakLoop` leaves."""
     return WhileClause(condition)
 

@@ -16,7 +16,7 @@ class _BreakLoopNode(_LoopControlNode):
         self._init(self.__call__, BuiltinTags.BREAK_LOOP, False, True)
 
 
-def BREAK_LOOP() -> _BreakLoopNode:  # noqa: N802 - public name
+def BREAK_LOOP() -> _BreakLoopNode:
     """A node that exits the enclosing NATIVE_WHILE / NATIVE_DO (configured when the loop compiles)."""
     return _BreakLoopNode()
 

@@ -16,7 +16,7 @@ class _ContinueNode(_LoopControlNode):
         self._init(self.__call__, BuiltinTags.CONTINUE, False, True)
 
 
-def CONTINUE() -> _ContinueNode:  # noqa: N802 - public name
+def CONTINUE() -> _ContinueNode:
     """A node that starts the next iteration of the enclosing native loop (configured when it compiles)."""
     return _ContinueNode()
 

@@ -13,7 +13,7 @@ from amrita_sense.instructions.native._core import (
     _classify_body,
     _configure_loop_control_nodes,
 )
-from amrita_sense.instructions.native.continue_loop import CONTINUE  # noqa: F401 - public in 1.1.3
+from amrita_sense.instructions.native.continue_loop import CONTINUE  # re-exported here, as in 1.1.3
 from amrita_sense.instructions.native.while_native import _loop_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import Node, NodeCompose
@@ -29,7 +29,7 @@ class NativeDoClause(SelfCompileInstruction):
         self._body = body
         self._condition: Any = None
 
-    def WHILE(self, condition: Node[bool]) -> NativeDoClause:  # noqa: N802 - public name
+    def WHILE(self, condition: Node[bool]) -> NativeDoClause:
         """Set the loop condition."""
         if self._condition is not None:
             raise TypeError("NATIVE_DO can only have a single .WHILE(condition)")
@@ -51,7 +51,7 @@ class NativeDoClause(SelfCompileInstruction):
         )
 
 
-def NATIVE_DO(body: Any) -> NativeDoClause:  # noqa: N802 - public name
+def NATIVE_DO(body: Any) -> NativeDoClause:
     """Run `body` (a node or a composition), then repeat while `.WHILE(cond)` is truthy."""
     return NativeDoClause(body)
 

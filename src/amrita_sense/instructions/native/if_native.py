@@ -40,12 +40,12 @@ class NativeIfClause(SelfCompileInstruction):
         self._elifs: list[_ELIFClause] = []
         self._else_body: Any = None
 
-    def ELIF(self, condition: Node[bool], body: Any) -> NativeIfClause:  # noqa: N802 - public name
+    def ELIF(self, condition: Node[bool], body: Any) -> NativeIfClause:
         """Append an ELIF branch."""
         self._elifs.append(_ELIFClause(condition, body))
         return self
 
-    def ELSE(self, body: Any) -> NativeIfClause:  # noqa: N802 - public name
+    def ELSE(self, body: Any) -> NativeIfClause:
         """Set the ELSE branch (once)."""
         if self._else_body is not None:
             raise TypeError("ELSE branch already defined")
@@ -81,7 +81,7 @@ def _branch(base: int, condition: Any, body: Any, merge: int, followed: bool) ->
     return [head, test, payload]
 
 
-def NATIVE_IF(condition: Node[bool], body: BaseNode | Any) -> NativeIfClause:  # noqa: N802 - public name
+def NATIVE_IF(condition: Node[bool], body: BaseNode | Any) -> NativeIfClause:
     """Branch on `condition`; a body is a node (called) or a composition (entered by a jump)."""
     return NativeIfClause(condition, body)
 

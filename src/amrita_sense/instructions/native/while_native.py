@@ -29,7 +29,7 @@ class NativeWhileClause(SelfCompileInstruction):
         self._condition = condition
         self._body: Any = None
 
-    def ACTION(self, body: Any) -> NativeWhileClause:  # noqa: N802 - public name
+    def ACTION(self, body: Any) -> NativeWhileClause:
         """Set the loop body (a node or a composition)."""
         if self._body is not None:
             raise TypeError("ACTION already set on NativeWhileClause")
@@ -45,7 +45,7 @@ class NativeWhileClause(SelfCompileInstruction):
         return NodeCompose(NativeWhileNode(condi_offset=1, body_pos=2, self_pos=0, exit_pos=3), test, body, NOP)
 
 
-def NATIVE_WHILE(condition: Node[bool]) -> NativeWhileClause:  # noqa: N802 - public name
+def NATIVE_WHILE(condition: Node[bool]) -> NativeWhileClause:
     """Loop while `condition` is truthy; `.ACTION(body)` takes a node or a composition."""
     return NativeWhileClause(condition)
 
