@@ -1411,3 +1411,73 @@ async def test_middleware_can_jump():
 
     graph = (rec(log, "a") >> rec(log, "b") >> rec(log, "c") >> rec(log, "d")).render()
     assert await steps(WorkflowInterpreter(graph, middleware=mw)) == ["a", "d"]
+
+
+@pytest.mark.asyncio
+async def test_middleware_may_call_the_node_twice():
+    log: list = []
+
+    async def twice(pc):
+        return (await pc._call(), await pc._call(no_cache=True))
+
+    interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b")).render(), middleware=twice)
+    assert await steps(interp) == [("a", "a"), ("b", "b")]
+    assert names(log) == ["a", "a", "b", "b"]
+
+
+# ----- compatibility details of the pointer object and `_call` -------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_pointer_object_is_updated_in_place_between_steps():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "a") >> (rec(log, "b") >> rec(log, "c"))).render())
+    held = interp._pointer
+    seen = []
+    async for _ in interp.run_step_by():
+        seen.append((list(held), held is interp._pointer))
+    assert seen == [([0], True), ([1, 0], True), ([1, 1], True)]
+    assert list(held) == []
+
+
+@pytest.mark.asyncio
+async def test_sub_call_replaces_the_pointer_object():
+    log: list = []
+
+    async def call(pc):
+        return await pc.call_offset(1)
+
+    interp = WorkflowInterpreter((rec(log, "a") >> act_async(log, "caller", call) >> rec(log, "d")).render())
+    held = interp._pointer
+    seen = []
+    async for _ in interp.run_step_by():
+        seen.append((list(held), held is interp._pointer, list(interp._pointer)))
+    assert seen == [([0], True, [0]), ([1], False, [1]), ([1], False, [2])]
+
+
+@pytest.mark.asyncio
+async def test_call_sub_uses_a_given_pointer_vector_as_the_pointer():
+    interp = WorkflowInterpreter((rec([], "x") >> rec([], "y")).render())
+    target = PointerVector([1])
+    assert await interp.call_sub(target, interrupt=True) == "y"
+    assert interp._pointer is target
+    assert target == PointerVector([0])
+
+
+@pytest.mark.asyncio
+async def test_call_with_a_safe_getter_on_an_empty_segment_returns_none():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "x") >> NodeCompose() >> rec(log, "y")).render())
+    interp._pointer.far_to([1])
+    assert await interp._call(interp.get_graph().calc.find_addr_safe) is None
+    assert log == []
+
+
+@pytest.mark.asyncio
+async def test_call_runs_the_node_at_the_pointer():
+    log: list = []
+    interp = WorkflowInterpreter((rec(log, "x") >> (rec(log, "y") >> rec(log, "z"))).render())
+    interp._pointer.far_to([1])
+    assert await interp._call() == "y"
+    assert interp._pointer == PointerVector([1, 0])
+    assert await interp._call(no_cache=True) == "y"
