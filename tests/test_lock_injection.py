@@ -351,7 +351,7 @@ def spinning_graph(counter: list[int], total: int):
     return (spin >> done).render()
 
 
-SPINS = 200_000
+SPINS = 50_000
 
 
 @pytest.mark.asyncio
@@ -368,6 +368,24 @@ async def test_inline_sync_run_lets_an_injection_in_before_it_ends():
     await asyncio.gather(interp.run(), inject())
     assert counter[0] == SPINS
     assert 0 < seen[0] < SPINS
+
+
+@pytest.mark.asyncio
+async def test_inline_sync_run_honours_a_suspend_request_before_it_ends():
+    counter = [0]
+    interp = WorkflowInterpreter(spinning_graph(counter, SPINS))
+    stream = interp.object_io
+    run = asyncio.create_task(interp.run())
+    await asyncio.sleep(0)
+    await stream.wait_to_suspend(PC_CHECKPOINT)
+    parked_at = counter[0]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert counter[0] == parked_at  # parked: no progress while suspended
+    assert 0 < parked_at < SPINS
+    stream.resume()
+    await run
+    assert counter[0] == SPINS
 
 
 @pytest.mark.asyncio
