@@ -165,6 +165,25 @@ async def test_injection_waits_for_the_running_node_and_runs_before_the_next():
 
 
 @pytest.mark.asyncio
+async def test_step_by_holds_the_lock_while_the_consumer_has_a_value():
+    log: list = []
+    graph, (target,) = with_archive([recorder(log, "a"), recorder(log, "b")], [recorder(log, "injected")])
+    interp = WorkflowInterpreter(graph)
+    steps = interp.run_step_by()
+    assert await steps.__anext__() == "a"
+    injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not injection.done()  # the step is not over until the consumer asks for the next one
+    assert await steps.__anext__() == "b"
+    assert injection.done()
+    rest = [value async for value in steps]
+    assert [entry[0] for entry in log] == ["a", "injected", "b"]
+    assert log[1][2] == [[1]]
+    assert rest == [None, None]  # the jump over the archive, then the final no-op
+
+
+@pytest.mark.asyncio
 async def test_injection_gets_extra_arguments_by_injection():
     seen: list = []
 

@@ -484,3 +484,15 @@ def test_disable_exc_ignored_lets_try_catch_everything():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "InterruptNotice,ValueError"
+
+
+def test_public_names():
+    import amrita_sense
+    import amrita_sense.instructions as instructions
+    from amrita_sense.instructions import interrupt
+
+    assert amrita_sense.Try is instructions.Try is Try
+    assert amrita_sense.INTERRUPT_INTO is instructions.INT is interrupt.INT
+    assert amrita_sense.INTERRUPT_RET is instructions.IRET is interrupt.IRET
+    assert instructions.PUSH_CONTEXT is interrupt.PUSH_CONTEXT
+    assert instructions.POP_CONTEXT is interrupt.POP_CONTEXT
