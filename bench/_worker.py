@@ -8,8 +8,9 @@ log output of the package under test cannot corrupt the protocol.
 
 Commands:
   {"op": "hello"}                                -> build description, or why it is unavailable
-  {"op": "run", "scenario": NAME, "size": N}     -> one measurement of a scenario
-  {"op": "workflow", "spec": "mod:fn", "runs": N} -> one measurement of a user workflow
+  {"op": "run", "scenario": NAME, "size": N, "budget": S}      -> one measurement of a scenario
+  {"op": "workflow", "spec": "mod:fn", "runs": N, "budget": S} -> one measurement of a user workflow
+A measurement is the best of as many runs as fit in `budget` seconds (at least one).
 Replies carry "status": "ok" | "n/a" | "fail" (count check) | "error".
 """
 
@@ -111,11 +112,11 @@ class Worker:
             self.cached = (key, plan)
         return self.cached[1]
 
-    def measure(self, key: tuple, make) -> dict:
+    def measure(self, key: tuple, make, budget: float) -> dict:
         s = self.scenarios
         try:
             plan = self._plan(key, make)
-            value = self.loop.run_until_complete(s.measure(plan))
+            value, runs = self.loop.run_until_complete(s.measure_best(plan, budget))
         except s.Unavailable as exc:
             return {"status": "n/a", "reason": str(exc)}
         except s.CountMismatch as exc:
@@ -125,7 +126,7 @@ class Worker:
             self.cached = None
             return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
                     "traceback": traceback.format_exc(limit=8)}
-        return {"status": "ok", "value": value, "ops": plan.ops}
+        return {"status": "ok", "value": value, "ops": plan.ops, "runs": runs}
 
     def handle(self, cmd: dict) -> dict:
         op = cmd.get("op")
@@ -133,12 +134,14 @@ class Worker:
             return self.hello()
         if self.scenarios is None:
             return {"status": "error", "reason": "hello first"}
+        budget = float(cmd.get("budget") or 0.0)
         if op == "run":
             name, size = cmd["scenario"], cmd.get("size")
-            return self.measure(("run", name, size), lambda: self.scenarios.build(name, size))
+            return self.measure(("run", name, size), lambda: self.scenarios.build(name, size), budget)
         if op == "workflow":
             spec, runs = cmd["spec"], int(cmd.get("runs") or 0)
-            return self.measure(("workflow", spec, runs), lambda: self.scenarios.user_workflow(spec, runs))
+            return self.measure(("workflow", spec, runs), lambda: self.scenarios.user_workflow(spec, runs),
+                                budget)
         return {"status": "error", "reason": f"unknown op {op!r}"}
 
 

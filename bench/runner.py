@@ -5,8 +5,9 @@ Each build runs in its own worker process (one per build and event loop):
   twin      amrita-sense-turbo with the pure-Python twin (AMRITA_SENSE_NO_EXTENSIONS=1)
   ref       amrita-sense 1.1.3 under another Python (--against /path/to/venv/bin/python)
 Measurements are interleaved: for every scenario, each repetition visits every
-build (in rotating order), so machine noise hits all builds alike; the table
-quotes medians and the ratios between them.
+build (in rotating order), so machine noise hits all builds alike. One
+measurement is the best of the runs that fit in --budget seconds; the table
+quotes the median of the --repeats measurements and the ratios between them.
 
 Examples:
   python -m bench --quick
@@ -165,6 +166,7 @@ class Cell:
 
     status: str = "pending"
     values: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
     reason: str = ""
 
     @property
@@ -185,10 +187,11 @@ class Job:
     targets: tuple = ()
     size: int | None = None
 
-    def command(self, workflow_runs: int) -> dict:
+    def command(self, workflow_runs: int, budget: float) -> dict:
         if self.name.startswith(WORKFLOW_PREFIX):
-            return {"op": "workflow", "spec": self.name[len(WORKFLOW_PREFIX):], "runs": workflow_runs}
-        return {"op": "run", "scenario": self.name, "size": self.size}
+            return {"op": "workflow", "spec": self.name[len(WORKFLOW_PREFIX):], "runs": workflow_runs,
+                    "budget": budget}
+        return {"op": "run", "scenario": self.name, "size": self.size, "budget": budget}
 
 
 def plan_jobs(names: list[str], workflow: str | None, quick: bool) -> list[Job]:
@@ -249,6 +252,7 @@ def _record(cell: Cell, reply: dict) -> None:
     if status == "ok":
         cell.status = "ok"
         cell.values.append(reply["value"])
+        cell.runs.append(reply.get("runs", 1))
         return
     cell.status = status or "error"
     cell.reason = reply.get("reason", "")
@@ -296,7 +300,7 @@ def _run_job(loop: str, job: Job, builds: list[Build], workers: dict, missing: d
         if b.key not in workers:
             cells[b.key].status = "n/a"
             cells[b.key].reason = "build unavailable: " + missing.get(b.key, "its worker stopped")
-    command = job.command(args.workflow_runs)
+    command = job.command(args.workflow_runs, args.budget)
     rounds = [("warm-up", True)] * args.warmup + [(f"rep {i + 1}/{args.repeats}", False) for i in range(args.repeats)]
     for index, (label, warmup) in enumerate(rounds):
         rotation = index % len(order) if order else 0
@@ -365,7 +369,8 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "measure": job.measure, "size": job.size, "floor": job.floor,
         "floor_median": floors.get(primary) if primary else None,
         "builds": {key: {"status": cell.status, "median": cell.median, "values": cell.values,
-                         "reason": cell.reason or None} for key, cell in cells.items()},
+                         "runs": cell.runs, "reason": cell.reason or None}
+                   for key, cell in cells.items()},
         "ratios": ratios, "primary": primary, "targets": verdicts,
         "met": _met(verdicts),
     }
@@ -521,6 +526,8 @@ def write_plot(path: str, rows: list[dict], builds: list[Build]) -> str:
             for y, v in zip(ys, values):
                 if v:
                     ax.text(v, y, f" {v:.1f}x", va="center", fontsize=7)
+        top = max((r["ratios"][m] or 0) for r in sel for m, _ in series)
+        ax.set_xlim(right=max(top, 1.0) * 2.5)  # room for the value labels
         ax.set_yticks([i + 0.2 for i in range(len(sel))])
         ax.set_yticklabels(names, fontsize=8)
         ax.invert_yaxis()
@@ -556,6 +563,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="small sizes, 1 repetition, no warm-up: a fast smoke run")
     parser.add_argument("--repeats", type=int, help="measurements per scenario and build (default 5; quick 1)")
     parser.add_argument("--warmup", type=int, help="discarded measurements first (default 1; quick 0)")
+    parser.add_argument("--budget", type=float, metavar="SECONDS",
+                        help="a measurement is the best of the runs that fit in this time "
+                             "(default 0.2; quick 0, i.e. one run)")
     parser.add_argument("--json", metavar="FILE", help="write all measurements and ratios as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart of the speed-ups (needs matplotlib)")
     parser.add_argument("--workflow", metavar="MODULE:FUNCTION",
@@ -563,13 +573,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "callable (MODULE is imported from the current directory)")
     parser.add_argument("--workflow-runs", type=int, default=0,
                         help="runs of --workflow per measurement (default: about 0.2 s worth)")
-    parser.add_argument("--timeout", type=float, default=900.0,
+    parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds one measurement may take before its worker is killed")
     args = parser.parse_args(argv)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 5
     if args.warmup is None:
         args.warmup = 0 if args.quick else 1
+    if args.budget is None:
+        args.budget = 0.0 if args.quick else 0.2
     if args.repeats < 1 or args.warmup < 0:
         parser.error("--repeats must be >= 1 and --warmup >= 0")
     return args
@@ -674,7 +686,8 @@ def _meta(args: argparse.Namespace, builds: list[Build], build_info: dict, loops
         "duration_s": round((_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(), 1),
         "machine": {"platform": platform.platform(), "machine": platform.machine(),
                     "processor": platform.processor(), "cpu_count": os.cpu_count()},
-        "loops": loops, "repeats": args.repeats, "warmup": args.warmup, "quick": args.quick,
+        "loops": loops, "repeats": args.repeats, "warmup": args.warmup, "budget_s": args.budget,
+        "quick": args.quick,
         "builds": {b.key: {"label": b.label, "python": b.python,
                            "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops}}
                    for b in builds},

@@ -126,6 +126,33 @@ def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
     assert twin["status"] == "ok" and twin["median"] > 0
 
 
+def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
+    (tmp_path / "my_calls.py").write_text(textwrap.dedent("""
+        from amrita_sense import Node, NodeCompose, WorkflowInterpreter
+
+        def build():
+            graph = NodeCompose(Node(wrap_to_async=False)(lambda: None)).render()
+
+            async def one_run():
+                await WorkflowInterpreter(graph).run()
+
+            return one_run
+    """))
+    out = tmp_path / "bench.json"
+    proc = run_bench("--quick", "--builds", "twin", "--workflow", "my_calls:build",
+                     "--workflow-runs", "3", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    twin = _row(json.loads(out.read_text()), "workflow:my_calls:build")["builds"]["twin"]
+    assert twin["status"] == "ok" and twin["median"] > 0
+
+
+def test_a_broken_user_workflow_is_reported_and_fails_the_run(tmp_path: Path) -> None:
+    (tmp_path / "bad_flows.py").write_text("def build():\n    return 42\n")
+    proc = run_bench("--quick", "--builds", "twin", "--workflow", "bad_flows:build", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ERR" in proc.stdout and "expected a graph or an async callable" in proc.stdout
+
+
 def test_unknown_scenario_is_a_usage_error() -> None:
     proc = run_bench("--scenarios", "no_such_scenario")
     assert proc.returncode != 0
