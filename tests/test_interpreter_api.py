@@ -369,6 +369,33 @@ async def test_worker_thread_node_sees_the_interpreter_state():
     assert seen == [([0], True), ([1, 0], True), ([1, 1], True)]
 
 
+@pytest.mark.asyncio
+async def test_async_library_is_pinned_for_the_run_on_the_loop_thread():
+    import sniffio
+
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def inline():
+        seen.append(("inline", sniffio.thread_local.name))
+
+    @Node()
+    def threaded():
+        seen.append(("thread", sniffio.thread_local.name))
+
+    @Node(wrap_to_async=False)
+    def boom():
+        raise KeyError("after the pin")
+
+    before = sniffio.thread_local.name
+    await WorkflowInterpreter((inline >> threaded).render()).run()
+    assert seen == [("inline", "asyncio"), ("thread", None)]
+    assert sniffio.thread_local.name == before
+    with pytest.raises(KeyError):
+        await WorkflowInterpreter(boom.as_compose().render()).run()
+    assert sniffio.thread_local.name == before
+
+
 # ----- advance_pointer / find_node_alias / get_graph ------------------------------------------
 
 

@@ -446,3 +446,46 @@ async def test_call_with_unresolvable_callee_raises_resolve_failed():
     with pytest.raises(DependsResolveFailed):
         await interp.run()
     assert interp._pointer == PointerVector([0])
+
+
+# ----- factories in the interpreter's positional pool (rule 19) ------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_positional_factory_is_resolved_once_and_replaces_the_arg():
+    from amrita_sense.hook.matcher import Depends
+
+    made = []
+
+    def provide() -> Service:
+        made.append(Service("made"))
+        return made[-1]
+
+    @Node(wrap_to_async=False)
+    def node(svc: Service):
+        return svc
+
+    interp = WorkflowInterpreter(node.as_compose().render(), extra_args=(Depends(provide),))
+    first = [v async for v in interp.run_step_by()]
+    second = [v async for v in interp.run_step_by()]
+    assert len(made) == 1
+    assert first == second == [made[0]]
+    assert interp._ava_args == (interp, made[0])
+    assert interp.args_hash_trustable is True
+
+
+@pytest.mark.asyncio
+async def test_failing_positional_factory_aborts_the_run():
+    from amrita_sense.hook.matcher import Depends
+
+    ran = []
+
+    @Node(wrap_to_async=False)
+    def node():
+        ran.append("node")
+
+    interp = WorkflowInterpreter(node.as_compose().render(), extra_args=(Depends(lambda: None),))
+    with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved"):
+        await interp.run()
+    assert ran == []
+    assert interp.is_running is False
