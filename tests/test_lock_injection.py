@@ -533,3 +533,71 @@ async def test_cancelled_injection_while_it_runs_restores_the_main_state():
     assert [entry[0] for entry in log] == ["a start", "a end", "injected start", "b"]
     assert log[-1][1:3] == ([1], [])
     assert not interp._interpret_lock.locked() and not interp.outer_interpreting
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_run_that_waits_for_the_lock():
+    log: list = []
+    inj_gate, inj_entered = asyncio.Event(), asyncio.Event()
+    graph, (target,) = with_archive(
+        [recorder(log, "a"), recorder(log, "b")], [gated(log, "injected", inj_gate, inj_entered)]
+    )
+    interp = WorkflowInterpreter(graph)
+    injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
+    await inj_entered.wait()  # the injection holds the lock
+    run = asyncio.create_task(interp.run())
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert log == [("injected start", target)]  # the run is parked on the lock
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert not interp.is_running
+    inj_gate.set()
+    await injection
+    assert not interp._interpret_lock.locked()
+    await interp.run()
+    assert [entry[0] for entry in log] == ["injected start", "injected end", "a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_run_parked_at_the_checkpoint():
+    log: list = []
+    graph, _ = with_archive([recorder(log, "a"), recorder(log, "b")], [])
+    interp = WorkflowInterpreter(graph)
+    stream = interp.object_io
+    run = asyncio.create_task(interp.run())
+    await stream.wait_to_suspend(PC_CHECKPOINT)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert not interp.is_running and not interp._interpret_lock.locked()
+    stream.resume()
+    await interp.run()
+    assert [entry[0] for entry in log] == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_injected_call_instruction_runs_the_routine_then_resumes_after_the_parked_node():
+    """Pinned 1.1.3 behaviour: call_sub pops the CALL's own return entry, so RET goes back to
+    the main pointer that call_sub saved ([0]), and the loop continues at [0] + 1."""
+    from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, FN
+
+    log: list = []
+    graph = (
+        recorder(log, "a")
+        >> recorder(log, "b")
+        >> ARCHIVED_NODES(ALIAS(CALL("routine"), "trap"))
+        >> FN("routine", recorder(log, "body"))
+    ).render()
+    interp = WorkflowInterpreter(graph)
+    stream = interp.object_io
+    run = asyncio.create_task(interp.run())
+    await stream.wait_to_suspend(PC_CHECKPOINT)
+    trap = graph.alias2vector_map["trap"]
+    await interp.call_sub(PointerVector(list(trap)), interrupt=True)
+    stream.resume()
+    await run
+    assert [entry[0] for entry in log] == ["body", "b"]
+    assert log[0][2] == [[0]]
+    assert not interp._ret_addr_stack
