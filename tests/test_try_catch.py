@@ -346,6 +346,30 @@ async def test_suspend_inside_try_resumes_after_the_block():
     assert log == ["s", "body", "fin", "end"]
 
 
+@pytest.mark.asyncio
+async def test_suspend_inside_a_nested_try_resumes_after_the_outer_block():
+    log: list = []
+    inner = Try(step(log, "body", InterruptKeepContext())).FINALLY(step(log, "inner fin"))
+    outer = Try(inner).CATCH(Exception, handler(log)).THEN(step(log, "outer then")).FINALLY(step(log, "outer fin"))
+    interp = WorkflowInterpreter((step(log, "s") >> outer >> step(log, "end")).render())
+    await interp.run()
+    assert log == ["s", "body", "inner fin", "outer fin"]
+    await interp.run()
+    assert log == ["s", "body", "inner fin", "outer fin", "end"]
+
+
+@pytest.mark.asyncio
+async def test_suspend_resume_skips_a_compound_finally_slot():
+    log: list = []
+    cleanup = step(log, "fin 1") >> step(log, "fin 2")
+    graph = step(log, "s") >> Try(step(log, "body", InterruptKeepContext())).FINALLY(cleanup) >> step(log, "end")
+    interp = WorkflowInterpreter(graph.render())
+    await interp.run()
+    assert log == ["s", "body", "fin 1"]  # a compound slot runs its first node as the sub-call
+    await interp.run()
+    assert log == ["s", "body", "fin 1", "end"]
+
+
 # ----- nesting ----------------------------------------------------------------------------
 
 
