@@ -526,12 +526,12 @@ def write_plot(path: str, rows: list[dict], builds: list[Build]) -> str:
             for y, v in zip(ys, values):
                 if v:
                     ax.text(v, y, f" {v:.1f}x", va="center", fontsize=7)
-        top = max((r["ratios"][m] or 0) for r in sel for m, _ in series)
-        ax.set_xlim(right=max(top, 1.0) * 2.5)  # room for the value labels
         ax.set_yticks([i + 0.2 for i in range(len(sel))])
         ax.set_yticklabels(names, fontsize=8)
         ax.invert_yaxis()
         ax.set_xscale("log")
+        shown = [r["ratios"][m] for r in sel for m, _ in series if r["ratios"][m]]
+        ax.set_xlim(min(min(shown), 1.0) / 2, max(max(shown), 1.0) * 3)  # room for the value labels
         ax.axvline(1, color="grey", linewidth=0.8)
         ax.set_xlabel("speed-up (x, log scale; higher is better)")
         ax.set_title(f"amrita-sense-turbo speed-ups ({loop})")
@@ -568,6 +568,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default 0.2; quick 0, i.e. one run)")
     parser.add_argument("--json", metavar="FILE", help="write all measurements and ratios as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart of the speed-ups (needs matplotlib)")
+    parser.add_argument("--report", metavar="JSON",
+                        help="measure nothing: print the table (and --plot) from a JSON file "
+                             "written by an earlier --json run")
     parser.add_argument("--workflow", metavar="MODULE:FUNCTION",
                         help="benchmark your own workflow: FUNCTION returns a rendered graph or an async "
                              "callable (MODULE is imported from the current directory)")
@@ -630,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(list_scenarios())
         return 0
+    if args.report:
+        return report(args)
     builds = select_builds(args)
     jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
@@ -663,6 +668,24 @@ def main(argv: list[str] | None = None) -> int:
     ours_broken = any(row["builds"][k]["status"] in ("fail", "error")
                       for row in rows for k in ("compiled", "twin") if k in row["builds"])
     return 1 if ours_broken else 0
+
+
+def report(args: argparse.Namespace) -> int:
+    """Re-print the table (and write the chart) of an earlier run from its JSON."""
+    try:
+        with open(args.report, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        rows, builds_meta = doc["results"], doc["meta"]["builds"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise SystemExit(f"cannot read {args.report}: {exc}") from None
+    builds = [Build(key, meta.get("python", ""), {}, meta.get("label", "")) for key, meta in builds_meta.items()]
+    print(render_table(rows, builds, _overall_primary(rows)))
+    notes = render_notes(rows, builds)
+    if notes:
+        print("\n" + notes)
+    if args.plot:
+        sys.stderr.write(write_plot(args.plot, rows, builds) + "\n")
+    return 0
 
 
 def _overall_primary(rows: list[dict]) -> str | None:

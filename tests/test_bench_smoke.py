@@ -75,6 +75,9 @@ def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
         if compiled["status"] == "ok":
             assert chain["ratios"]["vs_twin"] > 0
             assert any(t["target"] == "<=3x floor" for t in chain["targets"])
+    again = run_bench("--report", str(out))  # the table again, from the JSON alone
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == proc.stdout.strip()
 
 
 def test_a_scenario_that_does_nothing_fails_its_count_check() -> None:
