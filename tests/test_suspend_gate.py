@@ -174,6 +174,48 @@ async def test_a_cancelled_request_is_withdrawn():
     assert await stream._wait_for_continue("t") is False
 
 
+@pytest.mark.asyncio
+async def test_cancelling_a_request_that_already_parked_a_gate_releases_it():
+    stream = SuspendObjectStream()
+    waiter = await requested(stream)
+    gate = asyncio.create_task(stream._wait_for_continue("t"))
+    await asyncio.sleep(0)  # the gate parks and wakes the requester...
+    assert stream._parked
+    waiter.cancel()  # ...which is cancelled before it runs: nobody would resume the gate
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert await asyncio.wait_for(gate, 5) is True
+    assert not stream._suspend_flag.pending and stream._parked is None
+
+
+@pytest.mark.asyncio
+async def test_a_gate_does_not_park_for_a_requester_that_is_gone():
+    stream = SuspendObjectStream()
+    waiter = await requested(stream)
+    waiter.cancel()  # not yet delivered: the request is still registered
+    assert stream._suspend_flag.pending
+    assert await stream._wait_for_continue("t") is False
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert not stream._suspend_flag.pending
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_later_request_keeps_an_earlier_wave_parked():
+    stream = SuspendObjectStream()
+    first = await requested(stream)
+    gate = asyncio.create_task(stream._wait_for_continue("t"))
+    await first
+    second = await requested(stream)
+    second.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    await settle()
+    assert not gate.done()  # still parked for the first requester, who has not resumed yet
+    stream.resume()
+    assert await gate is True
+
+
 # ----- resume --------------------------------------------------------------------------------
 
 

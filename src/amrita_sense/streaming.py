@@ -356,6 +356,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         self._state_lock = threading.Lock()
         self._request: _Request | None = None
         self._parked: list[asyncio.Future] | None = None
+        self._parked_for: _Request | None = None
         self._forward = _Channel(size, "Queue is closed.")
         self._reverse = _Channel(size, "Reverse queue is closed.")
         self._callback_fun = callback
@@ -419,7 +420,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         gate does. The request may be made before, during or after a run
         starts: it stays pending until a gate takes it. All gates that reach a
         matching point while it is pending park together; `resume()` releases
-        them. The request is cleared when this call returns or raises.
+        them. The request is cleared when this call returns or raises; if the
+        call is cancelled, gates that parked for it are released as well.
 
         Raises:
             StreamStateError: another request is still pending.
@@ -442,11 +444,27 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                     parked = request.fired  # a gate may have parked just as time ran out
                 if not parked:
                     raise TimeoutError(f"the producer did not reach a matching gate within {timeout} seconds")
-        finally:
-            with self._state_lock:
-                if self._request is request:
-                    self._request = None
-                    self._suspend_flag.pending = False
+        except BaseException:
+            self._withdraw(request, release=True)
+            raise
+        self._withdraw(request, release=False)
+
+    def _withdraw(self, request: _Request, release: bool) -> None:
+        """Clear `request` if it is still the current one.
+
+        With `release` (the requester was cancelled), gates that parked for it
+        are released too: nobody is left who knows they are parked.
+        """
+        orphans = None
+        with self._state_lock:
+            if self._request is not request:
+                return
+            self._request = None
+            self._suspend_flag.pending = False
+            if release and self._parked_for is request:
+                orphans, self._parked = self._parked, None
+        for fut in orphans or ():
+            _wake(fut)
 
     def resume(self) -> None:
         """Release every parked gate. With nothing parked this does nothing.
@@ -471,9 +489,12 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                 return False
             if request.tags and (tag is None or tag not in request.tags):
                 return False
+            if not request.fired and request.fut.done():
+                return False  # the requester was cancelled or timed out: nobody would resume us
             parked = self._parked
             if parked is None:
                 parked = self._parked = []
+                self._parked_for = request
             fut = asyncio.get_running_loop().create_future()
             parked.append(fut)
             if not request.fired:
