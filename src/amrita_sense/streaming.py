@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import math
 import threading
+from threading import get_ident
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
 from functools import wraps
@@ -58,14 +59,17 @@ def _settle(fut: asyncio.Future, value: Any) -> None:
         fut.set_result(value)
 
 
-def _wake(fut: asyncio.Future, value: Any = None) -> None:
-    """Resolve `fut` from any thread: directly on its own loop's thread, else through that loop."""
-    loop = fut.get_loop()
-    if asyncio._get_running_loop() is loop:
-        _settle(fut, value)
+def _wake(fut: asyncio.Future, owner: int, value: Any = None) -> None:
+    """Resolve `fut`, awaited on a loop running in thread `owner`, from any thread.
+
+    On the owner thread the future is set directly; from elsewhere the loop does it.
+    """
+    if get_ident() == owner:
+        if not fut.done():
+            fut.set_result(value)
         return
     try:
-        loop.call_soon_threadsafe(_settle, fut, value)
+        fut.get_loop().call_soon_threadsafe(_settle, fut, value)
     except RuntimeError:  # the loop is closed: nobody is left to wake
         pass
 
@@ -83,18 +87,19 @@ async def _wait(fut: asyncio.Future, timeout: float | None) -> bool:
 
 
 class _Waiter:
-    """One parked caller: its future, the item it hands over or receives, and how it was served."""
+    """One parked caller: its future and thread, the item it hands over or receives, how it was served."""
 
-    __slots__ = ("fut", "item", "state")
+    __slots__ = ("fut", "item", "owner", "state")
 
-    def __init__(self, fut: asyncio.Future, item: Any = None) -> None:
-        self.fut = fut
+    def __init__(self, item: Any = None) -> None:
+        self.fut = asyncio.get_running_loop().create_future()
+        self.owner = get_ident()
         self.item = item
         self.state = _WAITING
 
-
-def _new_waiter(item: Any = None) -> _Waiter:
-    return _Waiter(asyncio.get_running_loop().create_future(), item)
+    def wake(self, state: int) -> None:
+        self.state = state
+        _wake(self.fut, self.owner)
 
 
 class _Mutex:
@@ -112,7 +117,7 @@ class _Mutex:
             if not self._held:
                 self._held = True
                 return
-            entry = _new_waiter()
+            entry = _Waiter()
             self._waiters.append(entry)
         try:
             await entry.fut
@@ -133,9 +138,7 @@ class _Mutex:
             if not self._waiters:
                 self._held = False
                 return
-            entry = self._waiters.popleft()
-            entry.state = _SERVED
-            _wake(entry.fut)
+            self._waiters.popleft().wake(_SERVED)
 
 
 class _Channel:
@@ -166,13 +169,12 @@ class _Channel:
             if self._getters:
                 getter = self._getters.popleft()
                 getter.item = item
-                getter.state = _SERVED
-                _wake(getter.fut)
+                getter.wake(_SERVED)
                 return
             if len(self._items) < self._size:
                 self._items.append(item)
                 return
-            entry = _new_waiter(item)
+            entry = _Waiter(item)
             self._putters.append(entry)
         try:
             in_time = await _wait(entry.fut, timeout)
@@ -192,7 +194,7 @@ class _Channel:
                 return item
             if self.done:
                 return _END
-            entry = _new_waiter()
+            entry = _Waiter()
             self._getters.append(entry)
         try:
             await entry.fut
@@ -242,9 +244,8 @@ class _Channel:
         else:
             return _NOTHING
         if putter is not None:
-            putter.state = _SERVED
             putter.item = None
-            _wake(putter.fut)
+            putter.wake(_SERVED)
         return item
 
     def _withdraw(self, waiters: deque[_Waiter], entry: _Waiter) -> bool:
@@ -258,23 +259,10 @@ class _Channel:
     @staticmethod
     def _fail_all(waiters: deque[_Waiter], state: int) -> None:
         while waiters:
-            entry = waiters.popleft()
-            entry.state = state
-            _wake(entry.fut)
+            waiters.popleft().wake(state)
 
 
 # ----- suspension state ----------------------------------------------------------------
-
-
-class _Request:
-    """An outstanding `wait_to_suspend`: its tag filter and the requester's future."""
-
-    __slots__ = ("fired", "fut", "tags")
-
-    def __init__(self, tags: tuple[str, ...], fut: asyncio.Future) -> None:
-        self.tags = tags
-        self.fut = fut
-        self.fired = False
 
 
 def _check_tag(tag: Any) -> None:
@@ -354,9 +342,15 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         #: The interpreter's step loop reads only this: True while a request is outstanding.
         self._suspend_flag = SuspendFlag()
         self._state_lock = threading.Lock()
-        self._request: _Request | None = None
-        self._parked: list[asyncio.Future] | None = None
-        self._parked_for: _Request | None = None
+        # The outstanding request is its requester's future (None: no request), its tag
+        # filter, and whether a gate has taken it. A wave of parked gates is a list of
+        # (future, thread) pairs, with the request it was parked for.
+        self._request: asyncio.Future | None = None
+        self._request_owner = 0  # the thread whose loop awaits the request
+        self._request_tags: tuple[str, ...] = ()
+        self._request_fired = False
+        self._parked: list[tuple[asyncio.Future, int]] | None = None
+        self._parked_for: asyncio.Future | None = None
         self._forward = _Channel(size, "Queue is closed.")
         self._reverse = _Channel(size, "Reverse queue is closed.")
         self._callback_fun = callback
@@ -429,31 +423,41 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             TypeError: a tag is not a string, or `timeout` is not a number.
         """
         for tag in tags:
-            _check_tag(tag)
-        timeout = _check_timeout(timeout, "timeout")
-        request = _Request(tags, asyncio.get_running_loop().create_future())
+            if type(tag) is not str:
+                _check_tag(tag)
+        if timeout is not None:
+            timeout = _check_timeout(timeout, "timeout")
+        request = asyncio.get_running_loop().create_future()
         with self._state_lock:
-            current = self._request
-            if current is not None and not current.fired:
+            if self._request is not None and not self._request_fired:
                 raise StreamStateError("Already waiting for suspend!")
             self._request = request
+            self._request_owner = get_ident()
+            self._request_tags = tags
+            self._request_fired = False
             self._suspend_flag.pending = True
         try:
-            if not await _wait(request.fut, timeout):
+            if timeout is None:
+                await request
+            elif not await _wait(request, timeout):
                 with self._state_lock:
-                    parked = request.fired  # a gate may have parked just as time ran out
+                    # a gate may have parked just as time ran out (only a taken request is ever replaced)
+                    parked = self._request is not request or self._request_fired
                 if not parked:
                     raise TimeoutError(f"the producer did not reach a matching gate within {timeout} seconds")
         except BaseException:
             self._withdraw(request, release=True)
             raise
-        self._withdraw(request, release=False)
+        with self._state_lock:
+            if self._request is request:
+                self._request = None
+                self._suspend_flag.pending = False
 
-    def _withdraw(self, request: _Request, release: bool) -> None:
+    def _withdraw(self, request: asyncio.Future, release: bool) -> None:
         """Clear `request` if it is still the current one.
 
-        With `release` (the requester was cancelled), gates that parked for it
-        are released too: nobody is left who knows they are parked.
+        With `release` (the requester gave up), gates that parked for it are
+        released too: nobody is left who knows they are parked.
         """
         orphans = None
         with self._state_lock:
@@ -463,8 +467,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             self._suspend_flag.pending = False
             if release and self._parked_for is request:
                 orphans, self._parked = self._parked, None
-        for fut in orphans or ():
-            _wake(fut)
+        for fut, owner in orphans or ():
+            _wake(fut, owner)
 
     def resume(self) -> None:
         """Release every parked gate. With nothing parked this does nothing.
@@ -472,9 +476,17 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         Safe to call from any thread.
         """
         with self._state_lock:
-            parked, self._parked = self._parked, None
-        for fut in parked or ():
-            _wake(fut)
+            parked = self._parked
+            if parked is None:
+                return
+            self._parked = None
+        here = get_ident()
+        for fut, owner in parked:
+            if owner == here:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                _wake(fut, owner)
 
     async def _wait_for_continue(self, tag: str | None = None) -> bool:
         """The gate: park here if a pending request matches `tag`, until `resume()`.
@@ -487,25 +499,33 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             request = self._request
             if request is None:
                 return False
-            if request.tags and (tag is None or tag not in request.tags):
+            tags = self._request_tags
+            if tags and (tag is None or tag not in tags):
                 return False
-            if not request.fired and request.fut.done():
+            fired = self._request_fired
+            if not fired and request.done():
                 return False  # the requester was cancelled or timed out: nobody would resume us
+            fut = asyncio.get_running_loop().create_future()
+            here = get_ident()
+            entry = (fut, here)
             parked = self._parked
             if parked is None:
-                parked = self._parked = []
+                parked = self._parked = [entry]
                 self._parked_for = request
-            fut = asyncio.get_running_loop().create_future()
-            parked.append(fut)
-            if not request.fired:
-                request.fired = True
-                _wake(request.fut)
+            else:
+                parked.append(entry)
+            if not fired:
+                self._request_fired = True
+                if self._request_owner == here and not request.done():
+                    request.set_result(None)  # the requester's loop runs right here
+                else:
+                    _wake(request, self._request_owner)
         try:
             await fut
         except BaseException:
             with self._state_lock:
-                if fut in parked:
-                    parked.remove(fut)
+                if entry in parked:
+                    parked.remove(entry)
                     if not parked and self._parked is parked:
                         self._parked = None
             raise
