@@ -20,6 +20,7 @@ cdef class Program:
     cdef public object successor
     cdef public list ops
     cdef public list operands
+    cdef public list landings
     cdef int *cbits
     cdef int *cops
 
@@ -39,12 +40,16 @@ cdef class Stack:
     cdef public list stack
     cdef public Py_ssize_t ovf
 
+    cdef int _push(self, object item) except -1
+    cdef object _pop(self)
+
 
 cdef class InterpretLock:
     cdef public object _owner
-    cdef public object _waiters
+    cdef public list _waiters
 
     cdef bint _try_take(self, object owner)
+    cdef int _release(self) except -1
 
 
 cdef class InterpreterCore:
@@ -63,6 +68,7 @@ cdef class InterpreterCore:
     cdef public object _run_task
     cdef public SuspendFlag _signal
     cdef public bint _force_inline
+    cdef public bint _squashed_loops
     cdef public double _yield_interval
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
@@ -70,13 +76,24 @@ cdef class InterpreterCore:
     cdef object _ready_plan(self, Py_ssize_t row)
     cdef bint _inline_callable(self, Py_ssize_t row)
     cdef object _call_inline(self, Py_ssize_t row, tuple plan)
+    cdef int _push_ret(self, object item) except -1
+    cdef object _pop_ret(self)
+    cdef object _inline_plan(self, Py_ssize_t row)
+    cdef bint _native_ready(self, Py_ssize_t row, int op) except -1
+    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
+    cdef int _enter_frame(self, Py_ssize_t row) except -1
+    cdef int _leave_frame(self) except -1
+    cdef object _subcall_inline(self, Py_ssize_t row)
+    cdef int _native_branch(self, tuple operands) except -1
+    cdef int _native_else(self, tuple operands) except -1
+    cdef int _native_while(self, tuple operands) except -1
+    cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
     cdef int _native_ret(self) except -1
-    cdef object _push_frame(self, Py_ssize_t row)
-    cdef object _pop_frame(self)
-    cpdef Py_ssize_t _descend_current(self) except -1
-    cpdef bint _mark_jump(self)
-    cpdef int _enter_step(self) except -1
-    cpdef bint _leave_step(self) except -1
+    cdef int _c_rebase_to(self, object ptr) except -1
+    cdef Py_ssize_t _c_descend_current(self) except -1
+    cdef bint _c_mark_jump(self)
+    cdef int _c_enter_step(self) except -1
+    cdef bint _c_leave_step(self) except -1

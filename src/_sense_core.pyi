@@ -31,6 +31,10 @@ class Program:
     tags: list[str | None]
     bits: list[int]
     static_plans: list[tuple | None]
+    plan_keys: list[Any]
+    ops: list[int]
+    operands: list[Any]
+    landings: list[list[int] | None]
     addrs: list[tuple[int, ...]]
     row_of: dict[tuple[int, ...], int]
     seg_row: dict[tuple[int, ...], int]
@@ -38,7 +42,7 @@ class Program:
     successor: Program | None
     def __init__(
         self, graph: Any, nodes: list, funcs: list, tags: list, bits: list[int], static_plans: list,
-        addrs: list, row_of: dict, seg_row: dict,
+        plan_keys: list, ops: list[int], operands: list, landings: list, addrs: list, row_of: dict, seg_row: dict,
     ) -> None: ...
     def locate(self, items: list[int]) -> tuple[int, bool]: ...
 
@@ -92,7 +96,15 @@ class InterpreterCore:
     _pending_stop: bool
     _interpret_lock: InterpretLock
     _signal: SuspendFlag
+    _outer_interpreting: bool
+    _force_inline: bool
+    _squashed_loops: bool
     _yield_interval: float
+    def _descend_current(self) -> int: ...
+    def _enter_step(self) -> int: ...
+    def _leave_step(self) -> bool: ...
+    def _mark_jump(self) -> bool: ...
+    def _rebase_to(self, ptr: Any) -> None: ...
     def advance_pointer(self, ptr: PointerVector | None = None) -> bool: ...
     def jump_to(self, addr: list[int]) -> None: ...
     def jump_near(self, addr: int) -> None: ...

@@ -7,8 +7,10 @@ matching fix in the other. See `_sense_core.pxd` for the typed layout.
 """
 
 import asyncio
+import sys
 import threading
-from collections import deque
+
+cimport cython
 from time import monotonic
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -33,6 +35,10 @@ cdef enum:
     C_OP_WHILE = 5
     C_OP_CALLSUB = 6
     C_OP_RET = 7
+    C_OP_TRY = 8
+    C_NATIVE_DONE = 0
+    C_NATIVE_CALL_BODY = 1
+    C_NATIVE_CALL_LOOP_BODY = 2
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
@@ -68,7 +74,7 @@ cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
     def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list plan_keys,
-                 list ops, list operands, list addrs, dict row_of, dict seg_row):
+                 list ops, list operands, list landings, list addrs, dict row_of, dict seg_row):
         cdef Py_ssize_t i
         self.graph = graph
         self.nodes = nodes
@@ -79,6 +85,7 @@ cdef class Program:
         self.plan_keys = plan_keys
         self.ops = ops
         self.operands = operands
+        self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -115,6 +122,7 @@ cdef class Program:
         return row, exact
 
 
+@cython.freelist(64)
 cdef class PointerVector:
     """The program counter: a list of indices, a lazy view over a table row while bound."""
 
@@ -125,11 +133,7 @@ cdef class PointerVector:
 
     @staticmethod
     def _at_row(prog, Py_ssize_t row):
-        cdef PointerVector vec = PointerVector.__new__(PointerVector)
-        vec._items = None
-        vec._row = row
-        vec._prog = prog
-        return vec
+        return _bound_pointer(prog, row)
 
     cdef list _list(self):
         if self._items is None:
@@ -220,6 +224,14 @@ cdef class PointerVector:
         raise ValueError("Cannot delete items from PointerVector")
 
 
+cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row):
+    cdef PointerVector vec = PointerVector.__new__(PointerVector)
+    vec._items = None
+    vec._row = row
+    vec._prog = prog
+    return vec
+
+
 cdef list _offset_far(list base, list offset):
     """Element-wise sum after zero-padding; cut at the first negative coordinate."""
     cdef Py_ssize_t width = max(len(base), len(offset))
@@ -257,11 +269,18 @@ cdef class Stack:
         return len(self.stack) > 0
 
     def push(self, item):
+        self._push(item)
+
+    def pop(self):
+        return self._pop()
+
+    cdef int _push(self, object item) except -1:
         if len(self.stack) >= self.ovf:
             raise OverflowError("Stack overflow")
         self.stack.append(item)
+        return 0
 
-    def pop(self):
+    cdef object _pop(self):
         if not self.stack:
             raise IndexError("Stack is empty")
         return self.stack.pop()
@@ -290,7 +309,7 @@ cdef class InterpretLock:
 
     def __init__(self):
         self._owner = None
-        self._waiters = deque()
+        self._waiters = []
 
     @property
     def owner(self):
@@ -344,14 +363,21 @@ cdef class InterpretLock:
             pass
 
     def async_release(self):
-        waiters = self._waiters
+        self._release()
+
+    cdef int _release(self) except -1:
+        cdef list waiters = self._waiters
+        if not waiters:
+            self._owner = None
+            return 0
         while waiters:
-            fut, owner = waiters.popleft()
+            fut, owner = waiters.pop(0)
             if not fut.done():
                 self._owner = owner
                 fut.set_result(True)
-                return
+                return 0
         self._owner = None
+        return 0
 
     acquire = async_acquire
     release = async_release
@@ -371,14 +397,13 @@ cdef inline object _apply(object func, tuple plan):
     return func(**<dict> plan[1])
 
 
+cdef bint _clashes(object kwargs) except -1:
+    return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
+
+
 cdef object _support():
     from amrita_sense.instructions import _support as support
     return support
-
-
-cdef object _unsafe_flags():
-    from amrita_sense import _unsafe
-    return _unsafe.__flags__
 
 
 cdef class InterpreterCore:
@@ -400,6 +425,7 @@ cdef class InterpreterCore:
         self._run_task = None
         self._signal = NEVER_PENDING
         self._force_inline = False
+        self._squashed_loops = False
         self._yield_interval = 0.001
 
     # ----- pointer resolution and movement -------------------------------------------
@@ -411,16 +437,20 @@ cdef class InterpreterCore:
             return ptr._row
         return self._prog._locate(ptr._list(), exact)
 
-    cpdef Py_ssize_t _descend_current(self) except -1:
+    def _descend_current(self):
+        """Move the pointer onto the row it designates (entering segments) and return it."""
+        return self._c_descend_current()
+
+    cdef Py_ssize_t _c_descend_current(self) except -1:
         """Move the pointer onto the row it designates (entering segments) and return it."""
         cdef bint exact = False
         cdef Py_ssize_t row = self._locate_current(&exact)
         if row < 0:
             raise NullPointerException(f"address {self._pointer._list()} not found")
-        if self._prog.cbits[row] & C_ROW_EMPTY:
-            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         if not exact:
             self._pointer._set_row(self._prog, row)
+        if self._prog.cbits[row] & C_ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         return row
 
     cdef bint _advance(self, PointerVector ptr) except -1:
@@ -437,10 +467,14 @@ cdef class InterpreterCore:
             if row < 0:
                 return self._prog.graph.calc.advance(ptr)
         if not exact:
-            ptr._set_row(self._prog, row)
+            items.append(0)
             return True
         if row + 1 < self._prog.nrows:
-            ptr._set_row(self._prog, row + 1)
+            landing = self._prog.landings[row + 1]
+            if landing is None:
+                ptr._set_row(self._prog, row + 1)
+            else:
+                ptr._items = list(landing)
             return True
         ptr._items = []
         return False
@@ -451,12 +485,17 @@ cdef class InterpreterCore:
 
     def _rebase_to(self, ptr):
         """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        self._c_rebase_to(ptr)
+
+    cdef int _c_rebase_to(self, object ptr) except -1:
+        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
         cdef PointerVector other
         if isinstance(ptr, PointerVector) and (<PointerVector> ptr)._items is None:
             other = <PointerVector> ptr
             self._pointer._set_row(other._prog, other._row)
         else:
             self._pointer._items = list(ptr)
+        return 0
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -466,7 +505,11 @@ cdef class InterpreterCore:
         self._prog = prog
         self._plans = None
 
-    cpdef bint _mark_jump(self):
+    def _mark_jump(self):
+        """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
+        return self._c_mark_jump()
+
+    cdef bint _c_mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
         cdef int bits = self._flag_bits
         if bits & C_FLAG_JMP:
@@ -486,41 +529,42 @@ cdef class InterpreterCore:
     def jump_to(self, addr):
         """Jump to an absolute address; `NullPointerException` if nothing is there."""
         cdef bint exact = False
-        if not self._mark_jump():
+        if self._flag_bits & C_FLAG_JMP:
             return
         addr = list(addr)
         if self._prog._locate(addr, &exact) < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
+        self._c_mark_jump()
         self._move_to(addr)
 
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._move_to(list(offset))
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             ptr = self._pointer
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
@@ -583,6 +627,67 @@ cdef class InterpreterCore:
         return _apply(func, plan)
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
+    # (see the twin for the protocol: ops run only when every called node is ready to
+    # run synchronously; a called node that jumped makes the loop finish the op.)
+
+    cdef int _push_ret(self, object item) except -1:
+        stack = self._ret_addr_stack
+        if type(stack) is Stack:
+            return (<Stack> stack)._push(item)
+        stack.push(item)
+        return 0
+
+    cdef object _pop_ret(self):
+        stack = self._ret_addr_stack
+        if type(stack) is Stack:
+            return (<Stack> stack)._pop()
+        return stack.pop()
+
+    cdef object _inline_plan(self, Py_ssize_t row):
+        """The plan of `row` when it can run synchronously right now, else None."""
+        plan = self._ready_plan(row)
+        if plan is not None and self._inline_callable(row):
+            return plan
+        return None
+
+    cdef bint _native_ready(self, Py_ssize_t row, int op) except -1:
+        """True when the opcode of `row` can run natively now."""
+        cdef tuple operands
+        if op == C_OP_BRANCH or op == C_OP_WHILE:
+            if op == C_OP_WHILE and self._squashed_loops:
+                return False
+            operands = self._prog.operands[row]
+            return self._inline_plan(operands[0]) is not None and self._inline_plan(operands[1]) is not None
+        if op == C_OP_ELSE:
+            return self._inline_plan((<tuple> self._prog.operands[row])[0]) is not None
+        return True
+
+    async def _finish_native(self, int status, tuple operands):
+        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
+        do_offset = operands[4]
+        if status == C_NATIVE_CALL_BODY:
+            await self.call_offset(do_offset)
+            return
+        try:
+            await self.call_offset(do_offset)
+        except BreakLoop:
+            pass
+
+    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
+        operands = self._prog.operands[row]
+        if op == C_OP_JUMP:
+            self._native_jump(operands)
+        elif op == C_OP_BRANCH:
+            return self._native_branch(operands)
+        elif op == C_OP_ELSE:
+            self._native_else(operands)
+        elif op == C_OP_WHILE:
+            return self._native_while(operands)
+        elif op == C_OP_CALLSUB:
+            self._native_callsub(row, operands)
+        elif op == C_OP_RET:
+            self._native_ret()
+        return C_NATIVE_DONE
 
     cdef int _goto(self, tuple target) except -1:
         """Point at a jump-target descriptor `(row, exact, address)`."""
@@ -594,138 +699,182 @@ cdef class InterpreterCore:
         return 0
 
     cdef int _native_jump(self, tuple target) except -1:
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._goto(target)
         return 0
 
-    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1:
-        node = self._prog.nodes[row]
-        if node._frm_addr is None:
-            node._frm_addr = list(self._pointer._list())
-        self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
-        self._native_jump(target)
-        return 0
-
-    cdef int _native_ret(self) except -1:
-        saved = self._ret_addr_stack.pop()
-        self._flag_bits &= ~C_FLAG_HLT
-        self._rebase_to(saved.base_addr)
-        return 0
-
-    cdef object _push_frame(self, Py_ssize_t row):
-        self._ret_addr_stack.push(self._pointer)
-        self._pointer = PointerVector._at_row(self._prog, row)
+    cdef int _enter_frame(self, Py_ssize_t row) except -1:
+        """The first half of `call_sub` of a row: save the pointer and point at the row."""
+        self._push_ret(self._pointer)
+        self._pointer = _bound_pointer(self._prog, row)
         self._outer_interpreting = True
+        return 0
 
-    cdef object _pop_frame(self):
+    cdef int _leave_frame(self) except -1:
+        """The second half: restore the saved pointer unless the called node jumped."""
         self._outer_interpreting = False
-        saved = self._ret_addr_stack.pop()
+        saved = self._pop_ret()
         if not self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_HLT
-            self._rebase_to(saved)
+            self._c_rebase_to(saved)
+        return 0
 
-    async def _subcall(self, Py_ssize_t row):
-        """`call_sub` of a known row: push the pointer, run the node there, restore unless it jumped."""
-        self._push_frame(row)
+    cdef object _subcall_inline(self, Py_ssize_t row):
+        """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
+        plan = self._inline_plan(row)
+        self._enter_frame(row)
         try:
-            plan = self._ready_plan(row)
-            if plan is None:
-                return await self._run_row(row)
-            if self._inline_callable(row):
-                return self._call_inline(row, plan)
-            return await self._call_with_plan(row, plan)
+            return self._call_inline(row, plan)
         finally:
-            self._pop_frame()
+            self._leave_frame()
 
-    async def _native_branch(self, tuple operands):
+    cdef int _native_branch(self, tuple operands) except -1:
         cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
         try:
-            taken = await self._subcall(cond)
+            taken = self._subcall_inline(cond)
         except InterruptKeepContext:
             _support().resume_offset(self, false_offset)
             raise
         if self._flag_bits & C_FLAG_JMP:
-            if taken:
-                await self.call_offset(do_offset)
-            return None
+            return C_NATIVE_CALL_BODY if taken else C_NATIVE_DONE
         if not taken:
             self._native_jump(false_target)
-            return None
+            return C_NATIVE_DONE
         try:
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
         self._native_jump(then_target)
-        return None
+        return C_NATIVE_DONE
 
-    async def _native_else(self, tuple operands):
+    cdef int _native_else(self, tuple operands) except -1:
         body, then_target, then_offset = operands
         try:
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_offset(self, then_offset)
             raise
         self._native_jump(then_target)
-        return None
+        return 0
 
-    async def _native_while(self, Py_ssize_t row, tuple operands):
-        if _unsafe_flags().SQUASHED_LOOP:
-            return await self._run_row(row)
+    cdef int _native_while(self, tuple operands) except -1:
         cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
         try:
-            truthy = await self._subcall(cond)
+            truthy = self._subcall_inline(cond)
         except InterruptKeepContext:
             _support().resume_near(self, else_slot)
             raise
         if not truthy:
             self._native_jump(exit_)
-            return None
+            return C_NATIVE_DONE
+        if self._flag_bits & C_FLAG_JMP:
+            return C_NATIVE_CALL_LOOP_BODY
         try:
-            if self._flag_bits & C_FLAG_JMP:
-                await self.call_offset(do_offset)
-                return None
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_near(self, checkup_slot)
             raise
         except BreakLoop:
             self._native_jump(exit_)
-            return None
+            return C_NATIVE_DONE
         self._native_jump(checkup)
-        return None
+        return C_NATIVE_DONE
 
-    async def _run_native(self, Py_ssize_t row, int op):
-        operands = self._prog.operands[row]
-        if op == C_OP_NOP:
-            return None
-        if op == C_OP_JUMP:
-            self._native_jump(operands)
-            return None
-        if op == C_OP_BRANCH:
-            return await self._native_branch(operands)
-        if op == C_OP_ELSE:
-            return await self._native_else(operands)
-        if op == C_OP_WHILE:
-            return await self._native_while(row, operands)
-        if op == C_OP_CALLSUB:
-            self._native_callsub(row, operands)
-            return None
-        self._native_ret()
-        return None
+    cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1:
+        """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,
+        and exception keywords, if any, cannot change the plan (the node takes no parameters)."""
+        if self._flag_bits & C_FLAG_JMP or self._inline_plan(row) is None:
+            return False
+        return not with_exc or (self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs))
+
+    async def _native_try(self, Py_ssize_t row, tuple operands):
+        node = self._prog.nodes[row]
+        cdef dict rows = operands[0]
+        cdef bint as_subcall = self._outer_interpreting
+        cdef Py_ssize_t target
+        try:
+            try:
+                slot = node._do_node_addr
+                target = rows[slot]
+                if self._near_inline(target, False):
+                    plan = self._inline_plan(target)
+                    self._enter_frame(target)
+                    try:
+                        # called here, not through _call_inline, so a raised exception is caught
+                        # in this frame without Cython adding traceback entries on the way
+                        if self._prog.cbits[target] & C_ROW_PRECHECK:
+                            self._prog.nodes[target]._pre_check(self)
+                        func = self._prog.funcs[target]
+                        args = (<tuple> plan)[0]
+                        if args is not None:
+                            func(*<tuple> args)
+                        else:
+                            func(**<dict> (<tuple> plan)[1])
+                    finally:
+                        self._leave_frame()
+                else:
+                    await self.call_near(slot)
+            except BaseException as exc_val:
+                slot = node._handler_for(self, exc_val)
+                if slot is None:
+                    raise
+                exc_type, _, exc_tb = sys.exc_info()
+                target = rows[slot]
+                if self._near_inline(target, True):
+                    self._subcall_inline(target)
+                else:
+                    await self.call_near(slot, exc_type=exc_type, exc_val=exc_val, exc_tb=exc_tb)
+            else:
+                slot = node._else_addr
+                if slot is not None:
+                    target = rows[slot]
+                    if self._near_inline(target, False):
+                        self._subcall_inline(target)
+                    else:
+                        await self.call_near(slot)
+            finally:
+                slot = node._finally_addr
+                if slot is not None:
+                    target = rows[slot]
+                    if self._near_inline(target, False):
+                        self._subcall_inline(target)
+                    else:
+                        await self.call_near(slot)
+        except InterruptKeepContext:
+            _support().resume_near(self, node._escape_addr)
+            raise
+        if not as_subcall:
+            self._native_jump(operands[1])
+
+    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1:
+        node = self._prog.nodes[row]
+        if node._frm_addr is None:
+            node._frm_addr = list(self._pointer._list())
+            self._push_ret(_bound_pointer(self._prog, row))
+        else:
+            self._push_ret(PointerVector(list(node._frm_addr)))
+        self._native_jump(target)
+        return 0
+
+    cdef int _native_ret(self) except -1:
+        saved = self._pop_ret()
+        self._flag_bits &= ~C_FLAG_HLT
+        self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
+        return 0
 
     async def _run_row(self, Py_ssize_t row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
         cdef Program prog = self._prog
-        cdef int bits = prog.cbits[row]
         if self._signal.pending:
             await self._gate(prog.tags[row])
-        if bits & C_ROW_PRECHECK:
+        if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = await self._plan_for(row)
         if (<tuple> plan)[2]:
             return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
         func = prog.funcs[row]
+        cdef int bits = prog.cbits[row]
         if bits & C_ROW_CORO:
             return await _apply(func, plan)
         if bits & C_ROW_THREAD and not self._force_inline:
@@ -734,7 +883,11 @@ cdef class InterpreterCore:
 
     # ----- the main loop ---------------------------------------------------------------
 
-    cpdef int _enter_step(self) except -1:
+    def _enter_step(self):
+        """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
+        return self._c_enter_step()
+
+    cdef int _c_enter_step(self) except -1:
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
         if self._prog.successor is not None:
             self._adopt_successor()
@@ -749,7 +902,11 @@ cdef class InterpreterCore:
             return C_STEP_SKIPPED if self._advance(self._pointer) else C_STEP_END
         return C_STEP_RAN
 
-    cpdef bint _leave_step(self) except -1:
+    def _leave_step(self):
+        """After a node ran: consume a marked jump or advance. False when the run is over."""
+        return self._c_leave_step()
+
+    cdef bint _c_leave_step(self) except -1:
         """After a node ran: consume a marked jump or advance. False when the run is over."""
         if self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_JMP
@@ -760,7 +917,7 @@ cdef class InterpreterCore:
         """What one main-loop step executes: the middleware, or the node at the pointer."""
         if self._middleware is not None:
             return await self._middleware(self)
-        return await self._run_row(self._descend_current())
+        return await self._run_row(self._c_descend_current())
 
     async def _take_lock(self):
         if not self._interpret_lock._try_take(self._run_task):
@@ -771,7 +928,7 @@ cdef class InterpreterCore:
         cdef InterpretLock lock = self._interpret_lock
         cdef Py_ssize_t steps = 0
         cdef Py_ssize_t row
-        cdef int state, op
+        cdef int state, op, status
         cdef double last_yield = monotonic()
         cdef double now
         while True:
@@ -783,24 +940,26 @@ cdef class InterpreterCore:
             if not lock._try_take(self._run_task):
                 await lock._park(self._run_task, None)
             try:
-                state = self._enter_step()
+                state = self._c_enter_step()
                 if state == C_STEP_END:
                     return
                 if state == C_STEP_RAN:
                     if self._middleware is not None:
                         await self._middleware(self)
                     else:
-                        row = self._descend_current()
+                        row = self._c_descend_current()
                         op = self._prog.cops[row]
                         if op != C_OP_CALL and not self._signal.pending:
                             if op == C_OP_NOP:
                                 pass
-                            elif op == C_OP_JUMP:
-                                self._native_jump(self._prog.operands[row])
-                            elif op == C_OP_RET:
-                                self._native_ret()
+                            elif op == C_OP_TRY:
+                                await self._native_try(row, self._prog.operands[row])
+                            elif not self._native_ready(row, op):
+                                await self._run_row(row)
                             else:
-                                await self._run_native(row, op)
+                                status = self._run_native_sync(row, op)
+                                if status != C_NATIVE_DONE:
+                                    await self._finish_native(status, self._prog.operands[row])
                         else:
                             plan = self._ready_plan(row)
                             if plan is None:
@@ -809,10 +968,10 @@ cdef class InterpreterCore:
                                 self._call_inline(row, plan)
                             else:
                                 await self._call_with_plan(row, plan)
-                    if not self._leave_step():
+                    if not self._c_leave_step():
                         return
             finally:
-                lock.async_release()
+                lock._release()
             steps += 1
             if steps % CHECK_CLOCK_EVERY == 0:
                 now = monotonic()

@@ -432,20 +432,12 @@ def test_advance_pointer_matches_the_calculator():
         assert mine == reference, start
 
 
-ONE_LEVEL_AT_A_TIME = pytest.mark.xfail(
-    strict=True,
-    reason="engine discrepancy (semantics rule 11): advance enters a new segment one level at a time; "
-    "the cores jump straight to the next node row",
-)
-
-
 def nested_graph():
     """`[a, ((b, c), d), e]`: slot 1 starts with a nested segment."""
     a, b, c, d, e = (rec([], name) for name in "abcde")
     return NodeCompose(a, NodeCompose(NodeCompose(b, c), d), e).render()
 
 
-@ONE_LEVEL_AT_A_TIME
 def test_advance_pointer_enters_one_level_at_a_time():
     interp = WorkflowInterpreter(nested_graph())
     visited = [list(interp._pointer)]
@@ -454,7 +446,6 @@ def test_advance_pointer_enters_one_level_at_a_time():
     assert visited == [[0], [1, 0], [1, 0, 0], [1, 0, 1], [1, 1], [2]]
 
 
-@ONE_LEVEL_AT_A_TIME
 def test_advance_pointer_on_a_given_vector_enters_one_level_at_a_time():
     interp = WorkflowInterpreter(nested_graph())
     for start, expected in (([0], [1, 0]), ([1], [1, 0]), ([1, 0], [1, 0, 0]), ([1, 1], [2])):
@@ -463,7 +454,6 @@ def test_advance_pointer_on_a_given_vector_enters_one_level_at_a_time():
         assert list(ptr) == expected, start
 
 
-@ONE_LEVEL_AT_A_TIME
 def test_advance_pointer_matches_the_calculator_on_nested_segments():
     graph = NodeCompose(
         rec([], "a"),
@@ -479,7 +469,6 @@ def test_advance_pointer_matches_the_calculator_on_nested_segments():
         assert mine == reference, start
 
 
-@ONE_LEVEL_AT_A_TIME
 @pytest.mark.asyncio
 async def test_middleware_sees_the_pointer_before_the_node_call_descends():
     seen = []
@@ -493,11 +482,6 @@ async def test_middleware_sees_the_pointer_before_the_node_call_descends():
     assert seen == [([0], [0]), ([1, 0], [1, 0, 0]), ([1, 0, 1], [1, 0, 1]), ([1, 1], [1, 1]), ([2], [2])]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine discrepancy (semantics rules 12 and 52): the node call descends into the segment "
-    "before it finds the empty one, so the panic leaves the pointer there; the cores leave it at the outer slot",
-)
 @pytest.mark.asyncio
 async def test_panic_on_an_empty_nested_segment_leaves_the_pointer_on_it():
     interp = WorkflowInterpreter(NodeCompose(NodeCompose(NodeCompose()), rec([], "b")).render())

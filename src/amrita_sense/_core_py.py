@@ -12,6 +12,7 @@ counter (`PointerVector`, a lazy view over a table row), the return stack
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections import deque
@@ -37,6 +38,11 @@ OP_ELSE = 4
 OP_WHILE = 5
 OP_CALLSUB = 6
 OP_RET = 7
+OP_TRY = 8
+
+NATIVE_DONE = 0
+NATIVE_CALL_BODY = 1
+NATIVE_CALL_LOOP_BODY = 2
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -71,11 +77,13 @@ class Program:
     """
 
     __slots__ = (
-        "addrs", "bits", "funcs", "graph", "nodes", "nrows", "operands", "ops", "plan_keys", "row_of", "seg_row",
-        "static_plans", "successor", "tags",
+        "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "plan_keys", "row_of",
+        "seg_row", "static_plans", "successor", "tags",
     )
 
-    def __init__(self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, ops, operands, addrs, row_of, seg_row):
+    def __init__(
+        self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, ops, operands, landings, addrs, row_of, seg_row
+    ):
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
@@ -85,6 +93,7 @@ class Program:
         self.plan_keys = plan_keys
         self.ops = ops
         self.operands = operands
+        self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
         self.seg_row = seg_row
@@ -388,16 +397,14 @@ def _current_task():
         return None
 
 
+def _clashes(kwargs):
+    return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
+
+
 def _support():
     from amrita_sense.instructions import _support as support
 
     return support
-
-
-def _unsafe_flags():
-    from amrita_sense import _unsafe
-
-    return _unsafe.__flags__
 
 
 class InterpreterCore:
@@ -424,6 +431,7 @@ class InterpreterCore:
         "_ret_addr_stack",
         "_run_task",
         "_signal",
+        "_squashed_loops",
         "_yield_interval",
     )
 
@@ -443,6 +451,7 @@ class InterpreterCore:
         self._run_task = None
         self._signal = NEVER_PENDING
         self._force_inline = False
+        self._squashed_loops = False
         self._yield_interval = 0.001
 
     # ----- pointer resolution and movement -------------------------------------------
@@ -459,10 +468,10 @@ class InterpreterCore:
         row, exact = self._locate_current()
         if row < 0:
             raise NullPointerException(f"address {self._pointer._list()} not found")
-        if self._prog.bits[row] & ROW_EMPTY:
-            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         if not exact:
             self._pointer._set_row(self._prog, row)
+        if self._prog.bits[row] & ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         return row
 
     def advance_pointer(self, ptr=None):
@@ -479,10 +488,14 @@ class InterpreterCore:
             if row < 0:
                 return self._prog.graph.calc.advance(ptr)
         if not exact:
-            ptr._set_row(self._prog, row)
+            items.append(0)
             return True
         if row + 1 < self._prog.nrows:
-            ptr._set_row(self._prog, row + 1)
+            landing = self._prog.landings[row + 1]
+            if landing is None:
+                ptr._set_row(self._prog, row + 1)
+            else:
+                ptr._items = list(landing)
             return True
         ptr._items = []
         return False
@@ -520,12 +533,13 @@ class InterpreterCore:
 
     def jump_to(self, addr):
         """Jump to an absolute address; `NullPointerException` if nothing is there."""
-        if not self._mark_jump():
+        if self._flag_bits & FLAG_JMP:
             return
         addr = list(addr)
         row, _ = self._prog.locate(addr)
         if row < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
+        self._mark_jump()
         self._move_to(addr)
 
     def jump_near(self, addr):
@@ -652,10 +666,13 @@ class InterpreterCore:
 
     async def _run_fast(self, row):
         """`_run_row` with the cached-plan path and the native opcodes inlined."""
-        prog = self._prog
-        op = prog.ops[row]
+        op = self._prog.ops[row]
         if op != OP_CALL and not self._signal.pending:
-            return await self._run_native(row, op)
+            if op == OP_NOP:
+                return None
+            if self._native_ready(row, op):
+                return await self._run_native(row, op)
+            return await self._run_row(row)
         plan = self._ready_plan(row)
         if plan is None:
             return await self._run_row(row)
@@ -675,22 +692,66 @@ class InterpreterCore:
         return func(*args) if args is not None else func(**kwargs)
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
+    #
+    # An opcode runs only when every node it calls can run synchronously with a ready
+    # plan; otherwise the node's own Python function runs (`_run_row`). If a called
+    # node jumped, the op returns NATIVE_CALL_BODY and the loop finishes the way the
+    # Python function would: `call_offset(do_offset)` relative to the new pointer.
+
+    def _inline_plan(self, row):
+        """The plan of `row` when it can run synchronously right now, else None."""
+        plan = self._ready_plan(row)
+        if plan is None:
+            return None
+        bits = self._prog.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline):
+            return None
+        return plan
+
+    def _native_ready(self, row, op):
+        """True when the opcode of `row` can run natively now."""
+        if op == OP_BRANCH or op == OP_WHILE:
+            if op == OP_WHILE and self._squashed_loops:
+                return False
+            operands = self._prog.operands[row]
+            return self._inline_plan(operands[0]) is not None and self._inline_plan(operands[1]) is not None
+        if op == OP_ELSE:
+            return self._inline_plan(self._prog.operands[row][0]) is not None
+        return True
 
     async def _run_native(self, row, op):
+        if op == OP_TRY:
+            return await self._native_try(row, self._prog.operands[row])
+        status = self._run_native_sync(row, op)
+        if status != NATIVE_DONE:
+            await self._finish_native(status, self._prog.operands[row])
+
+    async def _finish_native(self, status, operands):
+        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
+        do_offset = operands[4]
+        if status == NATIVE_CALL_BODY:
+            await self.call_offset(do_offset)
+            return
+        try:
+            await self.call_offset(do_offset)
+        except BreakLoop:
+            pass
+
+    def _run_native_sync(self, row, op):
         operands = self._prog.operands[row]
-        if op == OP_NOP:
-            return None
         if op == OP_JUMP:
-            return self._native_jump(operands)
-        if op == OP_BRANCH:
-            return await self._native_branch(operands)
-        if op == OP_ELSE:
-            return await self._native_else(operands)
-        if op == OP_WHILE:
-            return await self._native_while(row, operands)
-        if op == OP_CALLSUB:
-            return self._native_callsub(row, operands)
-        return self._native_ret(row)
+            self._native_jump(operands)
+        elif op == OP_BRANCH:
+            return self._native_branch(operands)
+        elif op == OP_ELSE:
+            self._native_else(operands)
+        elif op == OP_WHILE:
+            return self._native_while(operands)
+        elif op == OP_CALLSUB:
+            self._native_callsub(row, operands)
+        elif op == OP_RET:
+            self._native_ret()
+        return NATIVE_DONE
 
     def _goto(self, target):
         """Point at a jump-target descriptor `(row, exact, address)`."""
@@ -704,17 +765,15 @@ class InterpreterCore:
         if self._mark_jump():
             self._goto(target)
 
-    async def _subcall(self, row):
-        """`call_sub` of a known row: push the pointer, run the node there, restore unless it jumped."""
+    def _subcall_inline(self, row):
+        """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
+        plan = self._inline_plan(row)
         stack = self._ret_addr_stack
         stack.push(self._pointer)
         self._pointer = PointerVector._at_row(self._prog, row)
         self._outer_interpreting = True
         try:
-            plan = self._ready_plan(row)
-            if plan is None:
-                return await self._run_row(row)
-            return await self._call_with_plan(row, plan)
+            return self._call_inline(row, plan)
         finally:
             self._outer_interpreting = False
             saved = stack.pop()
@@ -722,74 +781,117 @@ class InterpreterCore:
                 self._flag_bits &= ~FLAG_HLT
                 self._rebase_to(saved)
 
-    async def _native_branch(self, operands):
+    def _call_inline(self, row, plan):
+        prog = self._prog
+        if prog.bits[row] & ROW_PRECHECK:
+            prog.nodes[row]._pre_check(self)
+        args, kwargs, _ = plan
+        func = prog.funcs[row]
+        return func(*args) if args is not None else func(**kwargs)
+
+    def _native_branch(self, operands):
         cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
         try:
-            taken = await self._subcall(cond)
+            taken = self._subcall_inline(cond)
         except InterruptKeepContext:
             _support().resume_offset(self, false_offset)
             raise
         if self._flag_bits & FLAG_JMP:
-            if taken:
-                await self.call_offset(do_offset)
-            return None
+            return NATIVE_CALL_BODY if taken else NATIVE_DONE
         if not taken:
             self._native_jump(false_target)
-            return None
+            return NATIVE_DONE
         try:
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
         self._native_jump(then_target)
-        return None
+        return NATIVE_DONE
 
-    async def _native_else(self, operands):
+    def _native_else(self, operands):
         body, then_target, then_offset = operands
         try:
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_offset(self, then_offset)
             raise
         self._native_jump(then_target)
 
-    async def _native_while(self, row, operands):
-        if _unsafe_flags().SQUASHED_LOOP:
-            return await self._run_row(row)
+    def _native_while(self, operands):
         cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
         try:
-            truthy = await self._subcall(cond)
+            truthy = self._subcall_inline(cond)
         except InterruptKeepContext:
             _support().resume_near(self, else_slot)
             raise
         if not truthy:
             self._native_jump(exit_)
-            return None
+            return NATIVE_DONE
+        if self._flag_bits & FLAG_JMP:
+            return NATIVE_CALL_LOOP_BODY
         try:
-            if self._flag_bits & FLAG_JMP:
-                await self.call_offset(do_offset)
-                return None
-            await self._subcall(body)
+            self._subcall_inline(body)
         except InterruptKeepContext:
             _support().resume_near(self, checkup_slot)
             raise
         except BreakLoop:
             self._native_jump(exit_)
-            return None
+            return NATIVE_DONE
         self._native_jump(checkup)
-        return None
+        return NATIVE_DONE
+
+    def _near_inline(self, row, with_exc):
+        """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,
+        and exception keywords, if any, cannot change the plan (the node takes no parameters)."""
+        if self._flag_bits & FLAG_JMP or self._inline_plan(row) is None:
+            return False
+        return not with_exc or (self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs))
+
+    async def _near_call(self, slot, rows, exc_kwargs):
+        row = rows[slot]
+        if self._near_inline(row, exc_kwargs is not None):
+            return self._subcall_inline(row)
+        return await self.call_near(slot, **(exc_kwargs or {}))
+
+    async def _native_try(self, row, operands):
+        node = self._prog.nodes[row]
+        rows, escape = operands
+        as_subcall = self._outer_interpreting
+        try:
+            try:
+                await self._near_call(node._do_node_addr, rows, None)
+            except BaseException as exc_val:
+                handler = node._handler_for(self, exc_val)
+                if handler is None:
+                    raise
+                exc_type, _, exc_tb = sys.exc_info()
+                await self._near_call(handler, rows, {"exc_type": exc_type, "exc_val": exc_val, "exc_tb": exc_tb})
+            else:
+                if node._else_addr is not None:
+                    await self._near_call(node._else_addr, rows, None)
+            finally:
+                if node._finally_addr is not None:
+                    await self._near_call(node._finally_addr, rows, None)
+        except InterruptKeepContext:
+            _support().resume_near(self, node._escape_addr)
+            raise
+        if not as_subcall:
+            self._native_jump(escape)
 
     def _native_callsub(self, row, target):
         node = self._prog.nodes[row]
         if node._frm_addr is None:
             node._frm_addr = list(self._pointer._list())
-        self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
+            self._ret_addr_stack.push(PointerVector._at_row(self._prog, row))
+        else:
+            self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
         self._native_jump(target)
 
-    def _native_ret(self, row):
+    def _native_ret(self):
         saved = self._ret_addr_stack.pop()
         self._flag_bits &= ~FLAG_HLT
-        self._rebase_to(saved.base_addr)
+        self._rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
 
     async def _take_lock(self):
         lock = self._interpret_lock

@@ -19,6 +19,7 @@ OP_ELSE = 4
 OP_WHILE = 5
 OP_CALLSUB = 6
 OP_RET = 7
+OP_TRY = 8
 
 Locate = Callable[[list], tuple]
 
@@ -88,13 +89,27 @@ def _compile_ret(node: Any, addr: tuple, locate: Locate) -> tuple:
     return OP_RET, None
 
 
+def _slot_row(locate: Locate, addr: tuple, slot: int | None) -> int:
+    return -1 if slot is None else _callee(locate, _near(addr, slot))
+
+
+def _compile_try(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    slots = [node._do_node_addr, node._else_addr, node._finally_addr]
+    slots += [slot for _, slot in node._catch_addr_chain]
+    rows = {slot: _slot_row(locate, addr, slot) for slot in slots if slot is not None}
+    if any(row < 0 for row in rows.values()):
+        return None
+    escape = _target(locate, _near(addr, node._escape_addr))
+    return OP_TRY, (rows, escape)
+
+
 _COMPILERS: dict[type, Callable] | None = None
 
 
 def _compilers() -> dict[type, Callable]:
     global _COMPILERS
     if _COMPILERS is None:
-        from amrita_sense.instructions import if_clause, jump, ret2
+        from amrita_sense.instructions import if_clause, jump, ret2, try_catch
         from amrita_sense.instructions.loop import while_clause
 
         _COMPILERS = {
@@ -105,6 +120,7 @@ def _compilers() -> dict[type, Callable]:
             if_clause.ELSENode: _compile_else,
             ret2._CallNode: _compile_call,
             ret2._RetNode: _compile_ret,
+            try_catch.TryNode: _compile_try,
         }
     return _COMPILERS
 

@@ -42,6 +42,15 @@ def _plan_key(node: Any) -> Any:
     return getattr(func, "__func__", func)
 
 
+def _common_prefix(a: tuple, b: tuple) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class _TableBuilder:
     def __init__(self) -> None:
         self.nodes: list = []
@@ -70,6 +79,17 @@ class _TableBuilder:
         if row is not None:
             return row, True
         return self.seg_row.get(key, -1), False
+
+    def landings(self) -> list:
+        """Per row, the address plain advancement from the previous row lands on, when that is a
+        segment above the row (advancement enters one level at a time); None for the row itself."""
+        result: list = [None] * len(self.addrs)
+        for row in range(1, len(self.addrs)):
+            before, here = self.addrs[row - 1], self.addrs[row]
+            depth = _common_prefix(before, here) + 2
+            if depth < len(here):
+                result[row] = list(here[:depth])
+        return result
 
     def compile_ops(self) -> tuple[list[int], list]:
         ops: list[int] = []
@@ -101,5 +121,5 @@ def build_program(graph: Any) -> Any:
     ops, operands = builder.compile_ops()
     return _core.Program(
         graph, builder.nodes, builder.funcs, builder.tags, builder.bits, builder.static_plans,
-        builder.plan_keys, ops, operands, builder.addrs, builder.row_of, builder.seg_row,
+        builder.plan_keys, ops, operands, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,
     )

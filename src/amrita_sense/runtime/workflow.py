@@ -34,6 +34,10 @@ from amrita_sense.exceptions import (
 )
 from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
+from amrita_sense.hook._inject import (
+    FactoryGroup, NodeEntry, ScopeChain, Session, Unresolved, callable_name, finish_plain, gather_all, match,
+    resolve_group, split_cacheable, start_plain,
+)
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
@@ -466,23 +470,27 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @property
     def args_hash(self) -> int:
+        """Fingerprint of the type names in the injection pools (part of the DI cache key)."""
         return self._di_cache.args_hash
 
     @property
     def args_hash_trustable(self) -> bool:
+        """False after the pools were reassigned, until `rehash_args()`; the DI cache is bypassed meanwhile."""
         return self._di_cache.hash_trustable
 
     def rehash_args(self) -> None:
         """Fingerprint the pools again and trust the DI cache; clear it if the fingerprint moved."""
-        previous = self._di_cache.args_hash
-        self._di_cache.args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
-        self._di_cache.hash_trustable = True
-        if previous != self._di_cache.args_hash:
-            self._di_cache.payload.clear()
-            self._plans = None
+        cache = self._di_cache
+        previous = cache.args_hash
+        cache.args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
+        cache.hash_trustable = True
+        if previous != cache.args_hash:
+            cache.payload.clear()
+        self._plans = None
+        self._plans_valid = not __flags__.WORKFLOW_DI_NO_CACHE
 
     def _pools(self, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple[tuple, dict]:
-        args = self._ava_args_v + extra_args if extra_args else self._ava_args_v
+        args = self._ava_args_v + tuple(extra_args) if extra_args else self._ava_args_v
         if not extra_kwargs:
             return args, self._ava_kwargs_v
         clash = [k for k in extra_kwargs if k in self._ava_kwargs_v]
@@ -490,72 +498,155 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             raise DependsInjectFailed("Cannot override existing kwargs: {}".format(", ".join(clash)))
         return args, {**self._ava_kwargs_v, **extra_kwargs}
 
-    async def _make_plan(self, node: BaseNode, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple:
-        """Resolve `node`'s parameters from the pools: `(args, kwargs, per_call_factories)`."""
+    async def _make_plan(
+        self, node: BaseNode, extra_args: tuple | None, extra_kwargs: dict | None, no_cache: bool = False
+    ) -> tuple:
+        """`(args, kwargs, per_call_factories)` for calling `node`; exactly one of args / kwargs is not None."""
         args, kwargs = self._pools(extra_args, extra_kwargs)
-        static, factories = await self._rslv_node_static(node, args, kwargs)
-        call_args, call_kwargs = _call_form(node.func, static)
-        return call_args, call_kwargs, factories
+        extra = bool(extra_args or extra_kwargs)
+        entry = await self._plan_entry(node, args, kwargs, extra, no_cache)
+        return entry.instantiate(args, kwargs, extra)
+
+    async def _plan_entry(self, node: BaseNode, args: tuple, kwargs: dict, extra: bool, no_cache: bool) -> NodeEntry:
+        """The node function's plan from the DI cache (keyed by function and pool fingerprint), built on a miss."""
+        cache = self._di_cache
+        if no_cache or __flags__.WORKFLOW_DI_NO_CACHE or not cache.hash_trustable:
+            return await self._build_plan_entry(node, args, kwargs)
+        key = hash((id(node.func), _fingerprint_args(args, kwargs) if extra else cache.args_hash))
+        entry = cache.payload.get(key)
+        if entry is None or getattr(entry, "func", None) is not node.func:
+            entry = await self._build_plan_entry(node, args, kwargs)
+            cache.payload[key] = entry
+        return entry
+
+    async def _build_plan_entry(self, node: BaseNode, args: tuple, kwargs: dict) -> NodeEntry:
+        """Match the node's signature against the pools and resolve its `use_cache` providers."""
+        func = node.func
+        meta = sign_func(func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
+        found = match(meta, args, kwargs)
+        if isinstance(found, Unresolved):
+            raise DependsResolveFailed(
+                f"Function {callable_name(func)} in {node.tag} could not be resolved due to reason "
+                f"`{found.reason.value}`: {found.describe()}"
+            )
+        cacheable, per_call = split_cacheable(meta["factory_map"])
+        cached = None
+        if cacheable:
+            cached = {}
+            session = Session(args, kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
+            await self._inject(node, FactoryGroup.prepare(cacheable, args, kwargs), session, cached)
+        group = FactoryGroup.prepare(per_call, args, kwargs) if per_call else None
+        return NodeEntry(func, found, cached, group, args, kwargs)
 
     async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, dict]:
-        meta = sign_func(node.func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
-        fail, static, factories = MatcherFactory._resolve_dependencies(meta, ava_args, ava_kwargs)
-        if fail is not None:
-            raise DependsResolveFailed(
-                f"Function {getattr(node.func, '__name__', node.func)} in {node.tag} could not be resolved "
-                f"due to reason `{fail.value}`"
-            )
-        cacheable = {k: f for k, f in factories.items() if f.cacheable and not f.is_lifecycle}
-        per_call = {k: f for k, f in factories.items() if k not in cacheable}
-        if cacheable:
-            static = dict(static)
-            await self._inject_factories(cacheable, ava_args, ava_kwargs, static)
-        return static, per_call
+        """`(static_kwargs, per_call_factories)`: matched values plus `use_cache` provider results."""
+        entry = await self._build_plan_entry(node, ava_args, ava_kwargs)
+        return dict(entry[0]), entry[1]
 
-    async def _invoke_with_factories(self, node: BaseNode, plan: tuple, extra_args: tuple | None, extra_kwargs: dict | None) -> Any:
-        args, kwargs, factories = plan
-        static = dict(kwargs) if kwargs is not None else dict(zip(_positional_names(node.func) or (), args))
-        ava_args, ava_kwargs = self._pools(extra_args, extra_kwargs)
-        await self._inject_factories(factories, ava_args, ava_kwargs, static)
-        return await self._invoke_plain(node, node.func, None, static)
+    async def _rslv_node(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> dict:
+        """Every parameter of `node` resolved from the given pools, per-call providers included."""
+        entry = await self._build_plan_entry(node, ava_args, ava_kwargs)
+        values = dict(entry[0])
+        if entry[1]:
+            session = Session(ava_args, ava_kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
+            await self._inject(node, entry[1], session, values)
+        return values
 
-    async def _inject_factories(self, factories: dict, ava_args: tuple, ava_kwargs: dict, target: dict) -> None:
-        ok = await MatcherFactory._do_runtime_resolve(
-            runtime_args={},
-            runtime_kwargs=factories,
-            args2update=[],
-            kwargs2update=target,
-            session_args=list(ava_args),
-            session_kwargs=ava_kwargs,
-            exception_ignored=self._exc_ignored,
-            store=self._dep_store,
-            lifecycles=self._lifecycles,
-            default_scope=Scope.WORKFLOW,
+    async def _invoke_with_factories(
+        self, node: BaseNode, plan: tuple, extra_args: tuple | None, extra_kwargs: dict | None
+    ) -> Any:
+        """Resolve the plan's per-call providers, then call the node (inside a call scope when one is declared)."""
+        args, kwargs, group = plan
+        values = dict(kwargs) if kwargs is not None else dict(zip(node.func.__code__.co_varnames, args))
+        if not isinstance(group, FactoryGroup):
+            pools = self._pools(extra_args, extra_kwargs)
+            group = FactoryGroup.prepare(group, *pools).bind(*pools)
+        if group.direct_only:
+            pools = group.pools or (self._pools(extra_args, extra_kwargs) if extra_args or extra_kwargs else None)
+            pool_args, pool_kwargs = pools or (self._ava_args_v, self._ava_kwargs_v)
+            pending = start_plain(group.plain, pool_args, pool_kwargs, values)
+            if pending is not None:
+                session = self._call_session(group, extra_args, extra_kwargs)
+                if not await finish_plain(group.plain, pending, session, self._exc_ignored, values):
+                    raise self._inject_failed(node, session)
+            return await self._invoke_plain(node, node.func, None, values)
+        session = self._call_session(group, extra_args, extra_kwargs)
+        if not group.needs_call_scope:
+            await self._inject(node, group, session, values)
+            return await self._invoke_plain(node, node.func, None, values)
+        async with LifecycleScope(Scope.CALL) as call_scope:
+            session.lifecycles = ScopeChain(Scope.CALL, call_scope, self._lifecycles)
+            await self._inject(node, group, session, values)
+            return await self._invoke_plain(node, node.func, None, values)
+
+    def _call_session(self, group: FactoryGroup, extra_args: tuple | None, extra_kwargs: dict | None) -> Session:
+        if group.pools is not None:
+            return Session(*group.pools, self._dep_store, self._lifecycles, Scope.WORKFLOW)
+        if extra_args or extra_kwargs:
+            return Session(*self._pools(extra_args, extra_kwargs), self._dep_store, self._lifecycles, Scope.WORKFLOW)
+        cache = self._di_cache
+        fingerprint = cache.args_hash if cache.hash_trustable else None
+        return Session(
+            self._ava_args_v, self._ava_kwargs_v, self._dep_store, self._lifecycles, Scope.WORKFLOW, fingerprint
         )
-        if not ok:
-            raise DependsInjectFailed("Runtime resolve failed for kwargs: {}".format(", ".join(factories)))
+
+    async def _inject(self, node: BaseNode, group: FactoryGroup, session: Session, target: dict) -> None:
+        """Resolve `group` into `target`; `DependsInjectFailed` naming the function and parameter on failure."""
+        if not await resolve_group(group, session, self._exc_ignored, target):
+            raise self._inject_failed(node, session)
+
+    @staticmethod
+    def _inject_failed(node: BaseNode, session: Session) -> DependsInjectFailed:
+        return DependsInjectFailed(
+            f"Runtime resolve failed for kwargs: {session.failed_key} "
+            f"(function {callable_name(node.func)} in {node.tag}: {session.miss})"
+        )
 
     async def _resolve_session_factories(self) -> None:
-        args = list(self._ava_args_v)
-        kwargs = dict(self._ava_kwargs_v)
-        runtime_args = {i: v for i, v in enumerate(args) if isinstance(v, DependsFactory)}
-        runtime_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)}
-        if not (runtime_args or runtime_kwargs):
-            return
-        ok = await MatcherFactory._do_runtime_resolve(
-            runtime_args=runtime_args,
-            runtime_kwargs=runtime_kwargs,
-            args2update=args,
-            kwargs2update=kwargs,
-            session_args=args,
-            session_kwargs=kwargs,
-            exception_ignored=self._exc_ignored,
-        )
-        if not ok:
-            raise RuntimeError("Runtime arguments cannot be resolved")
-        self._ava_args_v = tuple(args)
-        self._ava_kwargs_v = kwargs
-        self.rehash_args()
+        """At run start: `Depends` objects in the pools resolve and replace themselves; then the optional preload."""
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        if any(isinstance(v, DependsFactory) for v in args) or any(
+            isinstance(v, DependsFactory) for v in kwargs.values()
+        ):
+            new_args, new_kwargs = list(args), dict(kwargs)
+            ok = await MatcherFactory._do_runtime_resolve(
+                runtime_args={i: v for i, v in enumerate(new_args) if isinstance(v, DependsFactory)},
+                runtime_kwargs={k: v for k, v in new_kwargs.items() if isinstance(v, DependsFactory)},
+                args2update=new_args,
+                kwargs2update=new_kwargs,
+                session_args=new_args,
+                session_kwargs=new_kwargs,
+                exception_ignored=self._exc_ignored,
+            )
+            if not ok:
+                raise RuntimeError("Runtime arguments cannot be resolved")
+            self._ava_args = tuple(new_args)
+            self._ava_kwargs = new_kwargs
+            self.rehash_args()
+        if __flags__.WORKFLOW_DI_PRELOAD_CACHE:
+            await self._refresh_di_cache_full()
+
+    async def _refresh_di_cache_full(self) -> None:
+        """Build every node's plan now, in graph order and in batches (needs a trusted args hash)."""
+        cache = self._di_cache
+        if not cache.hash_trustable:
+            raise DependsResolveFailed("Args hash is not trustable! Call `rehash_args()` first.")
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH))
+        batch: list = []
+        seen: set[int] = set()
+        for node in program_of(self._graph).nodes:
+            if not isinstance(node, BaseNode) or id(node.func) in seen:
+                continue
+            if cache.payload.currsize >= cache.payload.maxsize:
+                break
+            seen.add(id(node.func))
+            batch.append(self._plan_entry(node, args, kwargs, False, False))
+            if len(batch) >= size:
+                await gather_all(batch)
+                batch = []
+        if batch:
+            await gather_all(batch)
 
     # ----- running --------------------------------------------------------------------
 
@@ -614,6 +705,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         try:
             await self._resolve_session_factories()
             self._force_inline = bool(__flags__.FORCE_NOT_WRAP_TO_ASYNC)
+            self._squashed_loops = bool(__flags__.SQUASHED_LOOP)
             self._plans_valid = self._di_cache.hash_trustable and not __flags__.WORKFLOW_DI_NO_CACHE
             if not self._plans_valid:
                 self._plans = None
@@ -654,10 +746,13 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             _restore_async_library()
 
     async def _close_workflow_scope(self) -> None:
-        """Release workflow-scoped dependencies and start a fresh scope (idempotent)."""
-        await self._lifecycles[Scope.WORKFLOW].aclose()
-        self._lifecycles[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
+        """Tear down the workflow-scoped dependencies (last opened first) and start a fresh scope; idempotent."""
         self._dep_store.clear()
+        scope = self._lifecycles[Scope.WORKFLOW]
+        if scope.unused:
+            return
+        self._lifecycles[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
+        await scope.aclose()
 
     @property
     def is_running(self) -> bool:
