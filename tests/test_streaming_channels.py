@@ -353,3 +353,12 @@ async def test_a_send_parks_before_the_value_is_queued(tag, send):
     await guarded(sender)
     await stream.set_queue_done()
     assert await guarded(collect(stream.get_response_generator())) == ["not gated", "gated"]
+
+
+@pytest.mark.asyncio
+async def test_an_unbounded_queue_and_no_timeout():
+    stream = SuspendObjectStream(queue_size=math.inf, queue_timeout=math.inf)
+    for i in range(1000):
+        await stream.yield_response(i)
+    await stream.set_queue_done()
+    assert await guarded(collect(stream.get_response_generator())) == list(range(1000))

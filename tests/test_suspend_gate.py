@@ -360,3 +360,36 @@ async def test_suspend_decorator_bad_input():
 
     with pytest.raises(TypeError, match="without a SuspendObjectStream"):
         await needs_stream(1)
+
+
+class ChatLike(SuspendObjectStream[str]):
+    """A stream subclass whose own methods are gated, the way a chat object uses it."""
+
+    def __init__(self) -> None:
+        super().__init__(queue_size=4)
+        self.steps: list[str] = []
+
+    @SuspendObjectStream.suspend_with_tag("ChatLike::step")
+    async def step(self, text: str) -> None:
+        self.steps.append(text)
+        await self.yield_response(text)
+
+
+@pytest.mark.asyncio
+async def test_a_subclass_gates_its_own_methods():
+    chat = ChatLike()
+    waiter = await requested(chat, "ChatLike::step")
+    call = asyncio.create_task(chat.step("hello"))
+    await waiter
+    assert chat.steps == []
+    chat.resume()
+    await call
+    await chat.set_queue_done()
+    assert [item async for item in chat.get_response_generator()] == ["hello"]
+
+
+def test_a_stream_is_always_truthy():
+    # interpreters pick a stream with `given or default`: an empty stream must not look false
+    stream = SuspendObjectStream(queue_size=0)
+    assert bool(stream)
+    assert "pending=False" in repr(stream)
