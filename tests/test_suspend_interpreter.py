@@ -351,6 +351,22 @@ async def test_a_backward_jump_at_a_node_gate():
     assert rec.trace == ["a", "b", "c", "a", "b", "c"]
 
 
+@pytest.mark.asyncio
+async def test_a_refused_jump_at_a_node_gate_changes_nothing():
+    rec = Recorder()
+    interp = WorkflowInterpreter(chain(rec, "a", "b").render())
+    errors: list = []
+
+    def at_park(i: WorkflowInterpreter) -> None:
+        with pytest.raises(NullPointerException, match="not a valid address"):
+            i.jump_to([9])
+        errors.append(i.jump_marked)
+
+    await drive(interp, (tag_of("a"),), at_park)
+    assert errors == [False]  # the address is checked before the jump is marked
+    assert rec.trace == ["a", "b"]
+
+
 # ----- the lock while parked -------------------------------------------------------------------------
 
 
