@@ -352,6 +352,15 @@ async def test_a_backward_jump_at_a_node_gate():
 
 
 @pytest.mark.asyncio
+async def test_a_jump_at_a_jump_instructions_gate_wins_over_its_own_jump():
+    rec = Recorder()
+    graph = NodeCompose(rec.act("a"), JMP([3]), rec.act("b"), rec.act("c"), rec.act("d")).render()
+    interp = WorkflowInterpreter(graph)
+    await drive(interp, (graph[1].tag,), lambda i: i.jump_to([2]))
+    assert rec.trace == ["a", "b", "c", "d"]  # JMP([3]) found the jump already made this cycle
+
+
+@pytest.mark.asyncio
 async def test_a_refused_jump_at_a_node_gate_changes_nothing():
     rec = Recorder()
     interp = WorkflowInterpreter(chain(rec, "a", "b").render())
