@@ -25,10 +25,10 @@ import asyncio
 import inspect
 import math
 import threading
-from threading import get_ident
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
 from functools import wraps
+from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from amrita_sense._core import SuspendFlag
@@ -262,7 +262,7 @@ class _Channel:
             waiters.popleft().wake(state)
 
 
-# ----- suspension state ----------------------------------------------------------------
+# ----- argument checks and helpers ------------------------------------------------------
 
 
 def _check_tag(tag: Any) -> None:
