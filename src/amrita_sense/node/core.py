@@ -175,38 +175,61 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
         hooks, self._collected_hooks = self._collected_hooks, []
         for hook in hooks:
             hook(self)
-        self._program = build_program(self)
 
     def _render_children(self, nodes: list, path: list[int], top: NodeComposeRendered) -> None:
+        graph = self._graph
+        hooks = top._collected_hooks
         for idx, node in enumerate(nodes):
-            self._graph.append(self._render_child(node, [*path, idx], top))
+            kind = _KINDS.get(type(node)) or _classify(type(node))
+            if kind is _PLAIN:
+                graph.append(node)
+            elif kind is _HOOKED:
+                hooks.append(node._post_compile)
+                graph.append(node)
+            else:
+                graph.append(self._render_special(kind, node, [*path, idx], top))
 
-    def _render_child(self, node: Any, node_path: list[int], top: NodeComposeRendered) -> Any:
-        if isinstance(node, AbstractComposeOriginal):
+    def _render_special(self, kind: str, node: Any, node_path: list[int], top: NodeComposeRendered) -> Any:
+        if kind is _COMPOSE:
             return _render_nested(node, node_path, top)
-        if isinstance(node, SelfCompileInstruction):
+        if kind is _SELF_COMPILING:
             return _render_nested(node.extract(), node_path, top)
-        if not isinstance(node, BaseNode):
-            raise TypeError(f"cannot place {node!r} at {node_path}: not a node, compose or instruction")
-        if isinstance(node, _alias_node_class()):
+        if kind is _ALIAS:
             _register_alias(top, node.alias, node, node_path)
             _collect_hook(top, node.node)
-        else:
-            _collect_hook(top, node)
-        return node
+            return node
+        raise TypeError(f"cannot place {node!r} at {node_path}: not a node, compose or instruction")
 
     def _rebuild_program(self) -> None:
-        """Recompile the node table after a slot was swapped in place."""
+        """Recompile the node table after a slot was swapped in place (if one was built yet)."""
         old = self._program
-        self._program = build_program(self)
         if old is not None:
+            self._program = build_program(self)
             old.successor = self._program
 
 
-def _alias_node_class() -> type:
+_PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
+    "plain", "hooked", "alias", "compose", "self-compiling", "invalid",
+)
+_KINDS: dict[type, str] = {}
+
+
+def _classify(cls: type) -> str:
+    """How a child of this class renders (cached per class)."""
     from amrita_sense.instructions.alias import AliasNode
 
-    return AliasNode
+    if issubclass(cls, AbstractComposeOriginal):
+        kind = _COMPOSE
+    elif issubclass(cls, SelfCompileInstruction):
+        kind = _SELF_COMPILING
+    elif issubclass(cls, AliasNode):
+        kind = _ALIAS
+    elif issubclass(cls, BaseNode):
+        kind = _PLAIN if isabstractmethod(cls._post_compile) else _HOOKED
+    else:
+        kind = _INVALID
+    _KINDS[cls] = kind
+    return kind
 
 
 def _render_nested(source: Any, path: list[int], top: NodeComposeRendered) -> Any:
@@ -230,7 +253,7 @@ def _collect_hook(top: NodeComposeRendered, node: Any) -> None:
 
 
 def program_of(graph: Any) -> Any:
-    """The node table of a top-level rendered graph (built on demand for foreign graphs)."""
+    """The node table of a top-level rendered graph, compiled on first use and then shared."""
     prog = getattr(graph, "_program", None)
     if prog is None:
         prog = build_program(graph)

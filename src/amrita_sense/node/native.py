@@ -109,7 +109,7 @@ _COMPILERS: dict[type, Callable] | None = None
 def _compilers() -> dict[type, Callable]:
     global _COMPILERS
     if _COMPILERS is None:
-        from amrita_sense.instructions import if_clause, jump, ret2, try_catch
+        from amrita_sense.instructions import if_clause, jump, ret2, try_catch, workfl_ctrl
         from amrita_sense.instructions.loop import while_clause
 
         _COMPILERS = {
@@ -121,20 +121,25 @@ def _compilers() -> dict[type, Callable]:
             ret2._CallNode: _compile_call,
             ret2._RetNode: _compile_ret,
             try_catch.TryNode: _compile_try,
+            type(workfl_ctrl.NOP): _compile_maybe_nop,
         }
+        _NOP.append(workfl_ctrl.NOP)
     return _COMPILERS
 
 
 def compile_native(node: Any, addr: tuple, locate: Locate) -> tuple:
     """`(opcode, operands)` for a node: a native opcode for a known built-in, else the generic call."""
-    from amrita_sense.instructions.workfl_ctrl import NOP
-
-    if node is NOP:
-        return OP_NOP, None
-    compiler = _compilers().get(type(node))
+    compiler = (_COMPILERS or _compilers()).get(type(node))
     if compiler is None:
         return OP_CALL, None
     return compiler(node, addr, locate) or (OP_CALL, None)
+
+
+def _compile_maybe_nop(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    return (OP_NOP, None) if node is _NOP[0] else None
+
+
+_NOP: list = []
 
 
 __all__ = ["compile_native"]

@@ -11,14 +11,22 @@ from amrita_sense.node.native import OP_CALL, compile_native
 from amrita_sense.utils import isabstractmethod
 
 
+_PRECHECK_BY_TYPE: dict[type, int] = {}
+
+
+def _precheck_bit(cls: type) -> int:
+    bit = _PRECHECK_BY_TYPE.get(cls)
+    if bit is None:
+        bit = _PRECHECK_BY_TYPE[cls] = 0 if isabstractmethod(cls._pre_check) else _core.ROW_PRECHECK
+    return bit
+
+
 def _row_bits(node: Any) -> int:
     is_coro = getattr(node, "is_coro", None)
     if is_coro is None:
         is_coro = inspect.iscoroutinefunction(node.func)
     bits = _core.ROW_CORO if is_coro else (_core.ROW_THREAD if node.wrap_to_async else 0)
-    if not isabstractmethod(node._pre_check):
-        bits |= _core.ROW_PRECHECK
-    return bits
+    return bits | _precheck_bit(type(node))
 
 
 _NO_ARGUMENTS = ((), None, {})
@@ -101,8 +109,10 @@ class _TableBuilder:
         return ops, operands
 
     def walk(self, segment: Any, prefix: tuple) -> None:
-        for idx in range(len(segment)):
-            child = segment[idx]
+        children = getattr(segment, "_graph", None)
+        if type(children) is not list:
+            children = [segment[idx] for idx in range(len(segment))]
+        for idx, child in enumerate(children):
             addr = (*prefix, idx)
             if not is_rendered_compose(child):
                 self.add_row(child, addr, _row_bits(child))
