@@ -63,8 +63,8 @@ class LifecycleScope:
     __slots__ = ("_closed", "_stack", "_values", "scope")
 
     def __init__(self, scope: Scope | str) -> None:
-        self.scope = Scope(scope)
-        self._stack: AsyncExitStack | None = AsyncExitStack()
+        self.scope = scope if type(scope) is Scope else Scope(scope)
+        self._stack: AsyncExitStack | None = None  # created on the first acquire
         self._values: dict[Hashable, Any] = {}
         self._closed = False
 
@@ -76,7 +76,12 @@ class LifecycleScope:
     @property
     def active(self) -> bool:
         """True while the scope still accepts new values."""
-        return not self._closed and self._stack is not None
+        return not self._closed
+
+    @property
+    def unused(self) -> bool:
+        """True while the scope is open and nothing was ever entered in it."""
+        return self._stack is None and not self._closed
 
     async def acquire(self, key: Hashable, cm_factory: Callable[[], AbstractAsyncContextManager[Any]], /) -> Any:
         """The value for `key`, entering `cm_factory()` on first use.
@@ -86,9 +91,11 @@ class LifecycleScope:
         values = self._values
         if key in values:
             return values[key]
-        stack = self._stack
-        if self._closed or stack is None:
+        if self._closed:
             raise RuntimeError(f"cannot acquire a resource from the closed {self.scope.value!r} scope")
+        stack = self._stack
+        if stack is None:
+            stack = self._stack = AsyncExitStack()
         value = await stack.enter_async_context(cm_factory())
         values[key] = value
         return value

@@ -15,7 +15,7 @@ import asyncio
 import sys
 import typing
 from abc import ABCMeta
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from enum import Enum
 from types import FunctionType, UnionType
 from typing import Any
@@ -67,23 +67,41 @@ class Unresolved:
 class Recipe:
     """Where each matched parameter's value comes from, in parameter order.
 
-    `sources` holds `(name, index)`: index >= 0 reads `args[index]`, -1 reads `kwargs[name]`.
+    `sources` holds `(name, index)`: index >= 0 reads `args[index]`, -1 reads
+    `kwargs[name]`. `build(args, kwargs)` returns the values as a dict.
     """
 
-    __slots__ = ("names", "sources")
+    __slots__ = ("build", "names", "sources")
 
     def __init__(self, sources: tuple[tuple[str, int], ...]) -> None:
         self.sources = sources
         self.names = tuple(name for name, _ in sources)
-
-    def build(self, args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        values = {}
-        for name, index in self.sources:
-            values[name] = kwargs[name] if index < 0 else args[index]
-        return values
+        self.build: Callable[[Any, Mapping[str, Any]], dict[str, Any]] = _dict_builder(sources)
 
     def build_tuple(self, args: Any, kwargs: Mapping[str, Any]) -> tuple:
         return tuple(kwargs[name] if index < 0 else args[index] for name, index in self.sources)
+
+
+def _dict_builder(sources: tuple[tuple[str, int], ...]) -> Callable[[Any, Mapping[str, Any]], dict[str, Any]]:
+    """A function building the values dict, specialised for the one- and two-parameter cases."""
+    if not sources:
+        return lambda args, kwargs: {}
+    if len(sources) == 1:
+        ((name, index),) = sources
+        if index < 0:
+            return lambda args, kwargs: {name: kwargs[name]}
+        return lambda args, kwargs: {name: args[index]}
+    if len(sources) == 2 and sources[0][1] >= 0 and sources[1][1] >= 0:
+        (first, i), (second, j) = sources
+        return lambda args, kwargs: {first: args[i], second: args[j]}
+
+    def build(args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        values = {}
+        for name, index in sources:
+            values[name] = kwargs[name] if index < 0 else args[index]
+        return values
+
+    return build
 
 
 def match(meta: DependencyMeta, args: Any, kwargs: Mapping[str, Any]) -> Recipe | Unresolved:
@@ -137,9 +155,13 @@ _GENERATOR = 1
 
 
 class Prepared:
-    """One `Depends` provider matched against pools of one shape."""
+    """One `Depends` provider matched against pools of one shape.
 
-    __slots__ = ("direct", "factory", "func", "kind", "needs_call_scope", "nested", "recipe", "scope", "stable", "unresolved")
+    `call(args, kwargs)` calls a plain provider that has no `Depends` of its
+    own ("direct"); it is None for the others, which go through `produce`.
+    """
+
+    __slots__ = ("call", "factory", "func", "kind", "needs_call_scope", "nested", "recipe", "scope", "stable", "unresolved")
 
     def __init__(self, factory: Any, args: Any, kwargs: Mapping[str, Any], trail: tuple) -> None:
         if any(factory is seen for seen in trail):
@@ -154,7 +176,8 @@ class Prepared:
         self.recipe = None if self.unresolved is not None else found
         fmap = meta["factory_map"]
         self.nested = FactoryGroup.prepare(fmap, args, kwargs, (*trail, factory)) if fmap and self.recipe else None
-        self.direct = self.kind == _PLAIN and self.recipe is not None and self.nested is None
+        direct = self.kind == _PLAIN and self.recipe is not None and self.nested is None
+        self.call = _caller(self.func, self.recipe) if direct else None
         own_call = self.kind == _GENERATOR and self.scope is Scope.CALL
         self.needs_call_scope = own_call or (self.nested is not None and self.nested.needs_call_scope)
         self.stable = meta_is_type_stable(meta) and (self.nested is None or self.nested.stable)
@@ -166,15 +189,36 @@ class Prepared:
         return f"provider `{name}` returned None"
 
 
+def _caller(func: Any, recipe: Recipe) -> Callable[[Any, Mapping[str, Any]], Any]:
+    """`call(args, kwargs)` -> `func(<its parameters from the pools>)`, positionally when that is the same call."""
+    sources = recipe.sources
+    if not leading_positional(func, recipe.names):
+        build = recipe.build
+        return lambda args, kwargs: func(**build(args, kwargs))
+    if not sources:
+        return lambda args, kwargs: func()
+    if len(sources) == 1:
+        ((name, index),) = sources
+        if index < 0:
+            return lambda args, kwargs: func(kwargs[name])
+        return lambda args, kwargs: func(args[index])
+    if len(sources) == 2 and sources[0][1] >= 0 and sources[1][1] >= 0:
+        i, j = sources[0][1], sources[1][1]
+        return lambda args, kwargs: func(args[i], args[j])
+    build_tuple = recipe.build_tuple
+    return lambda args, kwargs: func(*build_tuple(args, kwargs))
+
+
 class FactoryGroup(dict):
     """The `Depends` parameters of one function (key -> `DependsFactory`), prepared for one pool shape.
 
     Plain providers are resolved first (concurrently when several are
     awaitable), then generator providers one at a time in declaration order,
-    so their teardowns run in reverse order.
+    so their teardowns run in reverse order. `direct_only` says that every
+    provider is a plain one without `Depends` of its own.
     """
 
-    __slots__ = ("needs_call_scope", "plain", "pools", "scoped", "stable")
+    __slots__ = ("direct_only", "needs_call_scope", "plain", "pools", "scoped", "stable")
 
     @classmethod
     def prepare(cls, factories: Mapping[Hashable, Any], args: Any, kwargs: Mapping[str, Any], trail: tuple = ()) -> FactoryGroup:
@@ -182,6 +226,7 @@ class FactoryGroup(dict):
         items = [(key, Prepared(factory, args, kwargs, trail)) for key, factory in factories.items()]
         group.plain = tuple(item for item in items if item[1].kind == _PLAIN)
         group.scoped = tuple(item for item in items if item[1].kind == _GENERATOR)
+        group.direct_only = not group.scoped and all(prep.call is not None for _, prep in group.plain)
         group.needs_call_scope = any(prep.needs_call_scope for _, prep in items)
         group.stable = all(prep.stable for _, prep in items)
         group.pools = None
@@ -190,7 +235,7 @@ class FactoryGroup(dict):
     def bind(self, args: Any, kwargs: Mapping[str, Any]) -> FactoryGroup:
         """A copy that carries the pools it must be resolved from."""
         twin = FactoryGroup(self)
-        twin.plain, twin.scoped = self.plain, self.scoped
+        twin.plain, twin.scoped, twin.direct_only = self.plain, self.scoped, self.direct_only
         twin.needs_call_scope, twin.stable = self.needs_call_scope, self.stable
         twin.pools = (args, kwargs)
         return twin
@@ -344,8 +389,10 @@ async def resolve_group(group: FactoryGroup, session: Session, exception_ignored
     are raised together as one `ExceptionGroup`.
     """
     plain = group.plain
-    if plain and not await _resolve_plain(plain, session, exception_ignored, target):
-        return False
+    if plain:
+        results = start_plain(plain, session.args, session.kwargs, target)
+        if results is not None and not await finish_plain(plain, results, session, exception_ignored, target):
+            return False
     for key, prep in group.scoped:
         value = await produce(prep, session)
         if value is None:
@@ -354,27 +401,50 @@ async def resolve_group(group: FactoryGroup, session: Session, exception_ignored
     return True
 
 
-async def _resolve_plain(plain: tuple, session: Session, exception_ignored: tuple, target: dict) -> bool:
-    results: list[Any] = [None] * len(plain)
-    pending: list[tuple[int, Any]] = []
-    args, kwargs = session.args, session.kwargs
-    for pos, (_, prep) in enumerate(plain):
-        if not prep.direct:
-            pending.append((pos, produce(prep, session)))
-            continue
-        try:
-            value = prep.func(**prep.recipe.build(args, kwargs))
-        except Exception as exc:
-            value = exc
+_DONE: Any = object()
+_DEFER: Any = object()
+
+
+def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict) -> list[Any] | None:
+    """Call the direct providers in order, storing their values in `target`.
+
+    Returns None when every provider was direct and returned a value.
+    Otherwise returns one entry per provider for `finish_plain`: `_DONE`
+    (stored), `_DEFER` (not direct), an awaitable, an exception, or None.
+    """
+    results = None
+    for pos, (key, prep) in enumerate(plain):
+        call = prep.call
+        if call is None:
+            value = _DEFER
         else:
-            if _is_awaitable(value):
-                pending.append((pos, value))
+            try:
+                value = call(args, kwargs)
+            except Exception as exc:
+                value = exc
+        if results is None:
+            if value is not None and value is not _DEFER and not isinstance(value, BaseException) and not _is_awaitable(value):
+                target[key] = value
                 continue
-        results[pos] = value
+            results = [_DONE] * pos
+        results.append(value)
+    return results
+
+
+async def finish_plain(plain: tuple, results: list[Any], session: Session, exception_ignored: tuple, target: dict) -> bool:
+    """Await what `start_plain` left pending (concurrently), then check the outcomes in declaration order."""
+    pending = []
+    for pos, value in enumerate(results):
+        if value is _DEFER:
+            pending.append((pos, produce(plain[pos][1], session)))
+        elif value is not _DONE and _is_awaitable(value):
+            pending.append((pos, value))
     if pending:
         await _settle(pending, results)
     errors = None
     for (key, prep), value in zip(plain, results):
+        if value is _DONE:
+            continue
         if isinstance(value, BaseException):
             if exception_ignored and isinstance(value, exception_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
                 raise value
@@ -414,3 +484,62 @@ def leading_positional(func: Any, names: tuple[str, ...]) -> bool:
         return False
     count = len(names)
     return count <= code.co_argcount and code.co_varnames[:count] == names
+
+
+def split_cacheable(factories: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`(cacheable, per_call)`: plain providers declared with `use_cache`, and everything else."""
+    cacheable = {k: f for k, f in factories.items() if f.cacheable and f.generator_kind is None}
+    per_call = {k: f for k, f in factories.items() if k not in cacheable}
+    return cacheable, per_call
+
+
+class NodeEntry(tuple):
+    """A node function's cached injection plan.
+
+    As a tuple it is `(static_kwargs, per_call_factories)`, the values of
+    the first resolution; `instantiate` rebuilds the values from the pools
+    of each call, so only `use_cache` provider results are reused.
+    """
+
+    def __new__(
+        cls,
+        func: Any,
+        recipe: Recipe,
+        cached: dict[str, Any] | None,
+        group: FactoryGroup | None,
+        args: Any,
+        kwargs: Mapping[str, Any],
+    ) -> NodeEntry:
+        static = recipe.build(args, kwargs)
+        if cached:
+            static.update(cached)
+        entry = super().__new__(cls, (static, group if group is not None else {}))
+        entry.func = func
+        entry.recipe = recipe
+        entry.cached = cached or None
+        entry.positional = not cached and group is None and leading_positional(func, recipe.names)
+        return entry
+
+    def instantiate(self, args: Any, kwargs: Mapping[str, Any], bind: bool) -> tuple:
+        """`(args, None, {})` or `(None, kwargs, factories)` for one call with these pools.
+
+        `bind` attaches the pools to the factories (a call with extra arguments,
+        whose pools differ from the interpreter's).
+        """
+        if self.positional:
+            return self.recipe.build_tuple(args, kwargs), None, {}
+        values = self.recipe.build(args, kwargs)
+        if self.cached:
+            values.update(self.cached)
+        group = self[1]
+        if not group:
+            return None, values, {}
+        return None, values, group.bind(args, kwargs) if bind else group
+
+
+async def gather_all(awaitables: list[Any]) -> None:
+    """Await all concurrently; once every one has finished, raise the first failure."""
+    outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome

@@ -123,7 +123,18 @@ def type_matches(value: Any, hint: Any) -> bool:
 
 
 def _evaluate(text: str, globalns: dict[str, Any]) -> Any:
-    """One PEP 563 string annotation evaluated in the function's globals; EMPTY on failure."""
+    """One PEP 563 string annotation evaluated in the function's globals; EMPTY on failure.
+
+    A string that evaluates to a string (a quoted annotation under
+    `from __future__ import annotations`) is evaluated once more.
+    """
+    value = _evaluate_once(text, globalns)
+    if type(value) is str:
+        value = _evaluate_once(value, globalns)
+    return value
+
+
+def _evaluate_once(text: str, globalns: dict[str, Any]) -> Any:
     if text.isidentifier():
         value = globalns.get(text, EMPTY)
         if value is EMPTY:
@@ -144,19 +155,24 @@ def _evaluate(text: str, globalns: dict[str, Any]) -> Any:
         return EMPTY
 
 
-def _resolve_strings(raw: dict[str, Any], globalns: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate the string annotations of `raw`; a name that fails becomes EMPTY alone."""
+def _resolve_strings(raw: dict[str, Any], globalns: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Evaluate the string annotations of `raw`: `(resolved, every string evaluated)`.
+
+    A string that fails becomes EMPTY for its parameter alone.
+    """
     for value in raw.values():
         if type(value) is str:
             break
     else:
-        return raw
+        return raw, True
     resolved = {}
+    complete = True
     for name, value in raw.items():
         if type(value) is str:
             value = _evaluate(value, globalns)
+            complete = complete and value is not EMPTY
         resolved[name] = _NoneType if value is None else value
-    return resolved
+    return resolved, complete
 
 
 def _raw_annotations(func: Any) -> dict[str, Any]:
@@ -205,15 +221,9 @@ def _describe(func: Any, name: str, anno: Any, default: Any, factories: dict[str
     return {"type_hint": hint, "kind": "required" if default is EMPTY else "optional", "default": default}
 
 
-def _sign_code(func: FunctionType, skip: int) -> DependencyMeta:
+def _sign_code(func: FunctionType, skip: int, annotations: dict[str, Any]) -> DependencyMeta:
     """Read a plain function's parameters from its code object (`skip` bound leading ones)."""
     code = func.__code__
-    try:
-        annotations = func.__annotations__
-    except Exception:  # deferred annotations (PEP 649) naming something undefined
-        annotations = _forward_ref_annotations(func)
-    if annotations:
-        annotations = _resolve_strings(annotations, func.__globals__)
     names = code.co_varnames
     npos = code.co_argcount
     nkw = code.co_kwonlyargcount
@@ -224,8 +234,12 @@ def _sign_code(func: FunctionType, skip: int) -> DependencyMeta:
     get = annotations.get
     for i in range(skip, npos):
         name = names[i]
+        anno = get(name, EMPTY)
         default = defaults[i - first_default] if i >= first_default else EMPTY
-        params[name] = _describe(func, name, get(name, EMPTY), default, factories)
+        if type(anno) is _AnnotatedAlias or isinstance(default, _factory_cls):
+            params[name] = _describe(func, name, anno, default, factories)
+        else:
+            params[name] = {"type_hint": anno, "kind": "required" if default is EMPTY else "optional", "default": default}
     rest = npos + nkw
     if code.co_flags & _CO_VARARGS:
         name = names[rest]
@@ -241,12 +255,36 @@ def _sign_code(func: FunctionType, skip: int) -> DependencyMeta:
     return {"params": params, "factory_map": factories}
 
 
+_sign_cache: dict[CodeType, tuple] = {}
+_SIGN_CACHE_LIMIT = 4096
+
+
+def _sign_plain(func: FunctionType, skip: int) -> DependencyMeta:
+    """`_sign_code`, remembered per code object while defaults, annotations and globals stay the same objects."""
+    code = func.__code__
+    defaults, kwdefaults, globalns = func.__defaults__, func.__kwdefaults__, func.__globals__
+    try:
+        raw = func.__annotations__
+    except Exception:  # deferred annotations (PEP 649) naming something undefined
+        return _sign_code(func, skip, _forward_ref_annotations(func))
+    hit = _sign_cache.get(code)
+    if hit is not None and hit[0] is defaults and hit[1] is kwdefaults and hit[2] is raw and hit[3] is globalns and hit[4] == skip:
+        return hit[5]
+    annotations, complete = _resolve_strings(raw, globalns) if raw else (raw, True)
+    meta = _sign_code(func, skip, annotations)
+    if complete:
+        if len(_sign_cache) >= _SIGN_CACHE_LIMIT:
+            _sign_cache.clear()
+        _sign_cache[code] = (defaults, kwdefaults, raw, globalns, skip, meta)
+    return meta
+
+
 def _sign_inspect(func: Any) -> DependencyMeta:
     """The general path: `inspect.signature` plus the callable's own `__annotations__`."""
     parameters = inspect.signature(func).parameters
     annotations = _raw_annotations(func)
     if annotations:
-        annotations = _resolve_strings(annotations, _globals_of(func))
+        annotations = _resolve_strings(annotations, _globals_of(func))[0]
     params: dict[str, ParamDescriptor] = {}
     factories: dict[str, Any] = {}
     empty = inspect.Parameter.empty
@@ -277,9 +315,9 @@ def sign_func(func: Callable[..., Any]) -> DependencyMeta:
     a factory parameter. Declaring both raises `DependsDeclarationError`.
     """
     if _is_plain(func):
-        return _sign_code(func, 0)
+        return _sign_plain(func, 0)
     if type(func) is MethodType and _is_plain(func.__func__) and func.__func__.__code__.co_argcount:
-        return _sign_code(func.__func__, 1)
+        return _sign_plain(func.__func__, 1)
     return _sign_inspect(func)
 
 

@@ -353,52 +353,70 @@ fun_typing._set_factory_class(DependsFactory)
 # ----- dispatch ---------------------------------------------------------------------
 
 _RAN, _SKIPPED, _STOPPED = 0, 1, 2
-
-
-class _HandlerPlan:
-    """A handler's signature matched against pools of one shape."""
-
-    __slots__ = ("group", "matcher_type", "recipe", "signature", "stable", "unresolved")
-
-    def __init__(self, signature: DependencyMeta, pool: list[Any], kwargs: Mapping[str, Any]) -> None:
-        found = match(signature, pool, kwargs)
-        self.signature = signature
-        self.matcher_type = type(pool[0])
-        self.unresolved = found if isinstance(found, Unresolved) else None
-        self.recipe = None if self.unresolved is not None else found
-        fmap = signature["factory_map"]
-        self.group = FactoryGroup.prepare(fmap, pool, kwargs) if fmap and self.recipe is not None else None
-        self.stable = meta_is_type_stable(signature) and (self.group is None or self.group.stable)
-
-
 _PLAN_CACHE_LIMIT = 64
 
 
-def _plan_of(data: FunctionData, pool: list[Any], kwargs: Mapping[str, Any], key: Hashable) -> _HandlerPlan:
+def _handler_builder(sources: tuple[tuple[str, int], ...]) -> Callable[[Any, list[Any], Mapping[str, Any]], dict[str, Any]]:
+    """`build(matcher, s_args, kwargs)` for a recipe over the pool `[matcher, *s_args]`."""
+    if not sources:
+        return lambda matcher, s_args, kwargs: {}
+    if len(sources) == 1:
+        ((name, index),) = sources
+        if index < 0:
+            return lambda matcher, s_args, kwargs: {name: kwargs[name]}
+        if index == 0:
+            return lambda matcher, s_args, kwargs: {name: matcher}
+        shifted = index - 1
+        return lambda matcher, s_args, kwargs: {name: s_args[shifted]}
+
+    def build(matcher: Any, s_args: list[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        values = {}
+        for name, index in sources:
+            values[name] = kwargs[name] if index < 0 else (matcher if index == 0 else s_args[index - 1])
+        return values
+
+    return build
+
+
+class _HandlerPlan:
+    """A handler's signature matched against pools of one shape (`build` is None when it cannot be)."""
+
+    __slots__ = ("build", "group", "matcher_type", "signature", "stable", "unresolved")
+
+    def __init__(self, signature: DependencyMeta, matcher: Matcher, s_args: list[Any], kwargs: Mapping[str, Any]) -> None:
+        pool = [matcher, *s_args]
+        found = match(signature, pool, kwargs)
+        self.signature = signature
+        self.matcher_type = type(matcher)
+        self.unresolved = found if isinstance(found, Unresolved) else None
+        self.build = _handler_builder(found.sources) if self.unresolved is None else None
+        fmap = signature["factory_map"]
+        self.group = FactoryGroup.prepare(fmap, pool, kwargs) if fmap and self.build is not None else None
+        self.stable = meta_is_type_stable(signature) and (self.group is None or self.group.stable)
+
+
+def _plan_of(data: FunctionData, s_args: list[Any], kwargs: Mapping[str, Any], key: Hashable) -> _HandlerPlan:
+    """The handler's plan for this pool shape, cached on the `FunctionData` when matching is type-stable."""
+    matcher = data.matcher
     if __flags__.NO_DEPENDENCY_META_CACHE:
-        return _HandlerPlan(sign_func(data.function), pool, kwargs)
+        return _HandlerPlan(sign_func(data.function), matcher, s_args, kwargs)
     plans = data.__dict__.get("_plans")
-    if plans is None:
-        return _HandlerPlan(data.signature, pool, kwargs)
-    plan = plans.get(key)
-    if plan is not None and plan.signature is data.signature and plan.matcher_type is type(pool[0]):
-        return plan
-    plan = _HandlerPlan(data.signature, pool, kwargs)
-    if plan.stable:
+    if plans is not None:
+        plan = plans.get(key)
+        if plan is not None and plan.signature is data.signature and plan.matcher_type is type(matcher):
+            return plan
+    plan = _HandlerPlan(data.signature, matcher, s_args, kwargs)
+    if plan.stable and plans is not None:
         if len(plans) >= _PLAN_CACHE_LIMIT:
             plans.clear()
         plans[key] = plan
     return plan
 
 
-def _where(data: FunctionData) -> str:
-    frame = data.frame
-    if frame is None:
-        return "?"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
 def _pool_key(s_args: list[Any], kwargs: Mapping[str, Any]) -> Hashable:
+    """What a handler plan depends on: the types of the positional pool and the keyword names."""
+    if len(s_args) == 1 and not kwargs:
+        return type(s_args[0])
     return (tuple(map(type, s_args)), tuple(kwargs))
 
 
@@ -410,6 +428,43 @@ def _has_factories(s_args: Iterable[Any], kwargs: Mapping[str, Any]) -> bool:
         if isinstance(value, DependsFactory):
             return True
     return False
+
+
+def _where(data: FunctionData) -> str:
+    frame = data.frame
+    if frame is None:
+        return "?"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _log_failure(data: FunctionData, exc: Exception) -> None:
+    logger.error("An error occurred while running '%s' (%s)", callable_name(data.function), _where(data), exc_info=exc)
+
+
+def _log_unresolved(data: FunctionData, plan: _HandlerPlan) -> None:
+    logger.warning(
+        "Matcher %s (%s) failed to resolve dependencies for %s: %s. Skipping......",
+        callable_name(data.function), _where(data), plan.unresolved.reason.value, plan.unresolved.describe(),
+    )
+
+
+class _DispatchState:
+    """What the handlers of one dispatch share: the dependency store and the dispatch scope (made on first use)."""
+
+    store: DependencyStore | None = None
+    scopes: Mapping[Scope, LifecycleScope] | None = None
+
+    def session(self, pool: list[Any], kwargs: Mapping[str, Any]) -> Session:
+        if self.store is None:
+            self.store = DependencyStore()
+        if self.scopes is None:
+            self.scopes = DispatchScopes()
+        return Session(pool, kwargs, self.store, self.scopes, Scope.DISPATCH)
+
+    async def aclose(self) -> None:
+        scopes = self.scopes
+        if isinstance(scopes, DispatchScopes):
+            await scopes.aclose()
 
 
 async def _call_handler(data: FunctionData, values: dict[str, Any], exception_ignored: tuple) -> int:
@@ -424,9 +479,7 @@ async def _call_handler(data: FunctionData, values: dict[str, Any], exception_ig
     except Exception as exc:
         if exception_ignored and isinstance(exc, exception_ignored):
             raise
-        logger.error(
-            "An error occurred while running '%s' (%s)", callable_name(data.function), _where(data), exc_info=exc
-        )
+        _log_failure(data, exc)
         return _SKIPPED
     return _RAN
 
@@ -439,15 +492,15 @@ async def _call_with_factories(
     exception_ignored: tuple,
 ) -> int:
     group = plan.group
-    if group.needs_call_scope:
-        async with LifecycleScope(Scope.CALL) as call_scope:
-            session.lifecycles = ScopeChain(Scope.CALL, call_scope, session.lifecycles)
-            if not await resolve_group(group, session, exception_ignored, values):
-                return _skip_unprovided(data, session)
-            return await _call_handler(data, values, exception_ignored)
-    if not await resolve_group(group, session, exception_ignored, values):
-        return _skip_unprovided(data, session)
-    return await _call_handler(data, values, exception_ignored)
+    if not group.needs_call_scope:
+        if not await resolve_group(group, session, exception_ignored, values):
+            return _skip_unprovided(data, session)
+        return await _call_handler(data, values, exception_ignored)
+    async with LifecycleScope(Scope.CALL) as call_scope:
+        session.lifecycles = ScopeChain(Scope.CALL, call_scope, session.lifecycles)
+        if not await resolve_group(group, session, exception_ignored, values):
+            return _skip_unprovided(data, session)
+        return await _call_handler(data, values, exception_ignored)
 
 
 def _skip_unprovided(data: FunctionData, session: Session) -> int:
@@ -457,6 +510,63 @@ def _skip_unprovided(data: FunctionData, session: Session) -> int:
             callable_name(data.function), session.failed_key, session.miss,
         )
     return _SKIPPED
+
+
+async def _run_group(
+    handlers: list[FunctionData],
+    exception_ignored: tuple,
+    s_args: list[Any],
+    kwargs: dict[str, Any],
+    state: _DispatchState,
+    key: Hashable,
+) -> bool:
+    """Run one priority group in registration order; False when the dispatch must stop."""
+    dead = None
+    try:
+        for data in handlers:
+            matcher = data.matcher
+            if matcher._dead_at is not None and matcher.dead:
+                dead = [*(dead or ()), data]
+                continue
+            plan = data._plans.get(key)
+            if plan is None or plan.signature is not data.signature or plan.matcher_type is not type(matcher):
+                plan = _plan_of(data, s_args, kwargs, key)
+            build = plan.build
+            if build is None:
+                _log_unresolved(data, plan)
+                continue
+            values = build(matcher, s_args, kwargs)
+            if plan.group is not None:
+                session = state.session([matcher, *s_args], kwargs)
+                outcome = await _call_with_factories(data, plan, values, session, exception_ignored)
+                if outcome == _STOPPED:
+                    return False
+                if outcome == _SKIPPED:
+                    continue
+            else:
+                try:
+                    await data.function(**values)
+                except PassException:
+                    continue
+                except CancelException:
+                    return False
+                except MatcherException:
+                    raise
+                except Exception as exc:
+                    if exception_ignored and isinstance(exc, exception_ignored):
+                        raise
+                    _log_failure(data, exc)
+                    continue
+            if matcher.block:
+                return False
+    finally:
+        if dead:
+            for data in dead:
+                try:
+                    handlers.remove(data)
+                except ValueError:
+                    pass
+    return True
 
 
 class MatcherFactory:
@@ -545,62 +655,24 @@ class MatcherFactory:
         store: DependencyStore | None = None,
         lifecycles: Mapping[Scope, LifecycleScope] | None = None,
     ) -> bool:
-        """Run one priority group of handlers; False when the dispatch must stop."""
+        """Run one priority group of handlers against the pools `[matcher, *extra_args]` / `extra_kwargs`.
+
+        Returns False when the dispatch must stop (a blocking handler ran, or
+        `stop_process()` was called).
+        """
         s_args = list(extra_args)
         if matcher_list and _has_factories(s_args, extra_kwargs):
             raise ValueError(
                 "Runtime dependency injection is not supported in simple_run, please resolve them first "
                 "or pass it to the trigger_event method"
             )
-        return await cls._run_group(
-            matcher_list, exception_ignored, s_args, extra_kwargs, store or DependencyStore(), lifecycles,
-            _pool_key(s_args, extra_kwargs),
-        )
-
-    @staticmethod
-    async def _run_group(
-        handlers: list[FunctionData],
-        exception_ignored: tuple,
-        s_args: list[Any],
-        kwargs: dict[str, Any],
-        store: DependencyStore,
-        lifecycles: Mapping[Scope, LifecycleScope] | None,
-        key: Hashable,
-    ) -> bool:
-        dead: list[FunctionData] = []
+        state = _DispatchState()
+        state.store, state.scopes = store, lifecycles
         try:
-            for data in handlers:
-                matcher = data.matcher
-                if matcher._dead_at is not None and matcher.dead:
-                    dead.append(data)
-                    continue
-                pool = [matcher, *s_args]
-                plan = _plan_of(data, pool, kwargs, key)
-                if plan.recipe is None:
-                    logger.warning(
-                        "Matcher %s (%s) failed to resolve dependencies for %s: %s. Skipping......",
-                        callable_name(data.function), _where(data), plan.unresolved.reason.value,
-                        plan.unresolved.describe(),
-                    )
-                    continue
-                values = plan.recipe.build(pool, kwargs)
-                if plan.group:
-                    session = Session(pool, kwargs, store, lifecycles, Scope.DISPATCH)
-                    outcome = await _call_with_factories(data, plan, values, session, exception_ignored)
-                else:
-                    outcome = await _call_handler(data, values, exception_ignored)
-                if outcome == _RAN:
-                    if matcher.block:
-                        return False
-                elif outcome == _STOPPED:
-                    return False
+            return await _run_group(matcher_list, exception_ignored, s_args, extra_kwargs, state, _pool_key(s_args, extra_kwargs))
         finally:
-            for data in dead:
-                try:
-                    handlers.remove(data)
-                except ValueError:
-                    pass
-        return True
+            if lifecycles is None:
+                await state.aclose()
 
     @classmethod
     async def trigger_event(
@@ -615,13 +687,16 @@ class MatcherFactory:
         The positional pool is `[matcher, event, *args]` and the keyword pool
         `kwargs`; the last `BaseEvent` among `args` replaces `event`. Any
         `Depends(...)` among `args` / `kwargs` is resolved once, before the
-        handlers run (`RuntimeError` if it cannot be). Exceptions of the
+        handlers run (`RuntimeError` if it cannot be). Priority groups run in
+        ascending order, handlers of a group in registration order, and one
+        dispatch per event type runs at a time. Exceptions of the
         `exception_ignored` types raised by a handler propagate; other handler
         exceptions are logged and the next handler runs.
         """
-        for arg in args:
-            if isinstance(arg, BaseEvent):
-                event = arg
+        if args:
+            for arg in args:
+                if isinstance(arg, BaseEvent):
+                    event = arg
         if not event:
             raise RuntimeError("No event found in args")
         if isinstance(event, type) and issubclass(event, ConstructableEvent):
@@ -633,45 +708,57 @@ class MatcherFactory:
         if __flags__.DISABLE_EXC_IGNORED:
             exception_ignored = ()
         lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
-        await lock.acquire()
+        if lock._locked:
+            await lock.acquire()
+        else:
+            lock._locked = True
         try:
-            groups = _handler_groups(event_type)
+            hit = _groups_cache.get(event_type)
+            if hit is not None and hit[0] == _registry_version[0] and hit[1] is EventRegistry._event_handlers:
+                groups = hit[2]
+            else:
+                groups = _handler_groups(event_type)
             if groups:
-                await cls._dispatch(groups, [event, *args], kwargs, exception_ignored)
+                await _dispatch(groups, event, args, kwargs, exception_ignored)
             elif logger.isEnabledFor(logging.DEBUG):
                 logger.debug("No registered Matcher for %s event, skipping processing.", event_type)
         finally:
-            lock.release()
+            if lock._waiters:
+                lock.release()
+            else:
+                lock._locked = False
 
-    @classmethod
-    async def _dispatch(
-        cls,
-        groups: tuple[list[FunctionData], ...],
-        s_args: list[Any],
-        kwargs: dict[str, Any],
-        exception_ignored: tuple,
-    ) -> None:
-        scopes = DispatchScopes()
-        store = DependencyStore()
-        try:
-            if _has_factories(s_args, kwargs):
-                await cls._resolve_trigger_factories(s_args, kwargs, exception_ignored, store, scopes)
-            key = _pool_key(s_args, kwargs)
-            for handlers in groups:
-                if not await cls._run_group(handlers, exception_ignored, s_args, kwargs, store, scopes, key):
-                    break
-        finally:
-            await scopes.aclose()
 
-    @classmethod
-    async def _resolve_trigger_factories(
-        cls, s_args: list[Any], kwargs: dict[str, Any], exception_ignored: tuple, store: DependencyStore, scopes: DispatchScopes
-    ) -> None:
-        runtime_args = {i: v for i, v in enumerate(s_args) if isinstance(v, DependsFactory)}
-        runtime_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)}
-        if not await cls._do_runtime_resolve(
-            runtime_args, runtime_kwargs, s_args, kwargs, s_args, kwargs, exception_ignored,
-            store=store, lifecycles=scopes, default_scope=Scope.DISPATCH,
-        ):
-            raise RuntimeError("Runtime arguments cannot be resolved")
+async def _dispatch(
+    groups: tuple[list[FunctionData], ...], event: Any, args: tuple, kwargs: dict[str, Any], exception_ignored: tuple
+) -> None:
+    s_args = [event, *args]
+    state = _DispatchState()
+    try:
+        if (args or kwargs) and _has_factories(args, kwargs):
+            await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
+        key = type(event) if not args and not kwargs else _pool_key(s_args, kwargs)
+        for handlers in groups:
+            if not await _run_group(handlers, exception_ignored, s_args, kwargs, state, key):
+                break
+    finally:
+        if state.scopes is not None:
+            await state.aclose()
 
+
+DispatchLock.holder_codes.add(MatcherFactory.trigger_event.__func__.__code__)
+
+
+async def _resolve_trigger_factories(
+    s_args: list[Any], kwargs: dict[str, Any], exception_ignored: tuple, state: _DispatchState
+) -> None:
+    """Resolve the `Depends` passed to `trigger_event` in place, once for the whole dispatch."""
+    session = state.session(s_args, kwargs)
+    ok = await MatcherFactory._do_runtime_resolve(
+        {i: v for i, v in enumerate(s_args) if isinstance(v, DependsFactory)},
+        {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)},
+        s_args, kwargs, s_args, kwargs, exception_ignored,
+        store=session.store, lifecycles=session.lifecycles, default_scope=Scope.DISPATCH,
+    )
+    if not ok:
+        raise RuntimeError("Runtime arguments cannot be resolved")
