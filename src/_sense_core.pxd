@@ -9,12 +9,10 @@ cdef class Program:
     cdef public object graph
     cdef public list nodes
     cdef public list funcs
-    cdef public list tags
     cdef public list bits
     cdef public list static_plans
-    cdef public list plan_keys
     cdef public list addrs
-    cdef public dict row_of
+    cdef public object row_of
     cdef public dict seg_row
     cdef public Py_ssize_t nrows
     cdef public object successor

@@ -28,21 +28,19 @@ class Program:
     graph: Any
     nodes: list[Any]
     funcs: list[Any]
-    tags: list[str | None]
     bits: list[int]
     static_plans: list[tuple | None]
-    plan_keys: list[Any]
     ops: list[int]
     operands: list[Any]
     landings: list[list[int] | None]
     addrs: list[tuple[int, ...]]
-    row_of: dict[tuple[int, ...], int]
+    row_of: dict[tuple[int, ...], int] | None
     seg_row: dict[tuple[int, ...], int]
     nrows: int
     successor: Program | None
     def __init__(
-        self, graph: Any, nodes: list, funcs: list, tags: list, bits: list[int], static_plans: list,
-        plan_keys: list, ops: list[int], operands: list, landings: list, addrs: list, row_of: dict, seg_row: dict,
+        self, graph: Any, nodes: list, funcs: list, bits: list[int], static_plans: list,
+        ops: list[int], operands: list, landings: list, addrs: list, row_of: dict | None, seg_row: dict,
     ) -> None: ...
     def locate(self, items: list[int]) -> tuple[int, bool]: ...
 

@@ -73,16 +73,14 @@ ALWAYS_PENDING.pending = True
 cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
-    def __init__(self, graph, list nodes, list funcs, list tags, list bits, list static_plans, list plan_keys,
-                 list ops, list operands, list landings, list addrs, dict row_of, dict seg_row):
+    def __init__(self, graph, list nodes, list funcs, list bits, list static_plans,
+                 list ops, list operands, list landings, list addrs, row_of, dict seg_row):
         cdef Py_ssize_t i
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
-        self.tags = tags
         self.bits = bits
         self.static_plans = static_plans
-        self.plan_keys = plan_keys
         self.ops = ops
         self.operands = operands
         self.landings = landings
@@ -105,6 +103,8 @@ cdef class Program:
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2:
         key = tuple(items)
+        if self.row_of is None:
+            self.row_of = {addr: i for i, addr in enumerate(self.addrs)}
         row = self.row_of.get(key)
         if row is not None:
             exact[0] = True
@@ -397,6 +397,18 @@ cdef inline object _apply(object func, tuple plan):
     return func(**<dict> plan[1])
 
 
+cdef PointerVector _start_pointer(Program prog):
+    """`[0]`, bound to the first row when that row is the top-level slot 0."""
+    if prog.nrows and len(prog.addrs[0]) == 1:
+        return _bound_pointer(prog, 0)
+    return PointerVector([0])
+
+
+cdef object _plan_key(object func):
+    """Bound methods of one function (the instruction nodes) share one injection plan."""
+    return getattr(func, "__func__", func)
+
+
 cdef bint _clashes(object kwargs) except -1:
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
@@ -411,7 +423,7 @@ cdef class InterpreterCore:
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
         self._prog = prog
-        self._pointer = PointerVector([0])
+        self._pointer = _start_pointer(prog)
         self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
@@ -579,7 +591,7 @@ cdef class InterpreterCore:
         if plans is not None:
             plan = (<list> plans)[row]
             if plan is None:
-                plan = self._plan_cache.get(self._prog.plan_keys[row])
+                plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
                 if plan is not None:
                     (<list> plans)[row] = plan
             if plan is not None:
@@ -590,7 +602,7 @@ cdef class InterpreterCore:
                 self._plans = [None] * self._prog.nrows
                 self._plan_cache = {}
             (<list> self._plans)[row] = plan
-            self._plan_cache[self._prog.plan_keys[row]] = plan
+            self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
     cdef object _ready_plan(self, Py_ssize_t row):
@@ -867,7 +879,7 @@ cdef class InterpreterCore:
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
         cdef Program prog = self._prog
         if self._signal.pending:
-            await self._gate(prog.tags[row])
+            await self._gate(prog.nodes[row].tag)
         if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = await self._plan_for(row)
@@ -895,7 +907,7 @@ cdef class InterpreterCore:
         if ptr._items is not None and not ptr._items:
             if not self._prog.nrows:
                 return C_STEP_END
-            self._move_to([0])
+            self._pointer = _start_pointer(self._prog)
         self._flag_bits &= ~C_FLAG_JMP
         if self._flag_bits & C_FLAG_HLT:
             self._flag_bits &= ~C_FLAG_HLT

@@ -77,20 +77,18 @@ class Program:
     """
 
     __slots__ = (
-        "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "plan_keys", "row_of",
-        "seg_row", "static_plans", "successor", "tags",
+        "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
+        "seg_row", "static_plans", "successor",
     )
 
     def __init__(
-        self, graph, nodes, funcs, tags, bits, static_plans, plan_keys, ops, operands, landings, addrs, row_of, seg_row
+        self, graph, nodes, funcs, bits, static_plans, ops, operands, landings, addrs, row_of, seg_row
     ):
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
-        self.tags = tags
         self.bits = bits
         self.static_plans = static_plans
-        self.plan_keys = plan_keys
         self.ops = ops
         self.operands = operands
         self.landings = landings
@@ -107,6 +105,8 @@ class Program:
         first executable row is `row`.
         """
         key = tuple(items)
+        if self.row_of is None:
+            self.row_of = {addr: row for row, addr in enumerate(self.addrs)}
         row = self.row_of.get(key)
         if row is not None:
             return row, True
@@ -397,6 +397,18 @@ def _current_task():
         return None
 
 
+def _start_pointer(prog):
+    """`[0]`, bound to the first row when that row is the top-level slot 0."""
+    if prog.nrows and len(prog.addrs[0]) == 1:
+        return PointerVector._at_row(prog, 0)
+    return PointerVector([0])
+
+
+def _plan_key(func):
+    """Bound methods of one function (the instruction nodes) share one injection plan."""
+    return getattr(func, "__func__", func)
+
+
 def _clashes(kwargs):
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
@@ -437,7 +449,7 @@ class InterpreterCore:
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
         self._prog = prog
-        self._pointer = PointerVector([0])
+        self._pointer = _start_pointer(prog)
         self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
@@ -584,7 +596,7 @@ class InterpreterCore:
         if plans is not None:
             plan = plans[row]
             if plan is None:
-                plan = self._plan_cache.get(self._prog.plan_keys[row])
+                plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
                 if plan is not None:
                     plans[row] = plan
             if plan is not None:
@@ -595,7 +607,7 @@ class InterpreterCore:
                 self._plans = [None] * self._prog.nrows
                 self._plan_cache = {}
             self._plans[row] = plan
-            self._plan_cache[self._prog.plan_keys[row]] = plan
+            self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
     def _ready_plan(self, row):
@@ -616,7 +628,7 @@ class InterpreterCore:
         prog = self._prog
         bits = prog.bits[row]
         if self._signal.pending:
-            await self._gate(prog.tags[row])
+            await self._gate(prog.nodes[row].tag)
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = await self._plan_for(row)
@@ -644,7 +656,7 @@ class InterpreterCore:
         if ptr._items is not None and not ptr._items:
             if not self._prog.nrows:
                 return STEP_END
-            self._move_to([0])
+            self._pointer = _start_pointer(self._prog)
         self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT

@@ -47,7 +47,7 @@ class BaseNode:
         self.fun_frame = frame or sys._getframe(1)
         self.func = func
         self.is_coro = inspect.iscoroutinefunction(func)
-        self.tag = tag or f"NodeSuspend::{getattr(func, '__name__', type(func).__name__)}"
+        self.tag = tag or sys.intern(f"NodeSuspend::{getattr(func, '__name__', type(func).__name__)}")
         self.wrap_to_async = wrap_to_async
         self.address_able = address_able
 

@@ -40,16 +40,6 @@ def _static_plan(node: Any) -> tuple | None:
     return _NO_ARGUMENTS
 
 
-def _plan_key(node: Any) -> Any:
-    """Nodes whose functions share this key share one injection plan per interpreter.
-
-    Bound methods of one function (the instruction nodes) resolve the same
-    parameters from the same pools, so their plan is shared.
-    """
-    func = getattr(node, "func", None)
-    return getattr(func, "__func__", func)
-
-
 def _common_prefix(a: tuple, b: tuple) -> int:
     n = 0
     for x, y in zip(a, b):
@@ -63,26 +53,23 @@ class _TableBuilder:
     def __init__(self) -> None:
         self.nodes: list = []
         self.funcs: list = []
-        self.tags: list = []
         self.bits: list[int] = []
         self.static_plans: list = []
-        self.plan_keys: list = []
         self.addrs: list[tuple] = []
-        self.row_of: dict[tuple, int] = {}
+        self.row_of: dict[tuple, int] | None = None
         self.seg_row: dict[tuple, int] = {}
 
     def add_row(self, node: Any, addr: tuple, bits: int) -> None:
-        self.row_of[addr] = len(self.nodes)
         self.nodes.append(node)
         self.funcs.append(getattr(node, "func", None))
-        self.tags.append(getattr(node, "tag", None))
         self.bits.append(bits)
         self.static_plans.append(_static_plan(node) if not bits & _core.ROW_EMPTY else None)
-        self.plan_keys.append(_plan_key(node))
         self.addrs.append(addr)
 
     def locate(self, addr: list) -> tuple[int, bool]:
         key = tuple(addr)
+        if self.row_of is None:
+            self.row_of = {a: i for i, a in enumerate(self.addrs)}
         row = self.row_of.get(key)
         if row is not None:
             return row, True
@@ -130,6 +117,6 @@ def build_program(graph: Any) -> Any:
         builder.walk(graph, ())
     ops, operands = builder.compile_ops()
     return _core.Program(
-        graph, builder.nodes, builder.funcs, builder.tags, builder.bits, builder.static_plans,
-        builder.plan_keys, ops, operands, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,
+        graph, builder.nodes, builder.funcs, builder.bits, builder.static_plans,
+        ops, operands, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,
     )
