@@ -401,8 +401,29 @@ async def resolve_group(group: FactoryGroup, session: Session, exception_ignored
     return True
 
 
-_DONE: Any = object()
-_DEFER: Any = object()
+class _Marker:
+    __slots__ = ()
+
+
+_DONE: Any = _Marker()
+_DEFER: Any = _Marker()
+
+
+_settled_types: set[type] = set()
+"""Types seen as provider results that are neither awaitable nor exceptions (a cheap membership test)."""
+
+
+def _is_settled(value: Any) -> bool:
+    """True for a ready value: not None, not an exception, not awaitable."""
+    kind = type(value)
+    if kind in _settled_types:
+        return True
+    if value is None or kind is _Marker or isinstance(value, BaseException) or hasattr(kind, "__await__"):
+        return False
+    if len(_settled_types) >= 4096:
+        _settled_types.clear()
+    _settled_types.add(kind)
+    return True
 
 
 def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict) -> list[Any] | None:
@@ -423,7 +444,7 @@ def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict
             except Exception as exc:
                 value = exc
         if results is None:
-            if value is not None and value is not _DEFER and not isinstance(value, BaseException) and not _is_awaitable(value):
+            if type(value) in _settled_types or _is_settled(value):
                 target[key] = value
                 continue
             results = [_DONE] * pos
@@ -504,6 +525,7 @@ class NodeEntry(tuple):
     def __new__(
         cls,
         func: Any,
+        params: Any,
         recipe: Recipe,
         cached: dict[str, Any] | None,
         group: FactoryGroup | None,
@@ -517,7 +539,8 @@ class NodeEntry(tuple):
         entry.func = func
         entry.recipe = recipe
         entry.cached = cached or None
-        entry.positional = not cached and group is None and leading_positional(func, recipe.names)
+        order = tuple(name for name in params if name in static)
+        entry.order = order if group is None and leading_positional(func, order) else None
         return entry
 
     def instantiate(self, args: Any, kwargs: Mapping[str, Any], bind: bool) -> tuple:
@@ -526,11 +549,11 @@ class NodeEntry(tuple):
         `bind` attaches the pools to the factories (a call with extra arguments,
         whose pools differ from the interpreter's).
         """
-        if self.positional:
-            return self.recipe.build_tuple(args, kwargs), None, {}
         values = self.recipe.build(args, kwargs)
         if self.cached:
             values.update(self.cached)
+        if self.order is not None:
+            return tuple(values[name] for name in self.order), None, {}
         group = self[1]
         if not group:
             return None, values, {}

@@ -536,7 +536,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             session = Session(args, kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
             await self._inject(node, FactoryGroup.prepare(cacheable, args, kwargs), session, cached)
         group = FactoryGroup.prepare(per_call, args, kwargs) if per_call else None
-        return NodeEntry(func, found, cached, group, args, kwargs)
+        return NodeEntry(func, meta["params"], found, cached, group, args, kwargs)
 
     async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, dict]:
         """`(static_kwargs, per_call_factories)`: matched values plus `use_cache` provider results."""
@@ -562,14 +562,21 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             pools = self._pools(extra_args, extra_kwargs)
             group = FactoryGroup.prepare(group, *pools).bind(*pools)
         if group.direct_only:
-            pools = group.pools or (self._pools(extra_args, extra_kwargs) if extra_args or extra_kwargs else None)
-            pool_args, pool_kwargs = pools or (self._ava_args_v, self._ava_kwargs_v)
-            pending = start_plain(group.plain, pool_args, pool_kwargs, values)
+            if group.pools is not None:
+                pending = start_plain(group.plain, *group.pools, values)
+            elif extra_args or extra_kwargs:
+                pending = start_plain(group.plain, *self._pools(extra_args, extra_kwargs), values)
+            else:
+                pending = start_plain(group.plain, self._ava_args_v, self._ava_kwargs_v, values)
             if pending is not None:
                 session = self._call_session(group, extra_args, extra_kwargs)
                 if not await finish_plain(group.plain, pending, session, self._exc_ignored, values):
                     raise self._inject_failed(node, session)
-            return await self._invoke_plain(node, node.func, None, values)
+            if node.is_coro:
+                return await node.func(**values)
+            if node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC:
+                return await self._offload(node.func, None, values)
+            return node.func(**values)  # the inline case of `_invoke_plain`, without its coroutine
         session = self._call_session(group, extra_args, extra_kwargs)
         if not group.needs_call_scope:
             await self._inject(node, group, session, values)
