@@ -252,3 +252,26 @@ async def test_teardown_error_propagates_from_run():
     # a fresh scope is in place: the next run opens and closes again
     with pytest.raises(OSError):
         await interp.run()
+
+
+@pytest.mark.asyncio
+async def test_terminate_during_a_run_closes_the_workflow_scope():
+    import asyncio
+
+    log = []
+    gate = asyncio.Event()
+
+    @Node()
+    async def waiting(res: str = Depends(tracked(log, "w"))):
+        log.append("waiting")
+        await gate.wait()
+
+    interp = WorkflowInterpreter(NodeCompose(waiting, inline(lambda: log.append("after"))).render())
+    run = asyncio.create_task(interp.run())
+    while "waiting" not in log:
+        await asyncio.sleep(0)
+    stopper = asyncio.create_task(interp.terminate())
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(run, stopper), 5)
+    assert log == ["open w", "waiting", "close w"]

@@ -516,3 +516,17 @@ async def test_call_extras_reach_providers():
 
     await WorkflowInterpreter(graph(caller, callee, inline(lambda: None))).run()
     assert seen == ["one", "one", "two", "two"]
+
+
+@pytest.mark.asyncio
+async def test_no_dependency_meta_cache_reinspects_the_function(flags):
+    seen = []
+
+    @inline
+    def node(cfg: Config):
+        seen.append(cfg.name)
+
+    node.fun_sign = {"params": {"missing": {"type_hint": Token, "kind": "required", "default": None}}, "factory_map": {}}
+    flags.NO_DEPENDENCY_META_CACHE = True
+    await WorkflowInterpreter(graph(node), extra_args=(Config("fresh"),)).run()
+    assert seen == ["fresh"]

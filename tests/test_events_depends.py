@@ -330,3 +330,25 @@ def test_handle_returns_the_function():
         pass
 
     assert Matcher("ping").handle()(run) is run
+
+
+@pytest.mark.asyncio
+async def test_no_dependency_meta_cache_reinspects_handlers(monkeypatch):
+    from amrita_sense._unsafe import _Flags
+    from amrita_sense.hook import matcher as matcher_module
+
+    seen = []
+    matcher = Matcher("ping", block=False)
+
+    @matcher.handle()
+    async def run(event: Ping):
+        seen.append(event.payload)
+
+    data = EventRegistry().get_handlers("ping")[10][0]
+    data.signature = {"params": {"svc": {"type_hint": Service, "kind": "required", "default": None}}, "factory_map": {}}
+    await MatcherFactory.trigger_event(Ping("skipped"))
+    flags = _Flags()
+    flags.NO_DEPENDENCY_META_CACHE = True
+    monkeypatch.setattr(matcher_module, "__flags__", flags)
+    await MatcherFactory.trigger_event(Ping("seen"))
+    assert seen == ["seen"]

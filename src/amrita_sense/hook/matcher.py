@@ -529,7 +529,12 @@ async def _run_group(
                 dead = [*(dead or ()), data]
                 continue
             plan = data._plans.get(key)
-            if plan is None or plan.signature is not data.signature or plan.matcher_type is not type(matcher):
+            if (
+                plan is None
+                or plan.signature is not data.signature
+                or plan.matcher_type is not type(matcher)
+                or __flags__.NO_DEPENDENCY_META_CACHE
+            ):
                 plan = _plan_of(data, s_args, kwargs, key)
             build = plan.build
             if build is None:
