@@ -78,6 +78,7 @@ cdef class InterpreterCore:
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
     cdef bint _native_ready(self, Py_ssize_t row, int op) except -1
+    cdef bint _callee_ready(self, Py_ssize_t row) except -1
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1

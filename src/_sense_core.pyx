@@ -669,10 +669,13 @@ cdef class InterpreterCore:
             if op == C_OP_WHILE and self._squashed_loops:
                 return False
             operands = self._prog.operands[row]
-            return self._inline_plan(operands[0]) is not None and self._inline_plan(operands[1]) is not None
+            return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
         if op == C_OP_ELSE:
-            return self._inline_plan((<tuple> self._prog.operands[row])[0]) is not None
+            return self._callee_ready((<tuple> self._prog.operands[row])[0])
         return True
+
+    cdef bint _callee_ready(self, Py_ssize_t row) except -1:
+        return self._prog.cops[row] == C_OP_JUMP or self._inline_plan(row) is not None
 
     async def _finish_native(self, int status, tuple operands):
         """A called node jumped: call the body relative to the new pointer, as the Python function does."""
@@ -733,6 +736,9 @@ cdef class InterpreterCore:
 
     cdef object _subcall_inline(self, Py_ssize_t row):
         """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
+        if self._prog.cops[row] == C_OP_JUMP:
+            self._native_jump(self._prog.operands[row])
+            return None
         plan = self._inline_plan(row)
         self._enter_frame(row)
         try:

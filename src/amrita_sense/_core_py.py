@@ -726,10 +726,13 @@ class InterpreterCore:
             if op == OP_WHILE and self._squashed_loops:
                 return False
             operands = self._prog.operands[row]
-            return self._inline_plan(operands[0]) is not None and self._inline_plan(operands[1]) is not None
+            return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
         if op == OP_ELSE:
-            return self._inline_plan(self._prog.operands[row][0]) is not None
+            return self._callee_ready(self._prog.operands[row][0])
         return True
+
+    def _callee_ready(self, row):
+        return self._prog.ops[row] == OP_JUMP or self._inline_plan(row) is not None
 
     async def _run_native(self, row, op):
         if op == OP_TRY:
@@ -779,6 +782,8 @@ class InterpreterCore:
 
     def _subcall_inline(self, row):
         """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
+        if self._prog.ops[row] == OP_JUMP:
+            return self._native_jump(self._prog.operands[row])
         plan = self._inline_plan(row)
         stack = self._ret_addr_stack
         stack.push(self._pointer)
