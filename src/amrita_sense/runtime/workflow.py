@@ -139,7 +139,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
         parent_interpreter: WorkflowInterpreter | None = None,
     ):
-        if isinstance(node_compose, SelfCompileInstruction):
+        if not is_rendered_compose(node_compose) and isinstance(node_compose, SelfCompileInstruction):
             node_compose = node_compose.extract().render()
         if not is_rendered_compose(node_compose):
             raise TypeError(
@@ -148,7 +148,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._graph = node_compose
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
         self._yield_interval = YIELD_INTERVAL
-        self._interpreter_id = uuid4().hex
+        self._interpreter_id = None
         self._panic_exc = None
         self._ava_args_v = (self, *extra_args)
         self._ava_kwargs_v = dict(extra_kwargs or {})
@@ -174,8 +174,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._top_interpreter = top
         self._sub_interpreters_all = None
         self._glob_top_mod_lock = top._glob_top_mod_lock
-        top._sub_interpreters_all[self._interpreter_id] = self
-        parent._sub_interpreters[self._interpreter_id] = self
+        top._sub_interpreters_all[self.id] = self
+        parent._sub_interpreters[self.id] = self
 
     # ----- identity and tree ----------------------------------------------------------
 
@@ -185,6 +185,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @property
     def id(self) -> str:
+        """A uuid4 hex string, made on first use."""
+        if self._interpreter_id is None:
+            self._interpreter_id = uuid4().hex
         return self._interpreter_id
 
     @property
@@ -199,7 +202,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def all_sub_interpreters(self) -> dict[str, WorkflowInterpreter]:
         if self._top_interpreter is not None:
             raise RuntimeError(
-                f"{self._interpreter_id} is not a top-level interpreter, "
+                f"{self.id} is not a top-level interpreter, "
                 f"the real top-level interpreter is {self._top_interpreter.id}"
             )
         return self._sub_interpreters_all
@@ -813,10 +816,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def _leave_tree(self) -> None:
         parent = self._parent_interpreter
         if parent is not None:
-            parent._sub_interpreters.pop(self._interpreter_id, None)
+            parent._sub_interpreters.pop(self.id, None)
         top = self.top_interpreter
         if top is not self:
-            top._sub_interpreters_all.pop(self._interpreter_id, None)
+            top._sub_interpreters_all.pop(self.id, None)
         self._parent_interpreter = None
 
     def terminate_all_forks(self, eol: bool = True, exclude_self: bool = False) -> asyncio.Future:
