@@ -530,3 +530,33 @@ async def test_no_dependency_meta_cache_reinspects_the_function(flags):
     flags.NO_DEPENDENCY_META_CACHE = True
     await WorkflowInterpreter(graph(node), extra_args=(Config("fresh"),)).run()
     assert seen == ["fresh"]
+
+
+@pytest.mark.asyncio
+async def test_bound_methods_as_node_and_provider():
+    class Service_:
+        def __init__(self):
+            self.seen = []
+
+        def provide(self, cfg: Config) -> str:
+            return cfg.name
+
+        def handle(self, cfg: Config, name: str = Depends(lambda: "p")):
+            self.seen.append((cfg.name, name))
+
+        def positional(self, cfg: Config, label: str):
+            self.seen.append((cfg.name, label))
+
+    svc = Service_()
+
+    @inline
+    def via_provider(value: str = Depends(svc.provide)):
+        svc.seen.append(value)
+
+    interp = WorkflowInterpreter(
+        graph(inline(svc.handle), inline(svc.positional), via_provider),
+        extra_args=(Config("c"),), extra_kwargs={"label": "L"},
+    )
+    await interp.run()
+    await interp.run()
+    assert svc.seen == [("c", "p"), ("c", "L"), "c"] * 2

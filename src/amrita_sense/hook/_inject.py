@@ -17,7 +17,7 @@ import typing
 from abc import ABCMeta
 from collections.abc import Callable, Hashable, Mapping
 from enum import Enum
-from types import FunctionType, UnionType
+from types import FunctionType, MethodType, UnionType
 from typing import Any
 
 from amrita_sense import _unsafe
@@ -496,15 +496,20 @@ async def _settle(pending: list[tuple[int, Any]], results: list[Any]) -> None:
 
 
 def leading_positional(func: Any, names: tuple[str, ...]) -> bool:
-    """True when `names` are exactly the first positional parameters of a plain function.
+    """True when `names` are exactly the first positional parameters of a plain function or bound method.
 
     Then `func(*values)` is the same call as `func(**dict(zip(names, values)))`.
     """
-    code = getattr(func, "__code__", None)
-    if code is None or type(func) is not FunctionType or code.co_posonlyargcount:
+    bound = type(func) is MethodType
+    if bound:
+        func = func.__func__
+    if type(func) is not FunctionType:
         return False
-    count = len(names)
-    return count <= code.co_argcount and code.co_varnames[:count] == names
+    code = func.__code__
+    if code.co_posonlyargcount > bound:
+        return False
+    end = bound + len(names)
+    return end <= code.co_argcount and code.co_varnames[bound:end] == names
 
 
 def split_cacheable(factories: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
