@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 import time
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -17,10 +18,14 @@ from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.table import build_program
 from amrita_sense.utils import isabstractmethod
 
-if TYPE_CHECKING:
-    from types import FrameType
-
 NODE_T = TypeVar("NODE_T", covariant=True)
+
+
+def _is_coroutine_function(func: Any) -> bool:
+    code = getattr(func, "__code__", None)
+    if code is not None and type(func) is types.FunctionType:
+        return bool(code.co_flags & inspect.CO_COROUTINE)
+    return inspect.iscoroutinefunction(func)
 
 
 class BaseNode:
@@ -46,7 +51,7 @@ class BaseNode:
         self.fun_sign = sign_func(func)
         self.fun_frame = frame or sys._getframe(1)
         self.func = func
-        self.is_coro = inspect.iscoroutinefunction(func)
+        self.is_coro = _is_coroutine_function(func)
         self.tag = tag or sys.intern(f"NodeSuspend::{getattr(func, '__name__', type(func).__name__)}")
         self.wrap_to_async = wrap_to_async
         self.address_able = address_able

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-import types
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
 from typing import Any, Generic, TypeVar
@@ -80,27 +79,6 @@ def _restore_async_library() -> None:
         return
     _pin_state.depth = 0
     sniffio.thread_local.name = getattr(_pin_state, "previous", None)
-
-
-def _positional_names(func: Any) -> tuple[str, ...] | None:
-    """Names a plain function (or bound method) accepts by position or keyword, else None."""
-    bound = type(func) is types.MethodType
-    if bound:
-        func = func.__func__
-    if type(func) is not types.FunctionType:
-        return None
-    code = func.__code__
-    if code.co_posonlyargcount > bound:
-        return None
-    return code.co_varnames[bound : code.co_argcount]
-
-
-def _call_form(func: Any, static: dict[str, Any]) -> tuple[tuple | None, dict[str, Any] | None]:
-    """`(args, None)` when `static` fills exactly the leading positional parameters, else `(None, static)`."""
-    names = _positional_names(func)
-    if names is not None and len(static) <= len(names) and all(n in static for n in names[: len(static)]):
-        return tuple(static[n] for n in names[: len(static)]), None
-    return None, static
 
 
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
@@ -410,7 +388,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._gate(node.tag)
         if self._has_pre_check(node):
             node._pre_check(self)
-        plan = await self._make_plan(node, extra_args, extra_kwargs)
+        plan = await self._make_plan(node, extra_args, extra_kwargs, no_cache=no_cache)
         return await self._invoke(node, plan)
 
     def _descend_with(self, addr_getter: Callable[[list[int]], Any]) -> BaseNode | None:
