@@ -865,14 +865,15 @@ cdef class InterpreterCore:
         if not as_subcall:
             self._native_jump(operands[1])
 
-    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1:
-        node = self._prog.nodes[row]
-        if node._frm_addr is None:
-            node._frm_addr = list(self._pointer._list())
-            self._push_ret(_bound_pointer(self._prog, row))
+    cdef int _native_callsub(self, Py_ssize_t row, tuple operands) except -1:
+        """CALL: push the return address (compiled to a row when it is one) and jump."""
+        cdef Py_ssize_t return_row = operands[3]
+        if return_row >= 0:
+            self._push_ret(_bound_pointer(self._prog, return_row))
         else:
-            self._push_ret(PointerVector(list(node._frm_addr)))
-        self._native_jump(target)
+            self._push_ret(PointerVector(list(self._prog.nodes[row]._frm_addr)))
+        if self._c_mark_jump():
+            self._goto(operands)
         return 0
 
     cdef int _native_ret(self) except -1:
@@ -984,6 +985,10 @@ cdef class InterpreterCore:
                                 await self._run_row(row)
                             elif self._inline_callable(row):
                                 self._call_inline(row, plan)
+                            elif self._prog.cbits[row] & C_ROW_CORO:
+                                if self._prog.cbits[row] & C_ROW_PRECHECK:
+                                    self._prog.nodes[row]._pre_check(self)
+                                await _apply(self._prog.funcs[row], plan)
                             else:
                                 await self._call_with_plan(row, plan)
                     if not self._c_leave_step():

@@ -896,14 +896,14 @@ class InterpreterCore:
         if not as_subcall:
             self._native_jump(escape)
 
-    def _native_callsub(self, row, target):
-        node = self._prog.nodes[row]
-        if node._frm_addr is None:
-            node._frm_addr = list(self._pointer._list())
-            self._ret_addr_stack.push(PointerVector._at_row(self._prog, row))
+    def _native_callsub(self, row, operands):
+        """CALL: push the return address (compiled to a row when it is one) and jump."""
+        return_row = operands[3]
+        if return_row >= 0:
+            self._ret_addr_stack.push(PointerVector._at_row(self._prog, return_row))
         else:
-            self._ret_addr_stack.push(PointerVector(list(node._frm_addr)))
-        self._native_jump(target)
+            self._ret_addr_stack.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
+        self._native_jump(operands[:3])
 
     def _native_ret(self):
         saved = self._ret_addr_stack.pop()

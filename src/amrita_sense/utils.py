@@ -54,7 +54,7 @@ def search_exceptions(seq: Sequence[BaseException | list | None]) -> list[BaseEx
 def _fingerprint_args(ava_args: tuple, ava_kwargs: dict) -> int:
     """Hash the type names of the injection pools (the DI cache key component)."""
     type_seq = tuple(type(arg).__name__ for arg in ava_args)
-    kw_seq = tuple(sorted((k, type(v).__name__) for k, v in ava_kwargs.items()))
+    kw_seq = tuple(sorted((k, type(v).__name__) for k, v in ava_kwargs.items())) if ava_kwargs else ()
     return hash((type_seq, kw_seq))
 
 

@@ -82,7 +82,14 @@ def _compile_call(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     if node._to_addr is None:
         return None
     target = _target(locate, node._to_addr)
-    return (OP_CALLSUB, target) if target[0] >= 0 else None
+    if target[0] < 0:
+        return None
+    if node._frm_addr is None:  # the CALL's own address, which its function records on first use
+        return_row = locate(list(addr))[0]
+    else:
+        row, exact = locate(node._frm_addr)
+        return_row = row if exact else -1
+    return OP_CALLSUB, (*target, return_row)
 
 
 def _compile_ret(node: Any, addr: tuple, locate: Locate) -> tuple:
