@@ -13,9 +13,16 @@ import threading
 cimport cython
 from time import monotonic
 
+from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.ref cimport Py_DECREF, Py_INCREF
 
-from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
+
+cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        Py_ssize_t allocated
+    void Py_SET_SIZE(object, Py_ssize_t)
+
 
 IMPLEMENTATION = "cython"
 
@@ -275,15 +282,29 @@ cdef class Stack:
         return self._pop()
 
     cdef int _push(self, object item) except -1:
-        if len(self.stack) >= self.ovf:
+        cdef list items = self.stack
+        cdef Py_ssize_t size = len(items)
+        if size >= self.ovf:
             raise OverflowError("Stack overflow")
-        self.stack.append(item)
+        if (<PyListObject *> items).allocated > size:
+            # room left: store in place, so a push/pop pair around a sub-call never reallocates
+            Py_INCREF(item)
+            PyList_SET_ITEM(items, size, item)
+            Py_SET_SIZE(items, size + 1)
+        else:
+            items.append(item)
         return 0
 
     cdef object _pop(self):
-        if not self.stack:
+        cdef list items = self.stack
+        cdef Py_ssize_t size = len(items)
+        if size == 0:
             raise IndexError("Stack is empty")
-        return self.stack.pop()
+        item = <object> PyList_GET_ITEM(items, size - 1)
+        # keep the capacity (list.pop would shrink an emptied list); the slot's reference is ours now
+        Py_SET_SIZE(items, size - 1)
+        Py_DECREF(item)
+        return item
 
     def clear(self):
         del self.stack[:]
@@ -1001,3 +1022,8 @@ cdef class InterpreterCore:
                 if now - last_yield >= self._yield_interval:
                     await asyncio.sleep(0)
                     last_yield = monotonic()
+
+
+# Imported last: importing `amrita_sense` runs its selector, which reads this module's names,
+# so `import _sense_core` on its own must find them defined by then.
+from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException  # noqa: E402

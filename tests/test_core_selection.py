@@ -23,3 +23,29 @@ def test_implementation_names_the_loaded_core():
     assert amrita_sense.IMPLEMENTATION in ("cython", "python")
     expected = "_sense_core" if amrita_sense.IMPLEMENTATION == "cython" else "amrita_sense._core_py"
     assert _core._impl.__name__ == expected
+
+
+def test_compiled_core_imports_before_the_package():
+    import subprocess
+    import sys
+
+    if amrita_sense.IMPLEMENTATION != "cython":
+        return
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    code = "import _sense_core, amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_stack_push_pop_keeps_references_balanced():
+    import sys
+
+    from amrita_sense import Stack
+
+    stack, item = Stack(4), object()
+    before = sys.getrefcount(item)
+    for _ in range(100):
+        stack.push(item)
+        stack.push(item)
+        assert stack.pop() is item
+        assert stack.pop() is item
+    assert sys.getrefcount(item) == before and len(stack) == 0 and stack.stack == []
