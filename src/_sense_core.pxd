@@ -89,6 +89,7 @@ cdef class InterpreterCore:
     cdef int _native_else(self, tuple operands) except -1
     cdef int _native_while(self, tuple operands) except -1
     cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1
+    cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
     cdef int _native_ret(self) except -1
     cdef int _c_rebase_to(self, object ptr) except -1

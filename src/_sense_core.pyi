@@ -12,6 +12,15 @@ ROW_CORO: int
 ROW_THREAD: int
 ROW_PRECHECK: int
 ROW_EMPTY: int
+OP_CALL: int
+OP_NOP: int
+OP_JUMP: int
+OP_BRANCH: int
+OP_ELSE: int
+OP_WHILE: int
+OP_CALLSUB: int
+OP_RET: int
+OP_TRY: int
 STEP_RAN: int
 STEP_SKIPPED: int
 STEP_END: int

@@ -51,6 +51,15 @@ cdef enum:
     C_STEP_END = 2
     CHECK_CLOCK_EVERY = 64
 
+OP_CALL = C_OP_CALL
+OP_NOP = C_OP_NOP
+OP_JUMP = C_OP_JUMP
+OP_BRANCH = C_OP_BRANCH
+OP_ELSE = C_OP_ELSE
+OP_WHILE = C_OP_WHILE
+OP_CALLSUB = C_OP_CALLSUB
+OP_RET = C_OP_RET
+OP_TRY = C_OP_TRY
 FLAG_IF = C_FLAG_IF
 FLAG_HLT = C_FLAG_HLT
 FLAG_JMP = C_FLAG_JMP
@@ -827,6 +836,14 @@ cdef class InterpreterCore:
             return False
         return not with_exc or (self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs))
 
+    cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1:
+        """`call_near(slot)` of a Try block, run inline when it can be; False when it cannot."""
+        cdef Py_ssize_t target = rows[slot]
+        if not self._near_inline(target, with_exc):
+            return False
+        self._subcall_inline(target)
+        return True
+
     async def _native_try(self, Py_ssize_t row, tuple operands):
         node = self._prog.nodes[row]
         cdef dict rows = operands[0]
@@ -859,27 +876,16 @@ cdef class InterpreterCore:
                 if slot is None:
                     raise
                 exc_type, _, exc_tb = sys.exc_info()
-                target = rows[slot]
-                if self._near_inline(target, True):
-                    self._subcall_inline(target)
-                else:
+                if not self._run_near_inline(rows, slot, True):
                     await self.call_near(slot, exc_type=exc_type, exc_val=exc_val, exc_tb=exc_tb)
             else:
                 slot = node._else_addr
-                if slot is not None:
-                    target = rows[slot]
-                    if self._near_inline(target, False):
-                        self._subcall_inline(target)
-                    else:
-                        await self.call_near(slot)
+                if slot is not None and not self._run_near_inline(rows, slot, False):
+                    await self.call_near(slot)
             finally:
                 slot = node._finally_addr
-                if slot is not None:
-                    target = rows[slot]
-                    if self._near_inline(target, False):
-                        self._subcall_inline(target)
-                    else:
-                        await self.call_near(slot)
+                if slot is not None and not self._run_near_inline(rows, slot, False):
+                    await self.call_near(slot)
         except InterruptKeepContext:
             _support().resume_near(self, node._escape_addr)
             raise

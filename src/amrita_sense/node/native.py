@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-OP_CALL = 0
-OP_NOP = 1
-OP_JUMP = 2
-OP_BRANCH = 3
-OP_ELSE = 4
-OP_WHILE = 5
-OP_CALLSUB = 6
-OP_RET = 7
-OP_TRY = 8
+from amrita_sense._core import OP_BRANCH, OP_CALL, OP_CALLSUB, OP_ELSE, OP_JUMP, OP_NOP, OP_RET, OP_TRY, OP_WHILE
 
 Locate = Callable[[list], tuple]
 
