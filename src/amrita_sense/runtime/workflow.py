@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
@@ -646,7 +647,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._execute()
         except BaseException as exc:
             outcome = exc
-            self._route_exception(exc)
+            if not self._absorbs(exc):
+                raise
         finally:
             await self._end_run(outcome)
 
@@ -676,7 +678,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
                     lock.async_release()
         except BaseException as exc:
             outcome = exc
-            self._route_exception(exc)
+            if not self._absorbs(exc):
+                raise
         finally:
             await self._end_run(outcome)
 
@@ -701,19 +704,21 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._end_run(exc)
             raise
 
-    def _route_exception(self, exc: BaseException) -> None:
-        """InterruptNotice ends the run quietly; anything else propagates (an Exception as a panic)."""
+    def _absorbs(self, exc: BaseException) -> bool:
+        """Route what ended a run: True when it ends the run quietly (InterruptNotice), False when it
+        propagates (an Exception is recorded as the panic first)."""
         if isinstance(exc, InterruptKeepContext):
             self._flag_bits |= FLAG_HLT
-            return
+            return True
         if isinstance(exc, InterruptNotice):
             logger.debug("Interrupt notice at %s: %s", self._pointer, exc.message)
             self._clear_state()
-            return
+            return True
         if isinstance(exc, Exception):
             self._panic_exc = exc
-            logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
-        raise exc
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
+        return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
         fut, self._waiter_fut = self._waiter_fut, None
