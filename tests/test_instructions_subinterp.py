@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -18,6 +19,9 @@ from amrita_sense.instructions.func_block import FuncBlock
 from amrita_sense.instructions.trigger_event import EventTrigger, TriggerInstruction
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.workflow import UNSET
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup
 
 
 async def run(program, rec, **kw):

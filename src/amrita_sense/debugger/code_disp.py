@@ -172,7 +172,7 @@ def resolve_dis(node: BaseNode) -> str:
     if tag.startswith(AUTO_PREFIX):
         return _func_name(node.func).lstrip("_") or tag
     decorated = _DECORATED_TAG.match(tag)
-    return decorated.group(1) if decorated else tag
+    return decorated.group(1) if decorated else str(tag)
 
 
 def resolve_cmt(node: BaseNode) -> str:
@@ -181,7 +181,7 @@ def resolve_cmt(node: BaseNode) -> str:
     if explicit is not None:
         return explicit
     tag = node.tag
-    return _source_location(node.func) if tag.startswith(AUTO_PREFIX) else tag
+    return _source_location(node.func) if tag.startswith(AUTO_PREFIX) else str(tag)
 
 
 def _func_name(func: Any) -> str:

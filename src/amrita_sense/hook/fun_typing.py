@@ -281,7 +281,10 @@ def _sign_plain(func: FunctionType, skip: int) -> DependencyMeta:
 
 def _sign_inspect(func: Any) -> DependencyMeta:
     """The general path: `inspect.signature` plus the callable's own `__annotations__`."""
-    parameters = inspect.signature(func).parameters
+    try:
+        parameters = inspect.signature(func).parameters
+    except ValueError:  # a builtin without signature metadata (Python 3.10): nothing to inject
+        parameters = {}
     annotations = _raw_annotations(func)
     if annotations:
         annotations = _resolve_strings(annotations, _globals_of(func))[0]
