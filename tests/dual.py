@@ -15,6 +15,7 @@ tests compare.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import os
@@ -260,3 +261,38 @@ async def run_program(interp: Any, recorder: Recorder | None = None, *, max_step
     out.stack_depth = len(interp._ret_addr_stack)
     out.flags = int(interp.flags)
     return out
+
+
+def new_loop(name: str) -> asyncio.AbstractEventLoop:
+    """A fresh event loop of the named kind ("asyncio" or "uvloop"; uvloop skips the test if missing)."""
+    if name == "uvloop":
+        import pytest
+
+        uvloop = pytest.importorskip("uvloop")
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def run_on(sense: SenseCopy, drive: Any, spec: Any, loop_name: str) -> Any:
+    """Run `drive(sense, spec)` on a fresh loop with `sense` as the active package copy."""
+    loop = new_loop(loop_name)
+    try:
+        with sense.active():
+            return loop.run_until_complete(drive(sense, spec))
+    finally:
+        loop.close()
+
+
+def both_cores() -> tuple[SenseCopy, SenseCopy]:
+    """The compiled and the pure copies; skips (or fails when the compiled core is required) without one."""
+    import pytest
+
+    required = os.environ.get("AMRITA_SENSE_REQUIRE_EXTENSIONS", "") not in ("", "0")
+    try:
+        if not compiled_core_importable():
+            raise ImportError("no _sense_core extension module was found")
+        return load_sense("cython"), load_sense("python")
+    except ImportError as exc:
+        if required:
+            pytest.fail(f"AMRITA_SENSE_REQUIRE_EXTENSIONS=1 but the compiled core cannot be loaded: {exc}")
+        pytest.skip(f"the compiled core cannot be loaded, nothing to compare the twin with: {exc}")

@@ -14,12 +14,10 @@ capped in steps anyway.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from typing import Any
 
 import pytest
-from dual import Recorder, SenseCopy, compiled_core_importable, load_sense, run_program
+from dual import Recorder, SenseCopy, both_cores, run_on, run_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -228,37 +226,9 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
     return record
 
 
-def _run_on(sense: SenseCopy, spec: dict, loop_name: str) -> list:
-    loop = _new_loop(loop_name)
-    try:
-        with sense.active():
-            return loop.run_until_complete(_drive(sense, spec))
-    finally:
-        loop.close()
-
-
-def _new_loop(name: str) -> asyncio.AbstractEventLoop:
-    if name == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
-def _both_cores() -> tuple[SenseCopy, SenseCopy]:
-    required = os.environ.get("AMRITA_SENSE_REQUIRE_EXTENSIONS", "") not in ("", "0")
-    try:
-        if not compiled_core_importable():
-            raise ImportError("no _sense_core extension module was found")
-        return load_sense("cython"), load_sense("python")
-    except ImportError as exc:
-        if required:
-            pytest.fail(f"AMRITA_SENSE_REQUIRE_EXTENSIONS=1 but the compiled core cannot be loaded: {exc}")
-        pytest.skip(f"the compiled core cannot be loaded, nothing to compare the twin with: {exc}")
-
-
 @pytest.fixture(scope="module")
 def cores() -> tuple[SenseCopy, SenseCopy]:
-    return _both_cores()
+    return both_cores()
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
@@ -266,7 +236,7 @@ def cores() -> tuple[SenseCopy, SenseCopy]:
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
     compiled, twin = cores
-    assert _run_on(compiled, spec, loop_name) == _run_on(twin, spec, loop_name)
+    assert run_on(compiled, _drive, spec, loop_name) == run_on(twin, _drive, spec, loop_name)
 
 
 def test_the_copies_are_independent(cores):
@@ -292,6 +262,6 @@ def test_a_fixed_program_gives_the_same_record_on_both_cores(cores):
         "middleware": False,
     }
     compiled, twin = cores
-    record = _run_on(compiled, spec, "asyncio")
-    assert record == _run_on(twin, spec, "asyncio")
+    record = run_on(compiled, _drive, spec, "asyncio")
+    assert record == run_on(twin, _drive, spec, "asyncio")
     assert len(record) >= 2 and record[0][1]
