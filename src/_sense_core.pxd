@@ -88,6 +88,8 @@ cdef class InterpreterCore:
     cdef int _native_branch(self, tuple operands) except -1
     cdef int _native_else(self, tuple operands) except -1
     cdef int _native_while(self, tuple operands) except -1
+    cdef int _native_do(self, tuple operands) except -1
+    cdef int _native_do_check(self, tuple operands) except -1
     cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1

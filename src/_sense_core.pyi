@@ -21,6 +21,8 @@ OP_WHILE: int
 OP_CALLSUB: int
 OP_RET: int
 OP_TRY: int
+OP_DO: int
+OP_DO_CHECK: int
 STEP_RAN: int
 STEP_SKIPPED: int
 STEP_END: int

@@ -43,6 +43,8 @@ cdef enum:
     C_OP_CALLSUB = 6
     C_OP_RET = 7
     C_OP_TRY = 8
+    C_OP_DO = 9
+    C_OP_DO_CHECK = 10
     C_NATIVE_DONE = 0
     C_NATIVE_CALL_BODY = 1
     C_NATIVE_CALL_LOOP_BODY = 2
@@ -60,6 +62,8 @@ OP_WHILE = C_OP_WHILE
 OP_CALLSUB = C_OP_CALLSUB
 OP_RET = C_OP_RET
 OP_TRY = C_OP_TRY
+OP_DO = C_OP_DO
+OP_DO_CHECK = C_OP_DO_CHECK
 FLAG_IF = C_FLAG_IF
 FLAG_HLT = C_FLAG_HLT
 FLAG_JMP = C_FLAG_JMP
@@ -700,9 +704,9 @@ cdef class InterpreterCore:
                 return False
             operands = self._prog.operands[row]
             return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == C_OP_ELSE:
+        if op == C_OP_ELSE or op == C_OP_DO_CHECK or (op == C_OP_DO and not self._squashed_loops):
             return self._callee_ready((<tuple> self._prog.operands[row])[0])
-        return True
+        return op != C_OP_DO
 
     cdef bint _callee_ready(self, Py_ssize_t row) except -1:
         return self._prog.cops[row] == C_OP_JUMP or self._inline_plan(row) is not None
@@ -728,6 +732,10 @@ cdef class InterpreterCore:
             self._native_else(operands)
         elif op == C_OP_WHILE:
             return self._native_while(operands)
+        elif op == C_OP_DO:
+            self._native_do(operands)
+        elif op == C_OP_DO_CHECK:
+            self._native_do_check(operands)
         elif op == C_OP_CALLSUB:
             self._native_callsub(row, operands)
         elif op == C_OP_RET:
@@ -828,6 +836,29 @@ cdef class InterpreterCore:
             return C_NATIVE_DONE
         self._native_jump(checkup)
         return C_NATIVE_DONE
+
+    cdef int _native_do(self, tuple operands) except -1:
+        body, check, exit_, check_slot = operands
+        try:
+            self._subcall_inline(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, check_slot)
+            raise
+        except BreakLoop:
+            self._native_jump(exit_)
+            return 0
+        self._native_jump(check)
+        return 0
+
+    cdef int _native_do_check(self, tuple operands) except -1:
+        cond, back, exit_, exit_slot = operands
+        try:
+            again = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, exit_slot)
+            raise
+        self._native_jump(back if again else exit_)
+        return 0
 
     cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1:
         """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,

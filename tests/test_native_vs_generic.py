@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, IF, JMP, NOP, RET, WHILE
+from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, JMP, NOP, RET, WHILE
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async"]))
 branch = st.tuples(
     st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans()
 )
-loop = st.tuples(st.just("while"), st.integers(0, 4), st.sampled_from(["plain", "break", "jump_out"]))
+loop = st.tuples(st.sampled_from(["while", "do"]), st.integers(0, 4), st.sampled_from(["plain", "break"]))
 call = st.just(("call",))
 item = st.one_of(leaf, branch, loop, call, st.just(("nop",)))
 program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)
@@ -89,6 +89,9 @@ class Builder:
         if kind == "while":
             limit, mode = spec[1], spec[2]
             return WHILE(self.answers([True] * (limit + 1))).ACTION(self.loop_body(mode, max(limit, 1)))
+        if kind == "do":
+            limit, mode = spec[1], spec[2]
+            return DO(self.loop_body(mode, max(limit, 1))).WHILE(self.answers([True] * limit))
         return CALL("sub")
 
     def build(self, spec):

@@ -39,6 +39,8 @@ OP_WHILE = 5
 OP_CALLSUB = 6
 OP_RET = 7
 OP_TRY = 8
+OP_DO = 9
+OP_DO_CHECK = 10
 
 NATIVE_DONE = 0
 NATIVE_CALL_BODY = 1
@@ -727,9 +729,9 @@ class InterpreterCore:
                 return False
             operands = self._prog.operands[row]
             return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == OP_ELSE:
+        if op == OP_ELSE or op == OP_DO_CHECK or (op == OP_DO and not self._squashed_loops):
             return self._callee_ready(self._prog.operands[row][0])
-        return True
+        return op != OP_DO
 
     def _callee_ready(self, row):
         return self._prog.ops[row] == OP_JUMP or self._inline_plan(row) is not None
@@ -762,6 +764,10 @@ class InterpreterCore:
             self._native_else(operands)
         elif op == OP_WHILE:
             return self._native_while(operands)
+        elif op == OP_DO:
+            self._native_do(operands)
+        elif op == OP_DO_CHECK:
+            self._native_do_check(operands)
         elif op == OP_CALLSUB:
             self._native_callsub(row, operands)
         elif op == OP_RET:
@@ -857,6 +863,27 @@ class InterpreterCore:
             return NATIVE_DONE
         self._native_jump(checkup)
         return NATIVE_DONE
+
+    def _native_do(self, operands):
+        body, check, exit_, check_slot = operands
+        try:
+            self._subcall_inline(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, check_slot)
+            raise
+        except BreakLoop:
+            self._native_jump(exit_)
+            return
+        self._native_jump(check)
+
+    def _native_do_check(self, operands):
+        cond, back, exit_, exit_slot = operands
+        try:
+            again = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, exit_slot)
+            raise
+        self._native_jump(back if again else exit_)
 
     def _near_inline(self, row, with_exc):
         """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,

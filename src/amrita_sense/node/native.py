@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from amrita_sense._core import OP_BRANCH, OP_CALL, OP_CALLSUB, OP_ELSE, OP_JUMP, OP_NOP, OP_RET, OP_TRY, OP_WHILE
+from amrita_sense._core import (
+    OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_JUMP, OP_NOP, OP_RET, OP_TRY, OP_WHILE,
+)
 
 Locate = Callable[[list], tuple]
 
@@ -70,6 +72,24 @@ def _compile_while(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     return OP_WHILE, (cond, body, checkup, exit_, node._do_offset, node._checkup_addr, node._else_addr)
 
 
+def _compile_do(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    body = _callee(locate, _near(addr, addr[-1] + node._do_offset))
+    if body < 0:
+        return None
+    check = _target(locate, _near(addr, node._jmp_addr))
+    exit_ = _target(locate, _near(addr, node._break_addr))
+    return OP_DO, (body, check, exit_, node._jmp_addr)
+
+
+def _compile_do_check(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    cond = _callee(locate, _near(addr, addr[-1] + node._condi_offset))
+    if cond < 0:
+        return None
+    back = _target(locate, _near(addr, node._back_addr))
+    exit_ = _target(locate, _near(addr, node._then_addr))
+    return OP_DO_CHECK, (cond, back, exit_, node._then_addr)
+
+
 def _compile_call(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     if node._to_addr is None:
         return None
@@ -109,12 +129,14 @@ def _compilers() -> dict[type, Callable]:
     global _COMPILERS
     if _COMPILERS is None:
         from amrita_sense.instructions import if_clause, jump, ret2, try_catch, workfl_ctrl
-        from amrita_sense.instructions.loop import while_clause
+        from amrita_sense.instructions.loop import do_while, while_clause
 
         _COMPILERS = {
             jump.JumpNode: _compile_jump,
             while_clause.CheckUpNode: _compile_checkup,
             while_clause.WhileNode: _compile_while,
+            do_while.DONode: _compile_do,
+            do_while.DowhileNode: _compile_do_check,
             if_clause.ConditionJumpNode: _compile_branch,
             if_clause.ELSENode: _compile_else,
             ret2._CallNode: _compile_call,
