@@ -639,17 +639,20 @@ cdef class InterpreterCore:
             self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
-    cdef object _ready_plan(self, Py_ssize_t row):
-        """The cached plan of `row` when nothing forces the general path, else None."""
+    cdef object _cached_plan(self, Py_ssize_t row):
+        """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
         plan = self._prog.static_plans[row]
-        if plan is None:
-            if self._plans is None:
-                return None
+        if plan is None and self._plans is not None:
             plan = (<list> self._plans)[row]
-            if plan is None or (<tuple> plan)[2]:
-                return None
+        return plan
+
+    cdef object _ready_plan(self, Py_ssize_t row):
+        """The cached plan of `row` when it has no per-call providers either, else None."""
+        plan = self._cached_plan(row)
+        if plan is None or (<tuple> plan)[2]:
+            return None
         return plan
 
     cdef inline bint _inline_callable(self, Py_ssize_t row):
@@ -1038,9 +1041,13 @@ cdef class InterpreterCore:
                                 if status != C_NATIVE_DONE:
                                     await self._finish_native(status, self._prog.operands[row])
                         else:
-                            plan = self._ready_plan(row)
+                            plan = self._cached_plan(row)
                             if plan is None:
                                 await self._run_row(row)
+                            elif (<tuple> plan)[2]:
+                                if self._prog.cbits[row] & C_ROW_PRECHECK:
+                                    self._prog.nodes[row]._pre_check(self)
+                                await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
                             elif self._inline_callable(row):
                                 self._call_inline(row, plan)
                             elif self._prog.cbits[row] & C_ROW_CORO:

@@ -612,17 +612,20 @@ class InterpreterCore:
             self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
-    def _ready_plan(self, row):
-        """The cached plan of `row` when nothing forces the general path, else None."""
+    def _cached_plan(self, row):
+        """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
         plan = self._prog.static_plans[row]
-        if plan is None:
-            if self._plans is None:
-                return None
+        if plan is None and self._plans is not None:
             plan = self._plans[row]
-            if plan is None or plan[2]:
-                return None
+        return plan
+
+    def _ready_plan(self, row):
+        """The cached plan of `row` when it has no per-call providers either, else None."""
+        plan = self._cached_plan(row)
+        if plan is None or plan[2]:
+            return None
         return plan
 
     async def _run_row(self, row):
@@ -687,9 +690,13 @@ class InterpreterCore:
             if self._native_ready(row, op):
                 return await self._run_native(row, op)
             return await self._run_row(row)
-        plan = self._ready_plan(row)
+        plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
+        if plan[2]:
+            if self._prog.bits[row] & ROW_PRECHECK:
+                self._prog.nodes[row]._pre_check(self)
+            return await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):
