@@ -650,9 +650,15 @@ cdef class InterpreterCore:
 
     cdef object _ready_plan(self, Py_ssize_t row):
         """The cached plan of `row` when it has no per-call providers either, else None."""
-        plan = self._cached_plan(row)
-        if plan is None or (<tuple> plan)[2]:
+        if self._signal.pending:
             return None
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            if self._plans is None:
+                return None
+            plan = (<list> self._plans)[row]
+            if plan is None or (<tuple> plan)[2]:
+                return None
         return plan
 
     cdef inline bint _inline_callable(self, Py_ssize_t row):
