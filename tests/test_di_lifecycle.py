@@ -153,11 +153,9 @@ async def test_failing_provider_tears_down_what_the_call_opened():
     assert log == ["open a", "close a"]
 
 
-@pytest.mark.asyncio
-async def test_workflow_scope_stays_open_after_a_panic_until_terminate():
-    log = []
+def fails_first_time(log: list, attempts: list):
+    """A node with a workflow-scoped resource `w` that raises on its first run only."""
     marker = Depends(tracked(log, "w"))
-    attempts = []
 
     @inline
     def flaky(res: str = marker):
@@ -165,7 +163,13 @@ async def test_workflow_scope_stays_open_after_a_panic_until_terminate():
         if len(attempts) == 1:
             raise RuntimeError("first attempt fails")
 
-    interp = WorkflowInterpreter(flaky.as_compose().render())
+    return flaky
+
+
+@pytest.mark.asyncio
+async def test_workflow_scope_stays_open_after_a_panic_until_terminate():
+    log, attempts = [], []
+    interp = WorkflowInterpreter(fails_first_time(log, attempts).as_compose().render())
     with pytest.raises(RuntimeError):
         await interp.run()
     assert log == ["open w"]
@@ -177,17 +181,8 @@ async def test_workflow_scope_stays_open_after_a_panic_until_terminate():
 
 @pytest.mark.asyncio
 async def test_recovery_run_reuses_the_open_workflow_resource():
-    log = []
-    marker = Depends(tracked(log, "w"))
-    attempts = []
-
-    @inline
-    def flaky(res: str = marker):
-        attempts.append(res)
-        if len(attempts) == 1:
-            raise RuntimeError("first attempt fails")
-
-    interp = WorkflowInterpreter(flaky.as_compose().render())
+    log, attempts = [], []
+    interp = WorkflowInterpreter(fails_first_time(log, attempts).as_compose().render())
     with pytest.raises(RuntimeError):
         await interp.run()
     await interp.run()

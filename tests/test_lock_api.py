@@ -109,14 +109,21 @@ async def test_release_hands_over_before_the_releaser_can_retake():
     assert order == ["waiter", "releaser again"]
 
 
-@pytest.mark.asyncio
-async def test_a_cancelled_waiter_does_not_leak_the_lock():
-    lock = make_interp()._interpret_lock
-    got: list[str] = []
+def holder(lock, got: list[str]):
+    """`contender(name)`: take `lock`, record `name`, release."""
 
     async def contender(name: str) -> None:
         async with lock:
             got.append(name)
+
+    return contender
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_waiter_does_not_leak_the_lock():
+    lock = make_interp()._interpret_lock
+    got: list[str] = []
+    contender = holder(lock, got)
 
     await lock.async_acquire()
     doomed = asyncio.create_task(contender("doomed"))
@@ -136,10 +143,7 @@ async def test_a_cancelled_waiter_does_not_leak_the_lock():
 async def test_cancelled_after_the_handover_passes_the_lock_on():
     lock = make_interp()._interpret_lock
     got: list[str] = []
-
-    async def contender(name: str) -> None:
-        async with lock:
-            got.append(name)
+    contender = holder(lock, got)
 
     await lock.async_acquire()
     first = asyncio.create_task(contender("first"))
