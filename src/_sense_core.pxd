@@ -95,6 +95,9 @@ cdef class InterpreterCore:
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
     cdef int _native_ret(self) except -1
+    cdef int _native_if(self, tuple operands) except -1
+    cdef int _native_loop_head(self, tuple operands) except -1
+    cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1
     cdef Py_ssize_t _c_descend_current(self) except -1
     cdef bint _c_mark_jump(self)

@@ -23,6 +23,9 @@ OP_RET: int
 OP_TRY: int
 OP_DO: int
 OP_DO_CHECK: int
+OP_NATIVE_IF: int
+OP_LOOP_HEAD: int
+OP_LOOP_CONTROL: int
 STEP_RAN: int
 STEP_SKIPPED: int
 STEP_END: int

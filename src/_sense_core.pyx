@@ -45,6 +45,9 @@ cdef enum:
     C_OP_TRY = 8
     C_OP_DO = 9
     C_OP_DO_CHECK = 10
+    C_OP_NATIVE_IF = 11
+    C_OP_LOOP_HEAD = 12
+    C_OP_LOOP_CONTROL = 13
     C_NATIVE_DONE = 0
     C_NATIVE_CALL_BODY = 1
     C_NATIVE_CALL_LOOP_BODY = 2
@@ -64,6 +67,9 @@ OP_RET = C_OP_RET
 OP_TRY = C_OP_TRY
 OP_DO = C_OP_DO
 OP_DO_CHECK = C_OP_DO_CHECK
+OP_NATIVE_IF = C_OP_NATIVE_IF
+OP_LOOP_HEAD = C_OP_LOOP_HEAD
+OP_LOOP_CONTROL = C_OP_LOOP_CONTROL
 FLAG_IF = C_FLAG_IF
 FLAG_HLT = C_FLAG_HLT
 FLAG_JMP = C_FLAG_JMP
@@ -262,6 +268,13 @@ cdef list _offset_far(list base, list offset):
         if a + b < 0:
             break
         result.append(a + b)
+    return result
+
+
+cdef list _beside(list items, object slot):
+    """The address of `slot` in the segment of `items`."""
+    cdef list result = items[:len(items) - 1]
+    result.append(slot)
     return result
 
 
@@ -713,8 +726,11 @@ cdef class InterpreterCore:
                 return False
             operands = self._prog.operands[row]
             return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == C_OP_ELSE or op == C_OP_DO_CHECK or (op == C_OP_DO and not self._squashed_loops):
+        if op == C_OP_ELSE or op == C_OP_DO_CHECK or op == C_OP_LOOP_HEAD or (op == C_OP_DO and not self._squashed_loops):
             return self._callee_ready((<tuple> self._prog.operands[row])[0])
+        if op == C_OP_NATIVE_IF:
+            operands = self._prog.operands[row]
+            return self._callee_ready(operands[0]) and (operands[1] < 0 or self._callee_ready(operands[1]))
         return op != C_OP_DO
 
     cdef bint _callee_ready(self, Py_ssize_t row) except -1:
@@ -749,6 +765,12 @@ cdef class InterpreterCore:
             self._native_callsub(row, operands)
         elif op == C_OP_RET:
             self._native_ret()
+        elif op == C_OP_NATIVE_IF:
+            return self._native_if(operands)
+        elif op == C_OP_LOOP_HEAD:
+            self._native_loop_head(operands)
+        elif op == C_OP_LOOP_CONTROL:
+            self._native_loop_control(operands)
         return C_NATIVE_DONE
 
     cdef int _goto(self, tuple target) except -1:
@@ -867,6 +889,64 @@ cdef class InterpreterCore:
             _support().resume_near(self, exit_slot)
             raise
         self._native_jump(back if again else exit_)
+        return 0
+
+    cdef int _native_if(self, tuple operands) except -1:
+        cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
+        try:
+            taken = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, false_slot)
+            raise
+        if not taken:
+            self._native_jump(false_target)
+            return C_NATIVE_DONE
+        if body < 0:  # a compose body is entered by a jump
+            self._native_jump(then_target)
+            return C_NATIVE_DONE
+        if self._flag_bits & C_FLAG_JMP:
+            return C_NATIVE_CALL_BODY
+        try:
+            self._subcall_inline(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, then_slot)
+            raise
+        self._native_jump(then_target)
+        return C_NATIVE_DONE
+
+    cdef int _native_loop_head(self, tuple operands) except -1:
+        cond, head, body, exit_, head_slot, exit_slot = operands
+        try:
+            truthy = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, exit_slot)
+            raise
+        if not truthy:
+            self._native_jump(exit_)
+        elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens
+            self._push_ret(PointerVector(_beside(self._pointer._list(), head_slot)))
+        else:
+            self._push_ret(_bound_pointer(self._prog, head))
+            self._native_jump(body)
+        return 0
+
+    cdef int _native_loop_control(self, tuple operands) except -1:
+        """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
+        cdef PointerVector bound
+        cdef bint exact = False
+        entry = self._pop_ret()
+        slot, targets = operands
+        if type(entry) is PointerVector and (<PointerVector> entry)._items is None \
+                and (<PointerVector> entry)._prog is self._prog:
+            bound = <PointerVector> entry
+            target = (<dict> targets).get(bound._row)
+            if target is None:
+                addr = _beside(bound._list(), slot)
+                target = (self._prog._locate(addr, &exact), exact, addr)
+                (<dict> targets)[bound._row] = target
+            self._native_jump(target)
+        elif self._c_mark_jump():
+            self._move_to(_beside(list(entry.base_addr), slot))
         return 0
 
     cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1:

@@ -11,14 +11,23 @@ from hypothesis import strategies as st
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, JMP, NOP, RET, WHILE
+from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 
-leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async"]))
+leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
 branch = st.tuples(
     st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans()
 )
 loop = st.tuples(st.sampled_from(["while", "do"]), st.integers(0, 4), st.sampled_from(["plain", "break"]))
 call = st.just(("call",))
-item = st.one_of(leaf, branch, loop, call, st.just(("nop",)))
+native_branch = st.tuples(
+    st.just("nif"), st.lists(st.tuples(st.booleans(), st.integers(1, 3)), min_size=1, max_size=3),
+    st.integers(0, 3),
+)
+native_loop = st.tuples(
+    st.sampled_from(["nwhile", "ndo"]), st.integers(0, 3), st.sampled_from(["plain", "break", "continue"]),
+    st.lists(st.one_of(leaf, native_branch), min_size=1, max_size=3),
+)
+item = st.one_of(leaf, branch, loop, call, st.just(("nop",)), native_branch, native_loop)
 program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)
 
 
@@ -36,7 +45,13 @@ class Builder:
     def rec(self, style: str = "sync"):
         name = self.name("n")
         trace = self.trace
-        if style == "async":
+        if style == "static":  # no parameters: its plan is known before the first call
+
+            def body():
+                trace.append((name,))
+                return name
+
+        elif style == "async":
 
             async def body(pc: WorkflowInterpreter):
                 trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
@@ -59,7 +74,11 @@ class Builder:
             trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
             return queue.pop(0) if queue else False
 
-        return Node(wrap_to_async=False, tag=name)(cond)
+        def static_cond():
+            trace.append((name,))
+            return queue.pop(0) if queue else False
+
+        return Node(wrap_to_async=False, tag=name)(static_cond if self.count % 2 else cond)
 
     def loop_body(self, mode: str, limit: int):
         name = self.name("b")
@@ -92,7 +111,34 @@ class Builder:
         if kind == "do":
             limit, mode = spec[1], spec[2]
             return DO(self.loop_body(mode, max(limit, 1))).WHILE(self.answers([True] * limit))
+        if kind == "nif":
+            return self.native_if(spec[1], spec[2])
+        if kind in ("nwhile", "ndo"):
+            return self.native_loop(*spec)
         return CALL("sub")
+
+    def native_body(self, size: int):
+        """A single node (size 1) or a composition of `size` nodes."""
+        if size == 1:
+            return self.rec("static" if self.count % 2 else "sync")
+        return NodeCompose(*[self.rec() for _ in range(size)])
+
+    def native_if(self, branches, else_size: int):
+        (taken, size), *others = branches
+        clause = NATIVE_IF(self.answers([taken]), self.native_body(size))
+        for taken, size in others:
+            clause = clause.ELIF(self.answers([taken]), self.native_body(size))
+        return clause.ELSE(self.native_body(else_size)) if else_size else clause
+
+    def native_loop(self, kind: str, limit: int, mode: str, body):
+        parts = [self.item(spec) for spec in body]
+        if mode == "break":
+            parts = [*parts, BREAK_LOOP(), self.rec()]
+        elif mode == "continue":
+            parts = [*parts, CONTINUE(), self.rec()]
+        if kind == "nwhile":
+            return NATIVE_WHILE(self.answers([True] * limit)).ACTION(NodeCompose(*parts))
+        return NATIVE_DO(NodeCompose(*parts)).WHILE(self.answers([True] * limit))
 
     def build(self, spec):
         parts = []
@@ -121,14 +167,24 @@ async def run_spec(spec, *, generic: bool):
 
 
 @pytest.mark.asyncio
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=program)
 async def test_native_opcodes_match_the_generic_path(spec):
     assert await run_spec(spec, generic=False) == await run_spec(spec, generic=True)
 
 
+HALTING_CLAUSES = {
+    "IF body": lambda b, halt: IF(b.answers([True]), halt).ELSE(b.rec()),
+    "NATIVE_IF body": lambda b, halt: NATIVE_IF(b.answers([True]), halt).ELSE(b.rec()),
+    "NATIVE_IF condition": lambda b, halt: NATIVE_IF(halt, b.rec()).ELSE(b.rec()),
+    "NATIVE_WHILE condition": lambda b, halt: NATIVE_WHILE(halt).ACTION(b.rec()),
+    "NATIVE_DO condition": lambda b, halt: NATIVE_DO(b.rec()).WHILE(halt),
+}
+
+
 @pytest.mark.asyncio
-async def test_suspend_inside_a_branch_resumes_the_same_way_on_both_paths():
+@pytest.mark.parametrize("where", list(HALTING_CLAUSES))
+async def test_suspend_inside_an_instruction_resumes_the_same_way_on_both_paths(where):
     async def scenario(generic: bool):
         builder = Builder()
 
@@ -137,7 +193,8 @@ async def test_suspend_inside_a_branch_resumes_the_same_way_on_both_paths():
             builder.trace.append(("halt",))
             raise InterruptKeepContext("pause")
 
-        graph = (builder.rec() >> IF(builder.answers([True]), halt).ELSE(builder.rec()) >> builder.rec()).render()
+        clause = HALTING_CLAUSES[where](builder, halt)
+        graph = (builder.rec() >> clause >> builder.rec()).render()
         interp = WorkflowInterpreter(graph, middleware=pass_through if generic else None)
         await interp.run()
         await interp.run()

@@ -41,6 +41,9 @@ OP_RET = 7
 OP_TRY = 8
 OP_DO = 9
 OP_DO_CHECK = 10
+OP_NATIVE_IF = 11
+OP_LOOP_HEAD = 12
+OP_LOOP_CONTROL = 13
 
 NATIVE_DONE = 0
 NATIVE_CALL_BODY = 1
@@ -736,8 +739,11 @@ class InterpreterCore:
                 return False
             operands = self._prog.operands[row]
             return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == OP_ELSE or op == OP_DO_CHECK or (op == OP_DO and not self._squashed_loops):
+        if op == OP_ELSE or op == OP_DO_CHECK or op == OP_LOOP_HEAD or (op == OP_DO and not self._squashed_loops):
             return self._callee_ready(self._prog.operands[row][0])
+        if op == OP_NATIVE_IF:
+            operands = self._prog.operands[row]
+            return self._callee_ready(operands[0]) and (operands[1] < 0 or self._callee_ready(operands[1]))
         return op != OP_DO
 
     def _callee_ready(self, row):
@@ -779,6 +785,12 @@ class InterpreterCore:
             self._native_callsub(row, operands)
         elif op == OP_RET:
             self._native_ret()
+        elif op == OP_NATIVE_IF:
+            return self._native_if(operands)
+        elif op == OP_LOOP_HEAD:
+            self._native_loop_head(operands)
+        elif op == OP_LOOP_CONTROL:
+            self._native_loop_control(operands)
         return NATIVE_DONE
 
     def _goto(self, target):
@@ -891,6 +903,57 @@ class InterpreterCore:
             _support().resume_near(self, exit_slot)
             raise
         self._native_jump(back if again else exit_)
+
+    def _native_if(self, operands):
+        cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
+        try:
+            taken = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, false_slot)
+            raise
+        if not taken:
+            self._native_jump(false_target)
+            return NATIVE_DONE
+        if body < 0:  # a compose body is entered by a jump
+            self._native_jump(then_target)
+            return NATIVE_DONE
+        if self._flag_bits & FLAG_JMP:
+            return NATIVE_CALL_BODY
+        try:
+            self._subcall_inline(body)
+        except InterruptKeepContext:
+            _support().resume_near(self, then_slot)
+            raise
+        self._native_jump(then_target)
+        return NATIVE_DONE
+
+    def _native_loop_head(self, operands):
+        cond, head, body, exit_, head_slot, exit_slot = operands
+        try:
+            truthy = self._subcall_inline(cond)
+        except InterruptKeepContext:
+            _support().resume_near(self, exit_slot)
+            raise
+        if not truthy:
+            self._native_jump(exit_)
+        elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
+            self._ret_addr_stack.push(PointerVector([*self._pointer.base_addr[:-1], head_slot]))
+        else:
+            self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
+            self._native_jump(body)
+
+    def _native_loop_control(self, operands):
+        """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
+        entry = self._ret_addr_stack.pop()
+        slot, targets = operands
+        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog:
+            target = targets.get(entry._row)
+            if target is None:
+                addr = [*entry.base_addr[:-1], slot]
+                target = targets[entry._row] = (*self._prog.locate(addr), addr)
+            self._native_jump(target)
+        elif self._mark_jump():
+            self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_inline(self, row, with_exc):
         """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,

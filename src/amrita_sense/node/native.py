@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from amrita_sense._core import (
-    OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_JUMP, OP_NOP, OP_RET, OP_TRY, OP_WHILE,
+    OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD,
+    OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE,
 )
 
 Locate = Callable[[list], tuple]
@@ -30,6 +31,12 @@ def _near(addr: tuple, slot: int) -> list[int]:
 def _callee(locate: Locate, addr: list[int]) -> int:
     row, _ = locate(addr)
     return row
+
+
+def _node_row(locate: Locate, addr: list[int]) -> int:
+    """The row of the node at `addr`, or -1 when a segment (or nothing) is there."""
+    row, exact = locate(addr)
+    return row if exact else -1
 
 
 def _compile_jump(node: Any, addr: tuple, locate: Locate) -> tuple | None:
@@ -122,6 +129,63 @@ def _compile_try(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     return OP_TRY, (rows, escape)
 
 
+def _compile_native_if(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    cond = _node_row(locate, _near(addr, addr[-1] + node._condi_offset))
+    if cond < 0:
+        return None
+    if node._is_single:
+        body = _node_row(locate, _near(addr, addr[-1] + node._do_offset))
+        if body < 0:
+            return None
+        then_target = _target(locate, _near(addr, node._ret_pos))
+    else:
+        body = -1
+        then_target = _target(locate, [*addr[:-1], node._do_pos, 0])
+    false_target = _target(locate, _near(addr, node._false_pos))
+    return OP_NATIVE_IF, (cond, body, false_target, then_target, node._do_offset, node._false_pos, node._ret_pos)
+
+
+def _compile_native_while(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    cond = _node_row(locate, _near(addr, addr[-1] + node._condi_offset))
+    head = _node_row(locate, _near(addr, node._self_pos))
+    if cond < 0 or head < 0:
+        return None
+    body = _target(locate, [*addr[:-1], node._body_pos, 0])
+    exit_ = _target(locate, _near(addr, node._exit_pos))
+    return OP_LOOP_HEAD, (cond, head, body, exit_, node._self_pos, node._exit_pos)
+
+
+def _compile_native_do_check(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    cond = _node_row(locate, _near(addr, addr[-1] + node._condi_offset))
+    if cond < 0:
+        return None
+    again = _target(locate, _near(addr, node._loop_pos))
+    exit_ = _target(locate, _near(addr, node._exit_pos))
+    return OP_DO_CHECK, (cond, again, exit_, node._exit_pos)
+
+
+def _compile_enter(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    body = _target(locate, [*addr[:-1], node._body_pos, 0])
+    if not node._push:
+        return OP_JUMP, body
+    head = _node_row(locate, _near(addr, 0))
+    if head < 0 or body[0] < 0:
+        return None
+    return OP_CALLSUB, (*body, head)
+
+
+def _compile_branch_exit(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    if len(addr) < 2:
+        return None
+    return OP_JUMP, _target(locate, [*addr[:-2], node._merge_pos])
+
+
+def _compile_loop_control(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    if not node._configured:
+        return None
+    return OP_LOOP_CONTROL, (node._target_pos, {})
+
+
 _COMPILERS: dict[type, Callable] | None = None
 
 
@@ -130,6 +194,7 @@ def _compilers() -> dict[type, Callable]:
     if _COMPILERS is None:
         from amrita_sense.instructions import if_clause, jump, ret2, try_catch, workfl_ctrl
         from amrita_sense.instructions.loop import do_while, while_clause
+        from amrita_sense.instructions.native import _core as native, break_loop, continue_loop
 
         _COMPILERS = {
             jump.JumpNode: _compile_jump,
@@ -143,6 +208,13 @@ def _compilers() -> dict[type, Callable]:
             ret2._RetNode: _compile_ret,
             try_catch.TryNode: _compile_try,
             type(workfl_ctrl.NOP): _compile_maybe_nop,
+            native.NativeIfJumpNode: _compile_native_if,
+            native.NativeWhileNode: _compile_native_while,
+            native.NativeDoWhileNode: _compile_native_do_check,
+            native.NativeBubbleEnterNode: _compile_enter,
+            native.NativeBranchExitNode: _compile_branch_exit,
+            break_loop._BreakLoopNode: _compile_loop_control,
+            continue_loop._ContinueNode: _compile_loop_control,
         }
         _NOP.append(workfl_ctrl.NOP)
     return _COMPILERS
