@@ -78,20 +78,19 @@ cdef class InterpreterCore:
     cdef int _push_ret(self, object item) except -1
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
-    cdef bint _native_ready(self, Py_ssize_t row, int op) except -1
-    cdef bint _callee_ready(self, Py_ssize_t row) except -1
+    cdef object _callee_plan(self, Py_ssize_t row)
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
-    cdef object _subcall_inline(self, Py_ssize_t row)
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan)
     cdef int _native_branch(self, tuple operands) except -1
     cdef int _native_else(self, tuple operands) except -1
     cdef int _native_while(self, tuple operands) except -1
     cdef int _native_do(self, tuple operands) except -1
     cdef int _native_do_check(self, tuple operands) except -1
-    cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1
+    cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
     cdef int _native_ret(self) except -1

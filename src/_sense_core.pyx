@@ -51,10 +51,13 @@ cdef enum:
     C_NATIVE_DONE = 0
     C_NATIVE_CALL_BODY = 1
     C_NATIVE_CALL_LOOP_BODY = 2
+    C_NATIVE_NOT_READY = 3
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
     CHECK_CLOCK_EVERY = 64
+
+JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
 
 OP_CALL = C_OP_CALL
 OP_NOP = C_OP_NOP
@@ -718,23 +721,11 @@ cdef class InterpreterCore:
             return plan
         return None
 
-    cdef bint _native_ready(self, Py_ssize_t row, int op) except -1:
-        """True when the opcode of `row` can run natively now."""
-        cdef tuple operands
-        if op == C_OP_BRANCH or op == C_OP_WHILE:
-            if op == C_OP_WHILE and self._squashed_loops:
-                return False
-            operands = self._prog.operands[row]
-            return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == C_OP_ELSE or op == C_OP_DO_CHECK or op == C_OP_LOOP_HEAD or (op == C_OP_DO and not self._squashed_loops):
-            return self._callee_ready((<tuple> self._prog.operands[row])[0])
-        if op == C_OP_NATIVE_IF:
-            operands = self._prog.operands[row]
-            return self._callee_ready(operands[0]) and (operands[1] < 0 or self._callee_ready(operands[1]))
-        return op != C_OP_DO
-
-    cdef bint _callee_ready(self, Py_ssize_t row) except -1:
-        return self._prog.cops[row] == C_OP_JUMP or self._inline_plan(row) is not None
+    cdef object _callee_plan(self, Py_ssize_t row):
+        """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
+        if self._prog.cops[row] == C_OP_JUMP:
+            return JUMP_CALLEE
+        return self._inline_plan(row)
 
     async def _finish_native(self, int status, tuple operands):
         """A called node jumped: call the body relative to the new pointer, as the Python function does."""
@@ -748,19 +739,20 @@ cdef class InterpreterCore:
             pass
 
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
+        """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
         operands = self._prog.operands[row]
         if op == C_OP_JUMP:
             self._native_jump(operands)
         elif op == C_OP_BRANCH:
             return self._native_branch(operands)
         elif op == C_OP_ELSE:
-            self._native_else(operands)
+            return self._native_else(operands)
         elif op == C_OP_WHILE:
-            return self._native_while(operands)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_while(operands)
         elif op == C_OP_DO:
-            self._native_do(operands)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_do(operands)
         elif op == C_OP_DO_CHECK:
-            self._native_do_check(operands)
+            return self._native_do_check(operands)
         elif op == C_OP_CALLSUB:
             self._native_callsub(row, operands)
         elif op == C_OP_RET:
@@ -768,7 +760,7 @@ cdef class InterpreterCore:
         elif op == C_OP_NATIVE_IF:
             return self._native_if(operands)
         elif op == C_OP_LOOP_HEAD:
-            self._native_loop_head(operands)
+            return self._native_loop_head(operands)
         elif op == C_OP_LOOP_CONTROL:
             self._native_loop_control(operands)
         return C_NATIVE_DONE
@@ -803,22 +795,26 @@ cdef class InterpreterCore:
             self._c_rebase_to(saved)
         return 0
 
-    cdef object _subcall_inline(self, Py_ssize_t row):
-        """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
-        if self._prog.cops[row] == C_OP_JUMP:
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan):
+        """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
+        restore unless it jumped."""
+        if plan is JUMP_CALLEE:
             self._native_jump(self._prog.operands[row])
             return None
-        plan = self._inline_plan(row)
         self._enter_frame(row)
         try:
-            return self._call_inline(row, plan)
+            return self._call_inline(row, <tuple> plan)
         finally:
             self._leave_frame()
 
     cdef int _native_branch(self, tuple operands) except -1:
         cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
+        cond_plan = self._callee_plan(cond)
+        body_plan = self._callee_plan(body)
+        if cond_plan is None or body_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond)
+            taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_offset(self, false_offset)
             raise
@@ -828,7 +824,7 @@ cdef class InterpreterCore:
             self._native_jump(false_target)
             return C_NATIVE_DONE
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
@@ -837,18 +833,25 @@ cdef class InterpreterCore:
 
     cdef int _native_else(self, tuple operands) except -1:
         body, then_target, then_offset = operands
+        body_plan = self._callee_plan(body)
+        if body_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_offset(self, then_offset)
             raise
         self._native_jump(then_target)
-        return 0
+        return C_NATIVE_DONE
 
     cdef int _native_while(self, tuple operands) except -1:
         cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
+        cond_plan = self._callee_plan(cond)
+        body_plan = self._callee_plan(body)
+        if cond_plan is None or body_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond)
+            truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, else_slot)
             raise
@@ -858,7 +861,7 @@ cdef class InterpreterCore:
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_LOOP_BODY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, checkup_slot)
             raise
@@ -870,31 +873,41 @@ cdef class InterpreterCore:
 
     cdef int _native_do(self, tuple operands) except -1:
         body, check, exit_, check_slot = operands
+        body_plan = self._callee_plan(body)
+        if body_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, check_slot)
             raise
         except BreakLoop:
             self._native_jump(exit_)
-            return 0
+            return C_NATIVE_DONE
         self._native_jump(check)
-        return 0
+        return C_NATIVE_DONE
 
     cdef int _native_do_check(self, tuple operands) except -1:
         cond, back, exit_, exit_slot = operands
+        cond_plan = self._callee_plan(cond)
+        if cond_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            again = self._subcall_inline(cond)
+            again = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, exit_slot)
             raise
         self._native_jump(back if again else exit_)
-        return 0
+        return C_NATIVE_DONE
 
     cdef int _native_if(self, tuple operands) except -1:
         cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
+        cond_plan = self._callee_plan(cond)
+        body_plan = self._callee_plan(body) if body >= 0 else None
+        if cond_plan is None or (body >= 0 and body_plan is None):
+            return C_NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond)
+            taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, false_slot)
             raise
@@ -907,7 +920,7 @@ cdef class InterpreterCore:
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_BODY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
@@ -916,8 +929,11 @@ cdef class InterpreterCore:
 
     cdef int _native_loop_head(self, tuple operands) except -1:
         cond, head, body, exit_, head_slot, exit_slot = operands
+        cond_plan = self._callee_plan(cond)
+        if cond_plan is None:
+            return C_NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond)
+            truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, exit_slot)
             raise
@@ -928,7 +944,7 @@ cdef class InterpreterCore:
         else:
             self._push_ret(_bound_pointer(self._prog, head))
             self._native_jump(body)
-        return 0
+        return C_NATIVE_DONE
 
     cdef int _native_loop_control(self, tuple operands) except -1:
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
@@ -949,19 +965,25 @@ cdef class InterpreterCore:
             self._move_to(_beside(list(entry.base_addr), slot))
         return 0
 
-    cdef bint _near_inline(self, Py_ssize_t row, bint with_exc) except -1:
-        """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,
-        and exception keywords, if any, cannot change the plan (the node takes no parameters)."""
-        if self._flag_bits & C_FLAG_JMP or self._inline_plan(row) is None:
-            return False
-        return not with_exc or (self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs))
+    cdef object _near_plan(self, Py_ssize_t row, bint with_exc):
+        """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
+        not ready, or exception keywords could change it (the node takes parameters)."""
+        if self._flag_bits & C_FLAG_JMP:
+            return None
+        plan = self._inline_plan(row)
+        if plan is None or not with_exc:
+            return plan
+        if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs):
+            return plan
+        return None
 
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1:
         """`call_near(slot)` of a Try block, run inline when it can be; False when it cannot."""
         cdef Py_ssize_t target = rows[slot]
-        if not self._near_inline(target, with_exc):
+        plan = self._near_plan(target, with_exc)
+        if plan is None:
             return False
-        self._subcall_inline(target)
+        self._subcall_inline(target, plan)
         return True
 
     async def _native_try(self, Py_ssize_t row, tuple operands):
@@ -973,8 +995,8 @@ cdef class InterpreterCore:
             try:
                 slot = node._do_node_addr
                 target = rows[slot]
-                if self._near_inline(target, False):
-                    plan = self._inline_plan(target)
+                plan = self._near_plan(target, False)
+                if plan is not None:
                     self._enter_frame(target)
                     try:
                         # called here, not through _call_inline, so a raised exception is caught
@@ -1120,11 +1142,11 @@ cdef class InterpreterCore:
                                 pass
                             elif op == C_OP_TRY:
                                 await self._native_try(row, self._prog.operands[row])
-                            elif not self._native_ready(row, op):
-                                await self._run_row(row)
                             else:
                                 status = self._run_native_sync(row, op)
-                                if status != C_NATIVE_DONE:
+                                if status == C_NATIVE_NOT_READY:
+                                    await self._run_row(row)
+                                elif status != C_NATIVE_DONE:
                                     await self._finish_native(status, self._prog.operands[row])
                         else:
                             plan = self._cached_plan(row)

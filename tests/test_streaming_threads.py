@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -280,3 +281,46 @@ async def test_a_child_run_on_another_thread_parks_on_the_parent_stream():
     stream.resume()
     await asyncio.wait_for(run, GUARD)
     assert rec.trace == ["a", "x", "y", "b"]
+
+
+def _branching(kind: str, cond: Any, body: Any) -> Any:
+    from amrita_sense.instructions import IF, WHILE
+    from amrita_sense.instructions.native import NATIVE_IF
+
+    return {"IF": lambda: IF(cond, body), "NATIVE_IF": lambda: NATIVE_IF(cond, body),
+            "WHILE": lambda: WHILE(cond).ACTION(body)}[kind]()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["IF", "NATIVE_IF", "WHILE"])
+async def test_a_request_arriving_while_a_condition_runs_parks_after_the_instruction(kind):
+    interp_box: list[WorkflowInterpreter] = []
+    asked: list[asyncio.Future] = []
+    trace: list[str] = []
+
+    async def request_then_resume() -> None:
+        await interp_box[0].object_io.wait_to_suspend(PC_CHECKPOINT)
+        trace.append("parked")
+        interp_box[0].object_io.resume()
+
+    def cond() -> bool:
+        trace.append("cond")
+        if not asked:  # the request arrives from another thread while this node runs
+            asked.append(on(other, request_then_resume()))
+            deadline = time.monotonic() + GUARD
+            while not interp_box[0].object_io._suspend_flag.pending and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return True
+        return False
+
+    def body() -> None:
+        trace.append("body")
+
+    graph = NodeCompose(_branching(kind, Node(wrap_to_async=False)(cond), Node(wrap_to_async=False)(body)),
+                        Node(wrap_to_async=False)(lambda: trace.append("after"))).render()
+    interp_box.append(WorkflowInterpreter(graph))
+    async with loop_in_thread() as other:
+        await asyncio.wait_for(interp_box[0].run(), GUARD)
+        await asyncio.wait_for(asked[0], GUARD)
+    assert trace[:2] == ["cond", "body"]
+    assert trace.count("parked") == 1 and trace[-1] == "after"

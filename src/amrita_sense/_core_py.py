@@ -48,6 +48,10 @@ OP_LOOP_CONTROL = 13
 NATIVE_DONE = 0
 NATIVE_CALL_BODY = 1
 NATIVE_CALL_LOOP_BODY = 2
+NATIVE_NOT_READY = 3
+
+JUMP_CALLEE = ("jump",)
+"""The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -690,9 +694,14 @@ class InterpreterCore:
         if op != OP_CALL and not self._signal.pending:
             if op == OP_NOP:
                 return None
-            if self._native_ready(row, op):
-                return await self._run_native(row, op)
-            return await self._run_row(row)
+            if op == OP_TRY:
+                return await self._native_try(row, self._prog.operands[row])
+            status = self._run_native_sync(row, op)
+            if status == NATIVE_DONE:
+                return None
+            if status == NATIVE_NOT_READY:
+                return await self._run_row(row)
+            return await self._finish_native(status, self._prog.operands[row])
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
@@ -717,10 +726,11 @@ class InterpreterCore:
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
-    # An opcode runs only when every node it calls can run synchronously with a ready
-    # plan; otherwise the node's own Python function runs (`_run_row`). If a called
-    # node jumped, the op returns NATIVE_CALL_BODY and the loop finishes the way the
-    # Python function would: `call_offset(do_offset)` relative to the new pointer.
+    # An opcode first takes the plans of the nodes it calls; when one cannot run
+    # synchronously right now it does nothing and returns NATIVE_NOT_READY, and the
+    # node's own Python function runs instead (`_run_row`). If a called node jumped,
+    # the op returns NATIVE_CALL_BODY and the loop finishes the way the Python
+    # function would: `call_offset(do_offset)` relative to the new pointer.
 
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
@@ -732,29 +742,11 @@ class InterpreterCore:
             return None
         return plan
 
-    def _native_ready(self, row, op):
-        """True when the opcode of `row` can run natively now."""
-        if op == OP_BRANCH or op == OP_WHILE:
-            if op == OP_WHILE and self._squashed_loops:
-                return False
-            operands = self._prog.operands[row]
-            return self._callee_ready(operands[0]) and self._callee_ready(operands[1])
-        if op == OP_ELSE or op == OP_DO_CHECK or op == OP_LOOP_HEAD or (op == OP_DO and not self._squashed_loops):
-            return self._callee_ready(self._prog.operands[row][0])
-        if op == OP_NATIVE_IF:
-            operands = self._prog.operands[row]
-            return self._callee_ready(operands[0]) and (operands[1] < 0 or self._callee_ready(operands[1]))
-        return op != OP_DO
-
-    def _callee_ready(self, row):
-        return self._prog.ops[row] == OP_JUMP or self._inline_plan(row) is not None
-
-    async def _run_native(self, row, op):
-        if op == OP_TRY:
-            return await self._native_try(row, self._prog.operands[row])
-        status = self._run_native_sync(row, op)
-        if status != NATIVE_DONE:
-            await self._finish_native(status, self._prog.operands[row])
+    def _callee_plan(self, row):
+        """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
+        if self._prog.ops[row] == OP_JUMP:
+            return JUMP_CALLEE
+        return self._inline_plan(row)
 
     async def _finish_native(self, status, operands):
         """A called node jumped: call the body relative to the new pointer, as the Python function does."""
@@ -768,19 +760,20 @@ class InterpreterCore:
             pass
 
     def _run_native_sync(self, row, op):
+        """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         operands = self._prog.operands[row]
         if op == OP_JUMP:
             self._native_jump(operands)
         elif op == OP_BRANCH:
             return self._native_branch(operands)
         elif op == OP_ELSE:
-            self._native_else(operands)
+            return self._native_else(operands)
         elif op == OP_WHILE:
-            return self._native_while(operands)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(operands)
         elif op == OP_DO:
-            self._native_do(operands)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(operands)
         elif op == OP_DO_CHECK:
-            self._native_do_check(operands)
+            return self._native_do_check(operands)
         elif op == OP_CALLSUB:
             self._native_callsub(row, operands)
         elif op == OP_RET:
@@ -788,7 +781,7 @@ class InterpreterCore:
         elif op == OP_NATIVE_IF:
             return self._native_if(operands)
         elif op == OP_LOOP_HEAD:
-            self._native_loop_head(operands)
+            return self._native_loop_head(operands)
         elif op == OP_LOOP_CONTROL:
             self._native_loop_control(operands)
         return NATIVE_DONE
@@ -805,11 +798,11 @@ class InterpreterCore:
         if self._mark_jump():
             self._goto(target)
 
-    def _subcall_inline(self, row):
-        """`call_sub` of a ready row: push the pointer, run the node there, restore unless it jumped."""
-        if self._prog.ops[row] == OP_JUMP:
+    def _subcall_inline(self, row, plan):
+        """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
+        restore unless it jumped."""
+        if plan is JUMP_CALLEE:
             return self._native_jump(self._prog.operands[row])
-        plan = self._inline_plan(row)
         stack = self._ret_addr_stack
         stack.push(self._pointer)
         self._pointer = PointerVector._at_row(self._prog, row)
@@ -833,8 +826,11 @@ class InterpreterCore:
 
     def _native_branch(self, operands):
         cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
+        cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
+        if cond_plan is None or body_plan is None:
+            return NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond)
+            taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_offset(self, false_offset)
             raise
@@ -844,7 +840,7 @@ class InterpreterCore:
             self._native_jump(false_target)
             return NATIVE_DONE
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
@@ -853,17 +849,24 @@ class InterpreterCore:
 
     def _native_else(self, operands):
         body, then_target, then_offset = operands
+        body_plan = self._callee_plan(body)
+        if body_plan is None:
+            return NATIVE_NOT_READY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_offset(self, then_offset)
             raise
         self._native_jump(then_target)
+        return NATIVE_DONE
 
     def _native_while(self, operands):
         cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
+        cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
+        if cond_plan is None or body_plan is None:
+            return NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond)
+            truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, else_slot)
             raise
@@ -873,7 +876,7 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_LOOP_BODY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, checkup_slot)
             raise
@@ -885,29 +888,41 @@ class InterpreterCore:
 
     def _native_do(self, operands):
         body, check, exit_, check_slot = operands
+        body_plan = self._callee_plan(body)
+        if body_plan is None:
+            return NATIVE_NOT_READY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, check_slot)
             raise
         except BreakLoop:
             self._native_jump(exit_)
-            return
+            return NATIVE_DONE
         self._native_jump(check)
+        return NATIVE_DONE
 
     def _native_do_check(self, operands):
         cond, back, exit_, exit_slot = operands
+        cond_plan = self._callee_plan(cond)
+        if cond_plan is None:
+            return NATIVE_NOT_READY
         try:
-            again = self._subcall_inline(cond)
+            again = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, exit_slot)
             raise
         self._native_jump(back if again else exit_)
+        return NATIVE_DONE
 
     def _native_if(self, operands):
         cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
+        cond_plan = self._callee_plan(cond)
+        body_plan = self._callee_plan(body) if body >= 0 else None
+        if cond_plan is None or (body >= 0 and body_plan is None):
+            return NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond)
+            taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, false_slot)
             raise
@@ -920,7 +935,7 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_BODY
         try:
-            self._subcall_inline(body)
+            self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
             _support().resume_near(self, then_slot)
             raise
@@ -929,8 +944,11 @@ class InterpreterCore:
 
     def _native_loop_head(self, operands):
         cond, head, body, exit_, head_slot, exit_slot = operands
+        cond_plan = self._callee_plan(cond)
+        if cond_plan is None:
+            return NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond)
+            truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
             _support().resume_near(self, exit_slot)
             raise
@@ -941,6 +959,7 @@ class InterpreterCore:
         else:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
             self._native_jump(body)
+        return NATIVE_DONE
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
@@ -955,17 +974,21 @@ class InterpreterCore:
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
-    def _near_inline(self, row, with_exc):
-        """True when `call_near` of `row` can run inline: no jump happened, the plan is ready,
-        and exception keywords, if any, cannot change the plan (the node takes no parameters)."""
-        if self._flag_bits & FLAG_JMP or self._inline_plan(row) is None:
-            return False
-        return not with_exc or (self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs))
+    def _near_plan(self, row, with_exc):
+        """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
+        not ready, or exception keywords could change it (the node takes parameters)."""
+        if self._flag_bits & FLAG_JMP:
+            return None
+        plan = self._inline_plan(row)
+        if plan is None or not with_exc:
+            return plan
+        return plan if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs) else None
 
     async def _near_call(self, slot, rows, exc_kwargs):
         row = rows[slot]
-        if self._near_inline(row, exc_kwargs is not None):
-            return self._subcall_inline(row)
+        plan = self._near_plan(row, exc_kwargs is not None)
+        if plan is not None:
+            return self._subcall_inline(row, plan)
         return await self.call_near(slot, **(exc_kwargs or {}))
 
     async def _native_try(self, row, operands):
