@@ -68,6 +68,7 @@ cdef class InterpreterCore:
     cdef public bint _force_inline
     cdef public bint _squashed_loops
     cdef public double _yield_interval
+    cdef PointerVector _spare_pointer
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
@@ -82,6 +83,9 @@ cdef class InterpreterCore:
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
+    cdef PointerVector _pointer_at(self, Py_ssize_t row)
+    cdef void _recycle(self, object ptr)
+    cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps)
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
     cdef object _subcall_inline(self, Py_ssize_t row, object plan)

@@ -4,6 +4,8 @@
 Same classes, algorithms and behaviour as the pure-Python twin
 `amrita_sense/_core_py.py` (the readable reference); a fix in one needs the
 matching fix in the other. See `_sense_core.pxd` for the typed layout.
+Every C-level method is `@cython.final`: called directly, so the C compiler
+can inline it, instead of through the method table.
 """
 
 import asyncio
@@ -15,7 +17,7 @@ from time import monotonic
 
 from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT
 
 
 cdef extern from "Python.h":
@@ -130,6 +132,7 @@ cdef class Program:
         PyMem_Free(self.cbits)
         PyMem_Free(self.cops)
 
+    @cython.final
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2:
         key = tuple(items)
         if self.row_of is None:
@@ -164,11 +167,13 @@ cdef class PointerVector:
     def _at_row(prog, Py_ssize_t row):
         return _bound_pointer(prog, row)
 
+    @cython.final
     cdef list _list(self):
         if self._items is None:
             self._items = list((<Program> self._prog).addrs[self._row])
         return <list> self._items
 
+    @cython.final
     cdef void _set_row(self, Program prog, Py_ssize_t row):
         self._prog = prog
         self._row = row
@@ -310,6 +315,7 @@ cdef class Stack:
     def pop(self):
         return self._pop()
 
+    @cython.final
     cdef int _push(self, object item) except -1:
         cdef list items = self.stack
         cdef Py_ssize_t size = len(items)
@@ -324,6 +330,7 @@ cdef class Stack:
             items.append(item)
         return 0
 
+    @cython.final
     cdef object _pop(self):
         cdef list items = self.stack
         cdef Py_ssize_t size = len(items)
@@ -371,6 +378,7 @@ cdef class InterpretLock:
     def async_owned(self):
         return self._owner is not None and self._owner is _current_task()
 
+    @cython.final
     cdef bint _try_take(self, object owner):
         if self._owner is None and not self._waiters:
             self._owner = owner
@@ -415,6 +423,7 @@ cdef class InterpretLock:
     def async_release(self):
         self._release()
 
+    @cython.final
     cdef int _release(self) except -1:
         cdef list waiters = self._waiters
         if not waiters:
@@ -492,6 +501,7 @@ cdef class InterpreterCore:
 
     # ----- pointer resolution and movement -------------------------------------------
 
+    @cython.final
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2:
         cdef PointerVector ptr = self._pointer
         if ptr._items is None and ptr._prog is self._prog:
@@ -503,6 +513,7 @@ cdef class InterpreterCore:
         """Move the pointer onto the row it designates (entering segments) and return it."""
         return self._c_descend_current()
 
+    @cython.final
     cdef Py_ssize_t _c_descend_current(self) except -1:
         """Move the pointer onto the row it designates (entering segments) and return it."""
         cdef bint exact = False
@@ -515,6 +526,7 @@ cdef class InterpreterCore:
             raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         return row
 
+    @cython.final
     cdef bint _advance(self, PointerVector ptr) except -1:
         cdef bint exact = True
         cdef Py_ssize_t row
@@ -549,6 +561,7 @@ cdef class InterpreterCore:
         """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
         self._c_rebase_to(ptr)
 
+    @cython.final
     cdef int _c_rebase_to(self, object ptr) except -1:
         """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
         cdef PointerVector other
@@ -571,6 +584,7 @@ cdef class InterpreterCore:
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
         return self._c_mark_jump()
 
+    @cython.final
     cdef bint _c_mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
         cdef int bits = self._flag_bits
@@ -655,6 +669,7 @@ cdef class InterpreterCore:
             self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
+    @cython.final
     cdef object _cached_plan(self, Py_ssize_t row):
         """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
@@ -664,6 +679,7 @@ cdef class InterpreterCore:
             plan = (<list> self._plans)[row]
         return plan
 
+    @cython.final
     cdef object _ready_plan(self, Py_ssize_t row):
         """The cached plan of `row` when it has no per-call providers either, else None."""
         if self._signal.pending:
@@ -677,10 +693,12 @@ cdef class InterpreterCore:
                 return None
         return plan
 
+    @cython.final
     cdef inline bint _inline_callable(self, Py_ssize_t row):
         cdef int bits = self._prog.cbits[row]
         return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline)
 
+    @cython.final
     cdef object _call_inline(self, Py_ssize_t row, tuple plan):
         if self._prog.cbits[row] & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
@@ -701,6 +719,7 @@ cdef class InterpreterCore:
     # (see the twin for the protocol: ops run only when every called node is ready to
     # run synchronously; a called node that jumped makes the loop finish the op.)
 
+    @cython.final
     cdef int _push_ret(self, object item) except -1:
         stack = self._ret_addr_stack
         if type(stack) is Stack:
@@ -708,12 +727,14 @@ cdef class InterpreterCore:
         stack.push(item)
         return 0
 
+    @cython.final
     cdef object _pop_ret(self):
         stack = self._ret_addr_stack
         if type(stack) is Stack:
             return (<Stack> stack)._pop()
         return stack.pop()
 
+    @cython.final
     cdef object _inline_plan(self, Py_ssize_t row):
         """The plan of `row` when it can run synchronously right now, else None."""
         plan = self._ready_plan(row)
@@ -721,6 +742,7 @@ cdef class InterpreterCore:
             return plan
         return None
 
+    @cython.final
     cdef object _callee_plan(self, Py_ssize_t row):
         """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
         if self._prog.cops[row] == C_OP_JUMP:
@@ -738,6 +760,7 @@ cdef class InterpreterCore:
         except BreakLoop:
             pass
 
+    @cython.final
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
         """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
         operands = self._prog.operands[row]
@@ -765,6 +788,7 @@ cdef class InterpreterCore:
             self._native_loop_control(operands)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _goto(self, tuple target) except -1:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         cdef Py_ssize_t row = target[0]
@@ -774,18 +798,37 @@ cdef class InterpreterCore:
             self._pointer._items = list(target[2])
         return 0
 
+    @cython.final
     cdef int _native_jump(self, tuple target) except -1:
         if self._c_mark_jump():
             self._goto(target)
         return 0
 
+    @cython.final
+    cdef PointerVector _pointer_at(self, Py_ssize_t row):
+        """A new pointer bound to `row`: the recycled one when there is one."""
+        cdef PointerVector ptr = self._spare_pointer
+        if ptr is None:
+            return _bound_pointer(self._prog, row)
+        self._spare_pointer = None
+        ptr._set_row(self._prog, row)
+        return ptr
+
+    @cython.final
+    cdef inline void _recycle(self, object ptr):
+        """Keep a popped pointer nobody else holds (ours is the only reference) for `_pointer_at`."""
+        if Py_REFCNT(ptr) == 1 and type(ptr) is PointerVector:
+            self._spare_pointer = <PointerVector> ptr
+
+    @cython.final
     cdef int _enter_frame(self, Py_ssize_t row) except -1:
         """The first half of `call_sub` of a row: save the pointer and point at the row."""
         self._push_ret(self._pointer)
-        self._pointer = _bound_pointer(self._prog, row)
+        self._pointer = self._pointer_at(row)
         self._outer_interpreting = True
         return 0
 
+    @cython.final
     cdef int _leave_frame(self) except -1:
         """The second half: restore the saved pointer unless the called node jumped."""
         self._outer_interpreting = False
@@ -793,8 +836,10 @@ cdef class InterpreterCore:
         if not self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_HLT
             self._c_rebase_to(saved)
+        self._recycle(saved)
         return 0
 
+    @cython.final
     cdef object _subcall_inline(self, Py_ssize_t row, object plan):
         """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
         restore unless it jumped."""
@@ -807,6 +852,7 @@ cdef class InterpreterCore:
         finally:
             self._leave_frame()
 
+    @cython.final
     cdef int _native_branch(self, tuple operands) except -1:
         cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
         cond_plan = self._callee_plan(cond)
@@ -831,6 +877,7 @@ cdef class InterpreterCore:
         self._native_jump(then_target)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_else(self, tuple operands) except -1:
         body, then_target, then_offset = operands
         body_plan = self._callee_plan(body)
@@ -844,6 +891,7 @@ cdef class InterpreterCore:
         self._native_jump(then_target)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_while(self, tuple operands) except -1:
         cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
         cond_plan = self._callee_plan(cond)
@@ -871,6 +919,7 @@ cdef class InterpreterCore:
         self._native_jump(checkup)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_do(self, tuple operands) except -1:
         body, check, exit_, check_slot = operands
         body_plan = self._callee_plan(body)
@@ -887,6 +936,7 @@ cdef class InterpreterCore:
         self._native_jump(check)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_do_check(self, tuple operands) except -1:
         cond, back, exit_, exit_slot = operands
         cond_plan = self._callee_plan(cond)
@@ -900,6 +950,7 @@ cdef class InterpreterCore:
         self._native_jump(back if again else exit_)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_if(self, tuple operands) except -1:
         cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
         cond_plan = self._callee_plan(cond)
@@ -927,6 +978,7 @@ cdef class InterpreterCore:
         self._native_jump(then_target)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_loop_head(self, tuple operands) except -1:
         cond, head, body, exit_, head_slot, exit_slot = operands
         cond_plan = self._callee_plan(cond)
@@ -942,10 +994,11 @@ cdef class InterpreterCore:
         elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens
             self._push_ret(PointerVector(_beside(self._pointer._list(), head_slot)))
         else:
-            self._push_ret(_bound_pointer(self._prog, head))
+            self._push_ret(self._pointer_at(head))
             self._native_jump(body)
         return C_NATIVE_DONE
 
+    @cython.final
     cdef int _native_loop_control(self, tuple operands) except -1:
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
         cdef PointerVector bound
@@ -965,6 +1018,7 @@ cdef class InterpreterCore:
             self._move_to(_beside(list(entry.base_addr), slot))
         return 0
 
+    @cython.final
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc):
         """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
         not ready, or exception keywords could change it (the node takes parameters)."""
@@ -977,6 +1031,7 @@ cdef class InterpreterCore:
             return plan
         return None
 
+    @cython.final
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1:
         """`call_near(slot)` of a Try block, run inline when it can be; False when it cannot."""
         cdef Py_ssize_t target = rows[slot]
@@ -1034,21 +1089,24 @@ cdef class InterpreterCore:
         if not as_subcall:
             self._native_jump(operands[1])
 
+    @cython.final
     cdef int _native_callsub(self, Py_ssize_t row, tuple operands) except -1:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
         cdef Py_ssize_t return_row = operands[3]
         if return_row >= 0:
-            self._push_ret(_bound_pointer(self._prog, return_row))
+            self._push_ret(self._pointer_at(return_row))
         else:
             self._push_ret(PointerVector(list(self._prog.nodes[row]._frm_addr)))
         if self._c_mark_jump():
             self._goto(operands)
         return 0
 
+    @cython.final
     cdef int _native_ret(self) except -1:
         saved = self._pop_ret()
         self._flag_bits &= ~C_FLAG_HLT
         self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
+        self._recycle(saved)
         return 0
 
     async def _run_row(self, Py_ssize_t row):
@@ -1075,6 +1133,7 @@ cdef class InterpreterCore:
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
         return self._c_enter_step()
 
+    @cython.final
     cdef int _c_enter_step(self) except -1:
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
         if self._prog.successor is not None:
@@ -1094,6 +1153,7 @@ cdef class InterpreterCore:
         """After a node ran: consume a marked jump or advance. False when the run is over."""
         return self._c_leave_step()
 
+    @cython.final
     cdef bint _c_leave_step(self) except -1:
         """After a node ran: consume a marked jump or advance. False when the run is over."""
         if self._flag_bits & C_FLAG_JMP:
@@ -1110,6 +1170,13 @@ cdef class InterpreterCore:
     async def _take_lock(self):
         if not self._interpret_lock._try_take(self._run_task):
             await self._interpret_lock._park(self._run_task, None)
+
+    @cython.final
+    cdef inline bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps):
+        """True when the next step may run without releasing the lock first: releasing and
+        taking it again would change nothing (no waiter, no request, no stop, no clock check)."""
+        return (steps % CHECK_CLOCK_EVERY != 0 and not self._signal.pending and not self._pending_stop
+                and not lock._waiters and lock._owner is self._run_task)
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
@@ -1128,47 +1195,50 @@ cdef class InterpreterCore:
             if not lock._try_take(self._run_task):
                 await lock._park(self._run_task, None)
             try:
-                state = self._c_enter_step()
-                if state == C_STEP_END:
-                    return
-                if state == C_STEP_RAN:
-                    if self._middleware is not None:
-                        await self._middleware(self)
-                    else:
-                        row = self._c_descend_current()
-                        op = self._prog.cops[row]
-                        if op != C_OP_CALL and not self._signal.pending:
-                            if op == C_OP_NOP:
-                                pass
-                            elif op == C_OP_TRY:
-                                await self._native_try(row, self._prog.operands[row])
-                            else:
-                                status = self._run_native_sync(row, op)
-                                if status == C_NATIVE_NOT_READY:
-                                    await self._run_row(row)
-                                elif status != C_NATIVE_DONE:
-                                    await self._finish_native(status, self._prog.operands[row])
-                        else:
-                            plan = self._cached_plan(row)
-                            if plan is None:
-                                await self._run_row(row)
-                            elif (<tuple> plan)[2]:
-                                if self._prog.cbits[row] & C_ROW_PRECHECK:
-                                    self._prog.nodes[row]._pre_check(self)
-                                await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
-                            elif self._inline_callable(row):
-                                self._call_inline(row, plan)
-                            elif self._prog.cbits[row] & C_ROW_CORO:
-                                if self._prog.cbits[row] & C_ROW_PRECHECK:
-                                    self._prog.nodes[row]._pre_check(self)
-                                await _apply(self._prog.funcs[row], plan)
-                            else:
-                                await self._call_with_plan(row, plan)
-                    if not self._c_leave_step():
+                while True:  # steps back to back while nobody else wants the lock
+                    state = self._c_enter_step()
+                    if state == C_STEP_END:
                         return
+                    if state == C_STEP_RAN:
+                        if self._middleware is not None:
+                            await self._middleware(self)
+                        else:
+                            row = self._c_descend_current()
+                            op = self._prog.cops[row]
+                            if op != C_OP_CALL and not self._signal.pending:
+                                if op == C_OP_NOP:
+                                    pass
+                                elif op == C_OP_TRY:
+                                    await self._native_try(row, self._prog.operands[row])
+                                else:
+                                    status = self._run_native_sync(row, op)
+                                    if status == C_NATIVE_NOT_READY:
+                                        await self._run_row(row)
+                                    elif status != C_NATIVE_DONE:
+                                        await self._finish_native(status, self._prog.operands[row])
+                            else:
+                                plan = self._cached_plan(row)
+                                if plan is None:
+                                    await self._run_row(row)
+                                elif (<tuple> plan)[2]:
+                                    if self._prog.cbits[row] & C_ROW_PRECHECK:
+                                        self._prog.nodes[row]._pre_check(self)
+                                    await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                                elif self._inline_callable(row):
+                                    self._call_inline(row, plan)
+                                elif self._prog.cbits[row] & C_ROW_CORO:
+                                    if self._prog.cbits[row] & C_ROW_PRECHECK:
+                                        self._prog.nodes[row]._pre_check(self)
+                                    await _apply(self._prog.funcs[row], plan)
+                                else:
+                                    await self._call_with_plan(row, plan)
+                        if not self._c_leave_step():
+                            return
+                    steps += 1
+                    if not self._keeps_lock(lock, steps):
+                        break
             finally:
                 lock._release()
-            steps += 1
             if steps % CHECK_CLOCK_EVERY == 0:
                 now = monotonic()
                 if now - last_yield >= self._yield_interval:
