@@ -18,9 +18,11 @@ cdef class Program:
     cdef public object successor
     cdef public list ops
     cdef public list operands
+    cdef public list rows
     cdef public list landings
     cdef int *cbits
     cdef int *cops
+    cdef Py_ssize_t *crows
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
 
@@ -83,23 +85,25 @@ cdef class InterpreterCore:
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
+    cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
+    cdef int _resume_at(self, Py_ssize_t row, int k, bint near) except -1
     cdef PointerVector _pointer_at(self, Py_ssize_t row)
     cdef void _recycle(self, object ptr)
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps)
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
     cdef object _subcall_inline(self, Py_ssize_t row, object plan)
-    cdef int _native_branch(self, tuple operands) except -1
-    cdef int _native_else(self, tuple operands) except -1
-    cdef int _native_while(self, tuple operands) except -1
-    cdef int _native_do(self, tuple operands) except -1
-    cdef int _native_do_check(self, tuple operands) except -1
+    cdef int _native_branch(self, Py_ssize_t row) except -1
+    cdef int _native_else(self, Py_ssize_t row) except -1
+    cdef int _native_while(self, Py_ssize_t row) except -1
+    cdef int _native_do(self, Py_ssize_t row) except -1
+    cdef int _native_do_check(self, Py_ssize_t row) except -1
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
-    cdef int _native_callsub(self, Py_ssize_t row, tuple target) except -1
+    cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
-    cdef int _native_if(self, tuple operands) except -1
-    cdef int _native_loop_head(self, tuple operands) except -1
+    cdef int _native_if(self, Py_ssize_t row) except -1
+    cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1
     cdef Py_ssize_t _c_descend_current(self) except -1

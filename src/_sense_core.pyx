@@ -105,8 +105,8 @@ cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
     def __init__(self, graph, list nodes, list funcs, list bits, list static_plans,
-                 list ops, list operands, list landings, list addrs, row_of, dict seg_row):
-        cdef Py_ssize_t i
+                 list ops, list operands, list rows, list landings, list addrs, row_of, dict seg_row):
+        cdef Py_ssize_t i, k
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
@@ -114,6 +114,7 @@ cdef class Program:
         self.static_plans = static_plans
         self.ops = ops
         self.operands = operands
+        self.rows = rows
         self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
@@ -122,15 +123,19 @@ cdef class Program:
         self.successor = None
         self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
         self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        if self.cbits == NULL or self.cops == NULL:
+        self.crows = <Py_ssize_t *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(Py_ssize_t))
+        if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
             raise MemoryError()
         for i in range(self.nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
+            for k in range(4):
+                self.crows[4 * i + k] = rows[i][k]
 
     def __dealloc__(self):
         PyMem_Free(self.cbits)
         PyMem_Free(self.cops)
+        PyMem_Free(self.crows)
 
     @cython.final
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2:
@@ -763,29 +768,28 @@ cdef class InterpreterCore:
     @cython.final
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
         """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
-        operands = self._prog.operands[row]
         if op == C_OP_JUMP:
-            self._native_jump(operands)
+            self._jump_at(self._prog.crows[4 * row], row, -1)
         elif op == C_OP_BRANCH:
-            return self._native_branch(operands)
+            return self._native_branch(row)
         elif op == C_OP_ELSE:
-            return self._native_else(operands)
+            return self._native_else(row)
         elif op == C_OP_WHILE:
-            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_while(operands)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
         elif op == C_OP_DO:
-            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_do(operands)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
         elif op == C_OP_DO_CHECK:
-            return self._native_do_check(operands)
+            return self._native_do_check(row)
         elif op == C_OP_CALLSUB:
-            self._native_callsub(row, operands)
+            self._native_callsub(row)
         elif op == C_OP_RET:
             self._native_ret()
         elif op == C_OP_NATIVE_IF:
-            return self._native_if(operands)
+            return self._native_if(row)
         elif op == C_OP_LOOP_HEAD:
-            return self._native_loop_head(operands)
+            return self._native_loop_head(row)
         elif op == C_OP_LOOP_CONTROL:
-            self._native_loop_control(operands)
+            self._native_loop_control(self._prog.operands[row])
         return C_NATIVE_DONE
 
     @cython.final
@@ -802,6 +806,18 @@ cdef class InterpreterCore:
     cdef int _native_jump(self, tuple target) except -1:
         if self._c_mark_jump():
             self._goto(target)
+        return 0
+
+    @cython.final
+    cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1:
+        """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
+        `target_row` when the target is one row, else through its descriptor."""
+        if self._c_mark_jump():
+            if target_row >= 0:
+                self._pointer._set_row(self._prog, target_row)
+            else:
+                operands = self._prog.operands[row]
+                self._goto(operands if k < 0 else (<tuple> operands)[k])
         return 0
 
     @cython.final
@@ -844,7 +860,7 @@ cdef class InterpreterCore:
         """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            self._native_jump(self._prog.operands[row])
+            self._jump_at(self._prog.crows[4 * row], row, -1)
             return None
         self._enter_frame(row)
         try:
@@ -853,149 +869,167 @@ cdef class InterpreterCore:
             self._leave_frame()
 
     @cython.final
-    cdef int _native_branch(self, tuple operands) except -1:
-        cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
-        cond_plan = self._callee_plan(cond)
-        body_plan = self._callee_plan(body)
+    cdef int _resume_at(self, Py_ssize_t row, int k, bint near) except -1:
+        """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
+        the segment; else an offset from the current slot)."""
+        slot = (<tuple> self._prog.operands[row])[k]
+        if near:
+            _support().resume_near(self, slot)
+        else:
+            _support().resume_offset(self, slot)
+        return 0
+
+    # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `crows`).
+
+    @cython.final
+    cdef int _native_branch(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cond_plan = self._callee_plan(rows[0])
+        body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond, cond_plan)
+            taken = self._subcall_inline(rows[0], cond_plan)
         except InterruptKeepContext:
-            _support().resume_offset(self, false_offset)
+            self._resume_at(row, 5, False)
             raise
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_BODY if taken else C_NATIVE_DONE
         if not taken:
-            self._native_jump(false_target)
+            self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
         try:
-            self._subcall_inline(body, body_plan)
+            self._subcall_inline(rows[1], body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, then_slot)
+            self._resume_at(row, 6, True)
             raise
-        self._native_jump(then_target)
+        self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_else(self, tuple operands) except -1:
-        body, then_target, then_offset = operands
-        body_plan = self._callee_plan(body)
+    cdef int _native_else(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        body_plan = self._callee_plan(rows[0])
         if body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            self._subcall_inline(body, body_plan)
+            self._subcall_inline(rows[0], body_plan)
         except InterruptKeepContext:
-            _support().resume_offset(self, then_offset)
+            self._resume_at(row, 2, False)
             raise
-        self._native_jump(then_target)
+        self._jump_at(rows[3], row, 1)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_while(self, tuple operands) except -1:
-        cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
-        cond_plan = self._callee_plan(cond)
-        body_plan = self._callee_plan(body)
+    cdef int _native_while(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cond_plan = self._callee_plan(rows[0])
+        body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond, cond_plan)
+            truthy = self._subcall_inline(rows[0], cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, else_slot)
+            self._resume_at(row, 6, True)
             raise
         if not truthy:
-            self._native_jump(exit_)
+            self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_LOOP_BODY
         try:
-            self._subcall_inline(body, body_plan)
+            self._subcall_inline(rows[1], body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, checkup_slot)
+            self._resume_at(row, 5, True)
             raise
         except BreakLoop:
-            self._native_jump(exit_)
+            self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
-        self._native_jump(checkup)
+        self._jump_at(rows[3], row, 2)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_do(self, tuple operands) except -1:
-        body, check, exit_, check_slot = operands
-        body_plan = self._callee_plan(body)
+    cdef int _native_do(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        body_plan = self._callee_plan(rows[0])
         if body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            self._subcall_inline(body, body_plan)
+            self._subcall_inline(rows[0], body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, check_slot)
+            self._resume_at(row, 3, True)
             raise
         except BreakLoop:
-            self._native_jump(exit_)
+            self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
-        self._native_jump(check)
+        self._jump_at(rows[3], row, 1)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_do_check(self, tuple operands) except -1:
-        cond, back, exit_, exit_slot = operands
-        cond_plan = self._callee_plan(cond)
+    cdef int _native_do_check(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            again = self._subcall_inline(cond, cond_plan)
+            again = self._subcall_inline(rows[0], cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, exit_slot)
+            self._resume_at(row, 3, True)
             raise
-        self._native_jump(back if again else exit_)
+        if again:
+            self._jump_at(rows[3], row, 1)
+        else:
+            self._jump_at(rows[2], row, 2)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_if(self, tuple operands) except -1:
-        cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
-        cond_plan = self._callee_plan(cond)
-        body_plan = self._callee_plan(body) if body >= 0 else None
-        if cond_plan is None or (body >= 0 and body_plan is None):
+    cdef int _native_if(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef bint compose_body = rows[1] < 0
+        cond_plan = self._callee_plan(rows[0])
+        body_plan = None if compose_body else self._callee_plan(rows[1])
+        if cond_plan is None or (not compose_body and body_plan is None):
             return C_NATIVE_NOT_READY
         try:
-            taken = self._subcall_inline(cond, cond_plan)
+            taken = self._subcall_inline(rows[0], cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, false_slot)
+            self._resume_at(row, 5, True)
             raise
         if not taken:
-            self._native_jump(false_target)
+            self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
-        if body < 0:  # a compose body is entered by a jump
-            self._native_jump(then_target)
+        if compose_body:  # entered by a jump
+            self._jump_at(rows[3], row, 3)
             return C_NATIVE_DONE
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_BODY
         try:
-            self._subcall_inline(body, body_plan)
+            self._subcall_inline(rows[1], body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, then_slot)
+            self._resume_at(row, 6, True)
             raise
-        self._native_jump(then_target)
+        self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
     @cython.final
-    cdef int _native_loop_head(self, tuple operands) except -1:
-        cond, head, body, exit_, head_slot, exit_slot = operands
-        cond_plan = self._callee_plan(cond)
+    cdef int _native_loop_head(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            truthy = self._subcall_inline(cond, cond_plan)
+            truthy = self._subcall_inline(rows[0], cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, exit_slot)
+            self._resume_at(row, 5, True)
             raise
         if not truthy:
-            self._native_jump(exit_)
+            self._jump_at(rows[2], row, 3)
         elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens
+            head_slot = (<tuple> self._prog.operands[row])[4]
             self._push_ret(PointerVector(_beside(self._pointer._list(), head_slot)))
         else:
-            self._push_ret(self._pointer_at(head))
-            self._native_jump(body)
+            self._push_ret(self._pointer_at(rows[1]))
+            self._jump_at(rows[3], row, 2)
         return C_NATIVE_DONE
 
     @cython.final
@@ -1090,15 +1124,14 @@ cdef class InterpreterCore:
             self._native_jump(operands[1])
 
     @cython.final
-    cdef int _native_callsub(self, Py_ssize_t row, tuple operands) except -1:
+    cdef int _native_callsub(self, Py_ssize_t row) except -1:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        cdef Py_ssize_t return_row = operands[3]
-        if return_row >= 0:
-            self._push_ret(self._pointer_at(return_row))
+        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        if rows[1] >= 0:
+            self._push_ret(self._pointer_at(rows[1]))
         else:
             self._push_ret(PointerVector(list(self._prog.nodes[row]._frm_addr)))
-        if self._c_mark_jump():
-            self._goto(operands)
+        self._jump_at(rows[0], row, -1)
         return 0
 
     @cython.final

@@ -82,16 +82,17 @@ class Program:
     One row per executable slot in depth-first order (a node, or an empty
     segment that execution can land on). Plain advancement is `row + 1`:
     entering nested segments and leaving exhausted ones is already folded
-    into the order.
+    into the order. Each row has an opcode (`ops`), its operands, and the
+    rows the opcode works with (`rows`, see `node.native.operand_rows`).
     """
 
     __slots__ = (
         "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "seg_row", "static_plans", "successor",
+        "rows", "seg_row", "static_plans", "successor",
     )
 
     def __init__(
-        self, graph, nodes, funcs, bits, static_plans, ops, operands, landings, addrs, row_of, seg_row
+        self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row
     ):
         self.graph = graph
         self.nodes = nodes
@@ -100,6 +101,7 @@ class Program:
         self.static_plans = static_plans
         self.ops = ops
         self.operands = operands
+        self.rows = rows
         self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
@@ -761,34 +763,33 @@ class InterpreterCore:
 
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
-        operands = self._prog.operands[row]
         if op == OP_JUMP:
-            self._native_jump(operands)
+            self._jump_at(self._prog.rows[row][0], row, -1)
         elif op == OP_BRANCH:
-            return self._native_branch(operands)
+            return self._native_branch(row)
         elif op == OP_ELSE:
-            return self._native_else(operands)
+            return self._native_else(row)
         elif op == OP_WHILE:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(operands)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
         elif op == OP_DO:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(operands)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
         elif op == OP_DO_CHECK:
-            return self._native_do_check(operands)
+            return self._native_do_check(row)
         elif op == OP_CALLSUB:
-            self._native_callsub(row, operands)
+            self._native_callsub(row)
         elif op == OP_RET:
             self._native_ret()
         elif op == OP_NATIVE_IF:
-            return self._native_if(operands)
+            return self._native_if(row)
         elif op == OP_LOOP_HEAD:
-            return self._native_loop_head(operands)
+            return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(operands)
+            self._native_loop_control(self._prog.operands[row])
         return NATIVE_DONE
 
     def _goto(self, target):
         """Point at a jump-target descriptor `(row, exact, address)`."""
-        row, exact, addr = target
+        row, exact, addr = target[0], target[1], target[2]
         if row >= 0 and exact:
             self._pointer._set_row(self._prog, row)
         else:
@@ -798,11 +799,21 @@ class InterpreterCore:
         if self._mark_jump():
             self._goto(target)
 
+    def _jump_at(self, target_row, row, k):
+        """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
+        `target_row` when the target is one row, else through its descriptor."""
+        if self._mark_jump():
+            if target_row >= 0:
+                self._pointer._set_row(self._prog, target_row)
+            else:
+                operands = self._prog.operands[row]
+                self._goto(operands if k < 0 else operands[k])
+
     def _subcall_inline(self, row, plan):
         """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._native_jump(self._prog.operands[row])
+            return self._jump_at(self._prog.rows[row][0], row, -1)
         stack = self._ret_addr_stack
         stack.push(self._pointer)
         self._pointer = PointerVector._at_row(self._prog, row)
@@ -824,99 +835,113 @@ class InterpreterCore:
         func = prog.funcs[row]
         return func(*args) if args is not None else func(**kwargs)
 
-    def _native_branch(self, operands):
-        cond, body, false_target, then_target, do_offset, false_offset, then_slot = operands
+    def _resume_at(self, row, k, near):
+        """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
+        the segment; else an offset from the current slot)."""
+        slot = self._prog.operands[row][k]
+        if near:
+            _support().resume_near(self, slot)
+        else:
+            _support().resume_offset(self, slot)
+
+    # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `rows`).
+
+    def _native_branch(self, row):
+        cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         try:
             taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
-            _support().resume_offset(self, false_offset)
+            self._resume_at(row, 5, False)
             raise
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_BODY if taken else NATIVE_DONE
         if not taken:
-            self._native_jump(false_target)
+            self._jump_at(false_row, row, 2)
             return NATIVE_DONE
         try:
             self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, then_slot)
+            self._resume_at(row, 6, True)
             raise
-        self._native_jump(then_target)
+        self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
-    def _native_else(self, operands):
-        body, then_target, then_offset = operands
+    def _native_else(self, row):
+        body, _, _, then_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
         try:
             self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
-            _support().resume_offset(self, then_offset)
+            self._resume_at(row, 2, False)
             raise
-        self._native_jump(then_target)
+        self._jump_at(then_row, row, 1)
         return NATIVE_DONE
 
-    def _native_while(self, operands):
-        cond, body, checkup, exit_, do_offset, checkup_slot, else_slot = operands
+    def _native_while(self, row):
+        cond, body, exit_row, checkup_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         try:
             truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, else_slot)
+            self._resume_at(row, 6, True)
             raise
         if not truthy:
-            self._native_jump(exit_)
+            self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_LOOP_BODY
         try:
             self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, checkup_slot)
+            self._resume_at(row, 5, True)
             raise
         except BreakLoop:
-            self._native_jump(exit_)
+            self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
-        self._native_jump(checkup)
+        self._jump_at(checkup_row, row, 2)
         return NATIVE_DONE
 
-    def _native_do(self, operands):
-        body, check, exit_, check_slot = operands
+    def _native_do(self, row):
+        body, _, exit_row, check_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
         try:
             self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, check_slot)
+            self._resume_at(row, 3, True)
             raise
         except BreakLoop:
-            self._native_jump(exit_)
+            self._jump_at(exit_row, row, 2)
             return NATIVE_DONE
-        self._native_jump(check)
+        self._jump_at(check_row, row, 1)
         return NATIVE_DONE
 
-    def _native_do_check(self, operands):
-        cond, back, exit_, exit_slot = operands
+    def _native_do_check(self, row):
+        cond, _, exit_row, back_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
         try:
             again = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, exit_slot)
+            self._resume_at(row, 3, True)
             raise
-        self._native_jump(back if again else exit_)
+        if again:
+            self._jump_at(back_row, row, 1)
+        else:
+            self._jump_at(exit_row, row, 2)
         return NATIVE_DONE
 
-    def _native_if(self, operands):
-        cond, body, false_target, then_target, do_offset, false_slot, then_slot = operands
+    def _native_if(self, row):
+        cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
@@ -924,41 +949,42 @@ class InterpreterCore:
         try:
             taken = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, false_slot)
+            self._resume_at(row, 5, True)
             raise
         if not taken:
-            self._native_jump(false_target)
+            self._jump_at(false_row, row, 2)
             return NATIVE_DONE
         if body < 0:  # a compose body is entered by a jump
-            self._native_jump(then_target)
+            self._jump_at(then_row, row, 3)
             return NATIVE_DONE
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_BODY
         try:
             self._subcall_inline(body, body_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, then_slot)
+            self._resume_at(row, 6, True)
             raise
-        self._native_jump(then_target)
+        self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
-    def _native_loop_head(self, operands):
-        cond, head, body, exit_, head_slot, exit_slot = operands
+    def _native_loop_head(self, row):
+        cond, head, exit_row, body_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
         try:
             truthy = self._subcall_inline(cond, cond_plan)
         except InterruptKeepContext:
-            _support().resume_near(self, exit_slot)
+            self._resume_at(row, 5, True)
             raise
         if not truthy:
-            self._native_jump(exit_)
+            self._jump_at(exit_row, row, 3)
         elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
+            head_slot = self._prog.operands[row][4]
             self._ret_addr_stack.push(PointerVector([*self._pointer.base_addr[:-1], head_slot]))
         else:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
-            self._native_jump(body)
+            self._jump_at(body_row, row, 2)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
@@ -1016,14 +1042,14 @@ class InterpreterCore:
         if not as_subcall:
             self._native_jump(escape)
 
-    def _native_callsub(self, row, operands):
+    def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        return_row = operands[3]
+        target_row, return_row, _, _ = self._prog.rows[row]
         if return_row >= 0:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, return_row))
         else:
             self._ret_addr_stack.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
-        self._native_jump(operands[:3])
+        self._jump_at(target_row, row, -1)
 
     def _native_ret(self):
         saved = self._ret_addr_stack.pop()

@@ -220,6 +220,36 @@ def _compilers() -> dict[type, Callable]:
     return _COMPILERS
 
 
+def _row_of(target: tuple) -> int:
+    """The row a jump-target descriptor lands on exactly, or -1 (the core then uses the address)."""
+    row, exact, _ = target
+    return row if exact else -1
+
+
+_NO_ROWS = (-1, -1, -1, -1)
+
+
+def operand_rows(op: int, operands: Any) -> tuple[int, int, int, int]:
+    """The rows an opcode works with, for the core's dense operand array:
+    `(first callee, second callee or other row, exit/false jump row, then/continue jump row)`,
+    -1 where there is none or the target is not a single row."""
+    if op in (OP_BRANCH, OP_NATIVE_IF):  # (cond, body, false target, then target, ...)
+        return operands[0], operands[1], _row_of(operands[2]), _row_of(operands[3])
+    if op == OP_WHILE:  # (cond, body, checkup target, exit target, ...)
+        return operands[0], operands[1], _row_of(operands[3]), _row_of(operands[2])
+    if op == OP_ELSE:  # (body, then target, ...)
+        return operands[0], -1, -1, _row_of(operands[1])
+    if op in (OP_DO, OP_DO_CHECK):  # (callee, continue target, exit target, ...)
+        return operands[0], -1, _row_of(operands[2]), _row_of(operands[1])
+    if op == OP_LOOP_HEAD:  # (cond, head row, body target, exit target, ...)
+        return operands[0], operands[1], _row_of(operands[3]), _row_of(operands[2])
+    if op == OP_JUMP:
+        return _row_of(operands), -1, -1, -1
+    if op == OP_CALLSUB:
+        return _row_of(operands[:3]), operands[3], -1, -1
+    return _NO_ROWS
+
+
 def compile_native(node: Any, addr: tuple, locate: Locate) -> tuple:
     """`(opcode, operands)` for a node: a native opcode for a known built-in, else the generic call."""
     compiler = (_COMPILERS or _compilers()).get(type(node))
@@ -235,4 +265,4 @@ def _compile_maybe_nop(node: Any, addr: tuple, locate: Locate) -> tuple | None:
 _NOP: list = []
 
 
-__all__ = ["compile_native"]
+__all__ = ["compile_native", "operand_rows"]
