@@ -103,6 +103,7 @@ cdef class InterpreterCore:
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
     cdef int _native_if(self, Py_ssize_t row) except -1
+    cdef int _native_invoke(self, Py_ssize_t row) except -1
     cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1

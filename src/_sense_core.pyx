@@ -50,6 +50,7 @@ cdef enum:
     C_OP_NATIVE_IF = 11
     C_OP_LOOP_HEAD = 12
     C_OP_LOOP_CONTROL = 13
+    C_OP_INVOKE = 14
     C_NATIVE_DONE = 0
     C_NATIVE_CALL_BODY = 1
     C_NATIVE_CALL_LOOP_BODY = 2
@@ -75,6 +76,7 @@ OP_DO_CHECK = C_OP_DO_CHECK
 OP_NATIVE_IF = C_OP_NATIVE_IF
 OP_LOOP_HEAD = C_OP_LOOP_HEAD
 OP_LOOP_CONTROL = C_OP_LOOP_CONTROL
+OP_INVOKE = C_OP_INVOKE
 FLAG_IF = C_FLAG_IF
 FLAG_HLT = C_FLAG_HLT
 FLAG_JMP = C_FLAG_JMP
@@ -790,6 +792,8 @@ cdef class InterpreterCore:
             return self._native_loop_head(row)
         elif op == C_OP_LOOP_CONTROL:
             self._native_loop_control(self._prog.operands[row])
+        elif op == C_OP_INVOKE:
+            return self._native_invoke(row)
         return C_NATIVE_DONE
 
     @cython.final
@@ -1009,6 +1013,15 @@ cdef class InterpreterCore:
             self._resume_at(row, 6, True)
             raise
         self._jump_at(rows[3], row, 3)
+        return C_NATIVE_DONE
+
+    @cython.final
+    cdef int _native_invoke(self, Py_ssize_t row) except -1:
+        cdef Py_ssize_t target = self._prog.crows[4 * row]
+        plan = self._callee_plan(target)
+        if plan is None:
+            return C_NATIVE_NOT_READY
+        self._subcall_inline(target, plan)
         return C_NATIVE_DONE
 
     @cython.final

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, JMP, NOP, RET, WHILE
+from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, INVOKE, JMP, NOP, RET, WHILE
 from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
@@ -18,7 +18,7 @@ branch = st.tuples(
     st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans()
 )
 loop = st.tuples(st.sampled_from(["while", "do"]), st.integers(0, 4), st.sampled_from(["plain", "break"]))
-call = st.just(("call",))
+call = st.sampled_from([("call",), ("invoke",)])
 native_branch = st.tuples(
     st.just("nif"), st.lists(st.tuples(st.booleans(), st.integers(1, 3)), min_size=1, max_size=3),
     st.integers(0, 3),
@@ -115,6 +115,8 @@ class Builder:
             return self.native_if(spec[1], spec[2])
         if kind in ("nwhile", "ndo"):
             return self.native_loop(*spec)
+        if kind == "invoke":
+            return INVOKE("sub")
         return CALL("sub")
 
     def native_body(self, size: int):
@@ -147,7 +149,7 @@ class Builder:
                 parts.append(NodeCompose(*[self.item(e) for e in entry]))
             else:
                 parts.append(self.item(entry))
-        subroutine = ARCHIVED_NODES(ALIAS(self.rec(), "sub"), self.rec(), RET())
+        subroutine = ARCHIVED_NODES(ALIAS(self.rec("static"), "sub"), self.rec(), RET())
         return NodeCompose(*parts, JMP("end"), subroutine, ALIAS(self.rec(), "end")).render()
 
 

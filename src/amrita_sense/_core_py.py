@@ -44,6 +44,7 @@ OP_DO_CHECK = 10
 OP_NATIVE_IF = 11
 OP_LOOP_HEAD = 12
 OP_LOOP_CONTROL = 13
+OP_INVOKE = 14
 
 NATIVE_DONE = 0
 NATIVE_CALL_BODY = 1
@@ -785,6 +786,8 @@ class InterpreterCore:
             return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
             self._native_loop_control(self._prog.operands[row])
+        elif op == OP_INVOKE:
+            return self._native_invoke(row)
         return NATIVE_DONE
 
     def _goto(self, target):
@@ -965,6 +968,14 @@ class InterpreterCore:
             self._resume_at(row, 6, True)
             raise
         self._jump_at(then_row, row, 3)
+        return NATIVE_DONE
+
+    def _native_invoke(self, row):
+        target = self._prog.rows[row][0]
+        plan = self._callee_plan(target)
+        if plan is None:
+            return NATIVE_NOT_READY
+        self._subcall_inline(target, plan)
         return NATIVE_DONE
 
     def _native_loop_head(self, row):

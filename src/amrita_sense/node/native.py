@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from amrita_sense._core import (
-    OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD,
-    OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE,
+    OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL,
+    OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE,
 )
 
 Locate = Callable[[list], tuple]
@@ -180,6 +180,19 @@ def _compile_branch_exit(node: Any, addr: tuple, locate: Locate) -> tuple | None
     return OP_JUMP, _target(locate, [*addr[:-2], node._merge_pos])
 
 
+def _compile_near_jump(node: Any, addr: tuple, locate: Locate) -> tuple:
+    return OP_JUMP, _target(locate, _near(addr, node._target_near))
+
+
+def _compile_skip(node: Any, addr: tuple, locate: Locate) -> tuple:
+    return OP_JUMP, _target(locate, _near(addr, addr[-1] + node._offset))
+
+
+def _compile_invoke(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    target = _node_row(locate, node._addr) if node._addr else -1
+    return (OP_INVOKE, target) if target >= 0 else None
+
+
 def _compile_loop_control(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     if not node._configured:
         return None
@@ -192,7 +205,7 @@ _COMPILERS: dict[type, Callable] | None = None
 def _compilers() -> dict[type, Callable]:
     global _COMPILERS
     if _COMPILERS is None:
-        from amrita_sense.instructions import if_clause, jump, ret2, try_catch, workfl_ctrl
+        from amrita_sense.instructions import if_clause, jump, ret2, subprogram, try_catch, workfl_ctrl
         from amrita_sense.instructions.loop import do_while, while_clause
         from amrita_sense.instructions.native import _core as native, break_loop, continue_loop
 
@@ -215,6 +228,9 @@ def _compilers() -> dict[type, Callable]:
             native.NativeBranchExitNode: _compile_branch_exit,
             break_loop._BreakLoopNode: _compile_loop_control,
             continue_loop._ContinueNode: _compile_loop_control,
+            subprogram.SubprogramJumpNode: _compile_near_jump,
+            subprogram._SegmentSkipNode: _compile_skip,
+            subprogram.InvokeNode: _compile_invoke,
         }
         _NOP.append(workfl_ctrl.NOP)
     return _COMPILERS
@@ -247,6 +263,8 @@ def operand_rows(op: int, operands: Any) -> tuple[int, int, int, int]:
         return _row_of(operands), -1, -1, -1
     if op == OP_CALLSUB:
         return _row_of(operands[:3]), operands[3], -1, -1
+    if op == OP_INVOKE:
+        return operands, -1, -1, -1
     return _NO_ROWS
 
 
