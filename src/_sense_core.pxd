@@ -99,7 +99,8 @@ cdef class InterpreterCore:
     cdef int _native_do(self, Py_ssize_t row) except -1
     cdef int _native_do_check(self, Py_ssize_t row) except -1
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
-    cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1
+    cdef object _catch_for(self, tuple catches, object exc)
+    cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
     cdef int _native_if(self, Py_ssize_t row) except -1

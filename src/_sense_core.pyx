@@ -9,7 +9,6 @@ can inline it, instead of through the method table.
 """
 
 import asyncio
-import sys
 import threading
 
 cimport cython
@@ -1074,29 +1073,38 @@ cdef class InterpreterCore:
         plan = self._inline_plan(row)
         if plan is None or not with_exc:
             return plan
-        if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs):
+        if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs_v):
             return plan
         return None
 
     @cython.final
-    cdef bint _run_near_inline(self, dict rows, object slot, bint with_exc) except -1:
-        """`call_near(slot)` of a Try block, run inline when it can be; False when it cannot."""
-        cdef Py_ssize_t target = rows[slot]
+    cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1:
+        """`call_near` of a Try block's `(slot, row)` part, run inline when it can be; False when
+        it cannot."""
+        cdef Py_ssize_t target = part[1]
         plan = self._near_plan(target, with_exc)
         if plan is None:
             return False
         self._subcall_inline(target, plan)
         return True
 
+    @cython.final
+    cdef object _catch_for(self, tuple catches, object exc):
+        """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
+        if not _unsafe.__flags__.DISABLE_EXC_IGNORED and isinstance(exc, self._exc_ignored):
+            return None
+        for exc_type, part in catches:
+            if isinstance(exc, exc_type):
+                return part
+        return None
+
     async def _native_try(self, Py_ssize_t row, tuple operands):
-        node = self._prog.nodes[row]
-        cdef dict rows = operands[0]
+        cdef tuple body = operands[2]
         cdef bint as_subcall = self._outer_interpreting
         cdef Py_ssize_t target
         try:
             try:
-                slot = node._do_node_addr
-                target = rows[slot]
+                target = body[1]
                 plan = self._near_plan(target, False)
                 if plan is not None:
                     self._enter_frame(target)
@@ -1114,27 +1122,27 @@ cdef class InterpreterCore:
                     finally:
                         self._leave_frame()
                 else:
-                    await self.call_near(slot)
+                    await self.call_near(body[0])
             except BaseException as exc_val:
-                slot = node._handler_for(self, exc_val)
-                if slot is None:
+                handler = self._catch_for(operands[5], exc_val)
+                if handler is None:
                     raise
-                exc_type, _, exc_tb = sys.exc_info()
-                if not self._run_near_inline(rows, slot, True):
-                    await self.call_near(slot, exc_type=exc_type, exc_val=exc_val, exc_tb=exc_tb)
+                if not self._run_near_inline(handler, True):
+                    await self.call_near(handler[0], exc_type=type(exc_val), exc_val=exc_val,
+                                         exc_tb=exc_val.__traceback__)
             else:
-                slot = node._else_addr
-                if slot is not None and not self._run_near_inline(rows, slot, False):
-                    await self.call_near(slot)
+                part = operands[3]
+                if part is not None and not self._run_near_inline(part, False):
+                    await self.call_near(part[0])
             finally:
-                slot = node._finally_addr
-                if slot is not None and not self._run_near_inline(rows, slot, False):
-                    await self.call_near(slot)
+                part = operands[4]
+                if part is not None and not self._run_near_inline(part, False):
+                    await self.call_near(part[0])
         except InterruptKeepContext:
-            _support().resume_near(self, node._escape_addr)
+            _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._native_jump(operands[1])
+            self._native_jump(operands[0])
 
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
@@ -1294,4 +1302,5 @@ cdef class InterpreterCore:
 
 # Imported last: importing `amrita_sense` runs its selector, which reads this module's names,
 # so `import _sense_core` on its own must find them defined by then.
+from amrita_sense import _unsafe  # noqa: E402
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException  # noqa: E402

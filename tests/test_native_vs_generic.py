@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, INVOKE, JMP, NOP, RET, WHILE
+from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, INVOKE, JMP, NOP, RET, WHILE, Try
 from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
@@ -27,7 +27,11 @@ native_loop = st.tuples(
     st.sampled_from(["nwhile", "ndo"]), st.integers(0, 3), st.sampled_from(["plain", "break", "continue"]),
     st.lists(st.one_of(leaf, native_branch), min_size=1, max_size=3),
 )
-item = st.one_of(leaf, branch, loop, call, st.just(("nop",)), native_branch, native_loop)
+try_block = st.tuples(
+    st.just("try"), st.sampled_from(["ok", "ValueError", "KeyError"]),
+    st.lists(st.sampled_from([ValueError, KeyError, LookupError]), max_size=2), st.booleans(), st.booleans(),
+)
+item = st.one_of(leaf, branch, loop, call, st.just(("nop",)), native_branch, native_loop, try_block)
 program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)
 
 
@@ -115,9 +119,29 @@ class Builder:
             return self.native_if(spec[1], spec[2])
         if kind in ("nwhile", "ndo"):
             return self.native_loop(*spec)
+        if kind == "try":
+            return self.try_block(*spec[1:])
         if kind == "invoke":
             return INVOKE("sub")
         return CALL("sub")
+
+    def try_block(self, outcome: str, catches, with_then: bool, with_finally: bool):
+        name = self.name("t")
+        trace = self.trace
+
+        def body():
+            trace.append((name,))
+            if outcome != "ok":
+                raise {"ValueError": ValueError, "KeyError": KeyError}[outcome](name)
+
+        clause = Try(Node(wrap_to_async=False, tag=name)(body))
+        for exc in catches:
+            clause = clause.CATCH(exc, self.rec("static" if self.count % 2 else "sync"))
+        if with_then:
+            clause = clause.THEN(self.rec("static"))
+        if with_finally or not catches:
+            clause = clause.FINALLY(self.rec())
+        return clause
 
     def native_body(self, size: int):
         """A single node (size 1) or a composition of `size` nodes."""

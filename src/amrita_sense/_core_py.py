@@ -12,11 +12,11 @@ counter (`PointerVector`, a lazy view over a table row), the return stack
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections import deque
 
+from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
 
 IMPLEMENTATION = "python"
@@ -1019,36 +1019,45 @@ class InterpreterCore:
         plan = self._inline_plan(row)
         if plan is None or not with_exc:
             return plan
-        return plan if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs) else None
+        return plan if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs_v) else None
 
-    async def _near_call(self, slot, rows, exc_kwargs):
-        row = rows[slot]
+    async def _near_call(self, part, exc_kwargs):
+        """`call_near` of a Try block's `(slot, row)` part, inline when it can be."""
+        slot, row = part
         plan = self._near_plan(row, exc_kwargs is not None)
         if plan is not None:
             return self._subcall_inline(row, plan)
         return await self.call_near(slot, **(exc_kwargs or {}))
 
+    def _catch_for(self, catches, exc):
+        """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
+        if not _unsafe.__flags__.DISABLE_EXC_IGNORED and isinstance(exc, self._exc_ignored):
+            return None
+        for exc_type, part in catches:
+            if isinstance(exc, exc_type):
+                return part
+        return None
+
     async def _native_try(self, row, operands):
-        node = self._prog.nodes[row]
-        rows, escape = operands
+        escape, escape_slot, body, on_success, on_exit, catches = operands
         as_subcall = self._outer_interpreting
         try:
             try:
-                await self._near_call(node._do_node_addr, rows, None)
+                await self._near_call(body, None)
             except BaseException as exc_val:
-                handler = node._handler_for(self, exc_val)
+                handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                exc_type, _, exc_tb = sys.exc_info()
-                await self._near_call(handler, rows, {"exc_type": exc_type, "exc_val": exc_val, "exc_tb": exc_tb})
+                exc_kwargs = {"exc_type": type(exc_val), "exc_val": exc_val, "exc_tb": exc_val.__traceback__}
+                await self._near_call(handler, exc_kwargs)
             else:
-                if node._else_addr is not None:
-                    await self._near_call(node._else_addr, rows, None)
+                if on_success is not None:
+                    await self._near_call(on_success, None)
             finally:
-                if node._finally_addr is not None:
-                    await self._near_call(node._finally_addr, rows, None)
+                if on_exit is not None:
+                    await self._near_call(on_exit, None)
         except InterruptKeepContext:
-            _support().resume_near(self, node._escape_addr)
+            _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
             self._native_jump(escape)

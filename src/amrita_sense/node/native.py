@@ -115,18 +115,19 @@ def _compile_ret(node: Any, addr: tuple, locate: Locate) -> tuple:
     return OP_RET, None
 
 
-def _slot_row(locate: Locate, addr: tuple, slot: int | None) -> int:
-    return -1 if slot is None else _callee(locate, _near(addr, slot))
-
-
 def _compile_try(node: Any, addr: tuple, locate: Locate) -> tuple | None:
-    slots = [node._do_node_addr, node._else_addr, node._finally_addr]
-    slots += [slot for _, slot in node._catch_addr_chain]
-    rows = {slot: _slot_row(locate, addr, slot) for slot in slots if slot is not None}
-    if any(row < 0 for row in rows.values()):
+    """Operands: `(escape target, escape slot, body, else, finally, catches)`; each part is a
+    `(slot, row)` pair or None, `catches` a tuple of `(exception spec, (slot, row))`."""
+
+    def part(slot: int | None) -> tuple | None:
+        return None if slot is None else (slot, _callee(locate, _near(addr, slot)))
+
+    parts = [part(node._do_node_addr), part(node._else_addr), part(node._finally_addr)]
+    catches = tuple((exc, part(slot)) for exc, slot in node._catch_addr_chain)
+    if any(p is not None and p[1] < 0 for p in [*parts, *(c for _, c in catches)]):
         return None
     escape = _target(locate, _near(addr, node._escape_addr))
-    return OP_TRY, (rows, escape)
+    return OP_TRY, (escape, node._escape_addr, *parts, catches)
 
 
 def _compile_native_if(node: Any, addr: tuple, locate: Locate) -> tuple | None:
