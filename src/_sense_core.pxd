@@ -74,6 +74,7 @@ cdef class InterpreterCore:
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
+    cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
     cdef object _ready_plan(self, Py_ssize_t row)
     cdef bint _inline_callable(self, Py_ssize_t row)

@@ -27,6 +27,7 @@ OP_NATIVE_IF: int
 OP_LOOP_HEAD: int
 OP_LOOP_CONTROL: int
 OP_INVOKE: int
+NOT_NOW: tuple
 STEP_RAN: int
 STEP_SKIPPED: int
 STEP_END: int

@@ -60,6 +60,7 @@ cdef enum:
     CHECK_CLOCK_EVERY = 64
 
 JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
+NOT_NOW = ("not now",)  # `_invoke_with_factories_now` did nothing: call `_invoke_with_factories`
 
 OP_CALL = C_OP_CALL
 OP_NOP = C_OP_NOP
@@ -654,18 +655,11 @@ cdef class InterpreterCore:
     # ----- one node -------------------------------------------------------------------
 
     async def _plan_for(self, Py_ssize_t row):
-        static = self._prog.static_plans[row]
-        if static is not None:
-            return static
-        plans = self._plans
-        if plans is not None:
-            plan = (<list> plans)[row]
-            if plan is None:
-                plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
-                if plan is not None:
-                    (<list> plans)[row] = plan
-            if plan is not None:
-                return plan
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            plan = self._row_plan(row)
+        if plan is not None:
+            return plan
         plan = await self._make_plan(self._prog.nodes[row], None, None)
         if self._plans_valid:
             if self._plans is None:
@@ -676,27 +670,32 @@ cdef class InterpreterCore:
         return plan
 
     @cython.final
+    cdef object _row_plan(self, Py_ssize_t row):
+        """The cached plan of `row`: its own, or the one made for the same function (kept for the row)."""
+        plans = self._plans
+        if plans is None:
+            return None
+        plan = (<list> plans)[row]
+        if plan is None:
+            plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
+            if plan is not None:
+                (<list> plans)[row] = plan
+        return plan
+
+    @cython.final
     cdef object _cached_plan(self, Py_ssize_t row):
         """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
         plan = self._prog.static_plans[row]
-        if plan is None and self._plans is not None:
-            plan = (<list> self._plans)[row]
-        return plan
+        return plan if plan is not None else self._row_plan(row)
 
     @cython.final
     cdef object _ready_plan(self, Py_ssize_t row):
         """The cached plan of `row` when it has no per-call providers either, else None."""
-        if self._signal.pending:
+        plan = self._cached_plan(row)
+        if plan is None or (<tuple> plan)[2]:
             return None
-        plan = self._prog.static_plans[row]
-        if plan is None:
-            if self._plans is None:
-                return None
-            plan = (<list> self._plans)[row]
-            if plan is None or (<tuple> plan)[2]:
-                return None
         return plan
 
     @cython.final
@@ -1277,7 +1276,11 @@ cdef class InterpreterCore:
                                 elif (<tuple> plan)[2]:
                                     if self._prog.cbits[row] & C_ROW_PRECHECK:
                                         self._prog.nodes[row]._pre_check(self)
-                                    await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                                    outcome = self._invoke_with_factories_now(self._prog.nodes[row], plan)
+                                    if outcome is NOT_NOW:
+                                        await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                                    elif outcome is not None:
+                                        await outcome
                                 elif self._inline_callable(row):
                                     self._call_inline(row, plan)
                                 elif self._prog.cbits[row] & C_ROW_CORO:

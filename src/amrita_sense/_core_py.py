@@ -53,6 +53,8 @@ NATIVE_NOT_READY = 3
 
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
+NOT_NOW = ("not now",)
+"""What `_invoke_with_factories_now` returns when it did nothing: call `_invoke_with_factories`."""
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -435,7 +437,7 @@ class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
-    the public API; it supplies `_make_plan`, `_invoke_with_factories`,
+    the public API; it supplies `_make_plan`, `_invoke_with_factories(_now)`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
 
@@ -601,18 +603,11 @@ class InterpreterCore:
     # ----- one node -------------------------------------------------------------------
 
     async def _plan_for(self, row):
-        static = self._prog.static_plans[row]
-        if static is not None:
-            return static
-        plans = self._plans
-        if plans is not None:
-            plan = plans[row]
-            if plan is None:
-                plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
-                if plan is not None:
-                    plans[row] = plan
-            if plan is not None:
-                return plan
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            plan = self._row_plan(row)
+        if plan is not None:
+            return plan
         plan = await self._make_plan(self._prog.nodes[row], None, None)
         if self._plans_valid:
             if self._plans is None:
@@ -622,14 +617,24 @@ class InterpreterCore:
             self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
 
+    def _row_plan(self, row):
+        """The cached plan of `row`: its own, or the one made for the same function (kept for the row)."""
+        plans = self._plans
+        if plans is None:
+            return None
+        plan = plans[row]
+        if plan is None:
+            plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
+            if plan is not None:
+                plans[row] = plan
+        return plan
+
     def _cached_plan(self, row):
         """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
         plan = self._prog.static_plans[row]
-        if plan is None and self._plans is not None:
-            plan = self._plans[row]
-        return plan
+        return plan if plan is not None else self._row_plan(row)
 
     def _ready_plan(self, row):
         """The cached plan of `row` when it has no per-call providers either, else None."""
@@ -711,7 +716,10 @@ class InterpreterCore:
         if plan[2]:
             if self._prog.bits[row] & ROW_PRECHECK:
                 self._prog.nodes[row]._pre_check(self)
-            return await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+            outcome = self._invoke_with_factories_now(self._prog.nodes[row], plan)
+            if outcome is NOT_NOW:
+                return await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+            return None if outcome is None else await outcome
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):

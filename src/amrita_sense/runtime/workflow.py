@@ -551,9 +551,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             else:
                 pending = start_plain(group.plain, self._ava_args_v, self._ava_kwargs_v, values)
             if pending is not None:
-                session = self._call_session(group, extra_args, extra_kwargs)
-                if not await finish_plain(group.plain, pending, session, self._exc_ignored, values):
-                    raise self._inject_failed(node, session)
+                await self._settle_providers(node, group, pending, values, extra_args, extra_kwargs)
             if node.is_coro:
                 return await node.func(**values)
             if node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC:
@@ -567,6 +565,34 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             session.lifecycles = ScopeChain(Scope.CALL, call_scope, self._lifecycles)
             await self._inject(node, group, session, values)
             return await self._invoke_plain(node, node.func, None, values)
+
+    def _invoke_with_factories_now(self, node: BaseNode, plan: tuple) -> Any:
+        """A step's `_invoke_with_factories`, without a coroutine when the providers and the node
+        are all direct and synchronous. Returns None when the call is done, an awaitable that
+        finishes it (a provider was not direct), or `_core.NOT_NOW` when nothing was done."""
+        args, kwargs, group = plan
+        if (type(group) is not FactoryGroup or not group.direct_only or group.pools is not None or node.is_coro
+                or (node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC)):
+            return _core.NOT_NOW
+        values = dict(kwargs) if kwargs is not None else dict(zip(node.func.__code__.co_varnames, args))
+        pending = start_plain(group.plain, self._ava_args_v, self._ava_kwargs_v, values)
+        if pending is not None:
+            return self._finish_call(node, group, pending, values)
+        node.func(**values)
+        return None
+
+    async def _finish_call(self, node: BaseNode, group: FactoryGroup, pending: list, values: dict) -> Any:
+        await self._settle_providers(node, group, pending, values, None, None)
+        return node.func(**values)
+
+    async def _settle_providers(
+        self, node: BaseNode, group: FactoryGroup, pending: list, values: dict,
+        extra_args: tuple | None, extra_kwargs: dict | None,
+    ) -> None:
+        """Finish what `start_plain` left pending; `DependsInjectFailed` when a provider failed."""
+        session = self._call_session(group, extra_args, extra_kwargs)
+        if not await finish_plain(group.plain, pending, session, self._exc_ignored, values):
+            raise self._inject_failed(node, session)
 
     def _call_session(self, group: FactoryGroup, extra_args: tuple | None, extra_kwargs: dict | None) -> Session:
         if group.pools is not None:
