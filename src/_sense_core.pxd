@@ -18,11 +18,10 @@ cdef class Program:
     cdef public object successor
     cdef public list ops
     cdef public list operands
-    cdef public list rows
     cdef public list landings
     cdef int *cbits
     cdef int *cops
-    cdef Py_ssize_t *crows
+    cdef int *crows
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
 

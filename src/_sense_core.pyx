@@ -116,7 +116,6 @@ cdef class Program:
         self.static_plans = static_plans
         self.ops = ops
         self.operands = operands
-        self.rows = rows
         self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
@@ -125,7 +124,7 @@ cdef class Program:
         self.successor = None
         self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
         self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        self.crows = <Py_ssize_t *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(Py_ssize_t))
+        self.crows = <int *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(int))
         if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
             raise MemoryError()
         for i in range(self.nrows):
@@ -885,7 +884,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_branch(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
@@ -910,7 +909,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_else(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
             return C_NATIVE_NOT_READY
@@ -924,7 +923,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_while(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
@@ -952,7 +951,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_do(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
             return C_NATIVE_NOT_READY
@@ -969,7 +968,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_do_check(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
@@ -986,7 +985,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_if(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         cdef bint compose_body = rows[1] < 0
         cond_plan = self._callee_plan(rows[0])
         body_plan = None if compose_body else self._callee_plan(rows[1])
@@ -1024,7 +1023,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_loop_head(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
@@ -1146,7 +1145,7 @@ cdef class InterpreterCore:
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        cdef Py_ssize_t *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[4 * row]
         if rows[1] >= 0:
             self._push_ret(self._pointer_at(rows[1]))
         else:
