@@ -69,6 +69,8 @@ cdef class InterpreterCore:
     cdef public bint _force_inline
     cdef public bint _squashed_loops
     cdef public double _yield_interval
+    cdef public object _exc_ignored
+    cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
@@ -100,6 +102,8 @@ cdef class InterpreterCore:
     cdef int _native_do_check(self, Py_ssize_t row) except -1
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
+    cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1
+    cdef object _native_try_now(self, tuple operands)
     cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1

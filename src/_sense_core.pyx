@@ -16,13 +16,19 @@ from time import monotonic
 
 from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
 
 
 cdef extern from "Python.h":
     ctypedef struct PyListObject:
         Py_ssize_t allocated
     void Py_SET_SIZE(object, Py_ssize_t)
+    PyObject *PyObject_Call(object callable_object, object args, PyObject *kwargs)
+    void PyErr_Fetch(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    void PyErr_NormalizeException(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    int PyException_SetTraceback(PyObject *exc, PyObject *tb)
+    void PyErr_GetExcInfo(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
 
 
 IMPLEMENTATION = "cython"
@@ -475,7 +481,53 @@ cdef object _plan_key(object func):
 
 
 cdef bint _clashes(object kwargs) except -1:
+    if type(kwargs) is dict:
+        return "exc_type" in <dict> kwargs or "exc_val" in <dict> kwargs or "exc_tb" in <dict> kwargs
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
+
+
+cdef object _call_catching(object func, tuple plan):
+    """Call `func` with a plan's arguments; return None, or the exception it raised (its traceback
+    attached), caught without adding a traceback entry for this frame, as a Python `except`
+    in the caller would see it."""
+    cdef PyObject *result
+    cdef PyObject *kind = NULL
+    cdef PyObject *value = NULL
+    cdef PyObject *trace = NULL
+    args = plan[0]
+    if args is not None:
+        result = PyObject_Call(func, args, NULL)
+    else:
+        result = PyObject_Call(func, (), <PyObject *> plan[1])
+    if result != NULL:
+        Py_DECREF(<object> result)
+        return None
+    PyErr_Fetch(&kind, &value, &trace)
+    PyErr_NormalizeException(&kind, &value, &trace)
+    if trace != NULL:
+        PyException_SetTraceback(value, trace)
+    exc = <object> value
+    Py_XDECREF(kind)
+    Py_XDECREF(value)
+    Py_XDECREF(trace)
+    return exc
+
+
+cdef int _start_handling(object exc, PyObject **saved) except -1:
+    """Make `exc` the exception being handled (what `sys.exc_info()` and a bare `raise` see, and
+    the `__context__` of anything raised), as inside an `except` block; `saved` keeps the old one."""
+    kind = type(exc)
+    trace = exc.__traceback__
+    PyErr_GetExcInfo(&saved[0], &saved[1], &saved[2])
+    Py_INCREF(kind)
+    Py_INCREF(exc)
+    Py_INCREF(trace)
+    PyErr_SetExcInfo(<PyObject *> kind, <PyObject *> exc, <PyObject *> trace)
+    return 0
+
+
+cdef void _end_handling(PyObject **saved):
+    PyErr_SetExcInfo(saved[0], saved[1], saved[2])
 
 
 cdef object _support():
@@ -1089,36 +1141,76 @@ cdef class InterpreterCore:
     @cython.final
     cdef object _catch_for(self, tuple catches, object exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if not _unsafe.__flags__.DISABLE_EXC_IGNORED and isinstance(exc, self._exc_ignored):
+        if isinstance(exc, self._exc_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
             return None
         for exc_type, part in catches:
             if isinstance(exc, exc_type):
                 return part
         return None
 
-    async def _native_try(self, Py_ssize_t row, tuple operands):
+    @cython.final
+    cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1:
+        """`call_near` of a Try body with its plan."""
+        self._enter_frame(target)
+        try:
+            if self._prog.cbits[target] & C_ROW_PRECHECK:
+                self._prog.nodes[target]._pre_check(self)
+            _apply(self._prog.funcs[target], plan)
+        finally:
+            self._leave_frame()
+        return 0
+
+    @cython.final
+    cdef object _native_try_now(self, tuple operands):
+        """A Try block with CATCH handlers only, run without a coroutine: None when done, an
+        awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         cdef tuple body = operands[2]
+        cdef tuple handler
+        cdef Py_ssize_t target = body[1]
+        cdef PyObject *saved[3]
+        if operands[3] is not None or operands[4] is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
+            return NOT_NOW
+        plan = self._near_plan(target, False)
+        if plan is None:
+            return NOT_NOW
         cdef bint as_subcall = self._outer_interpreting
+        self._enter_frame(target)
+        try:
+            raised = _call_catching(self._prog.funcs[target], <tuple> plan)
+        finally:
+            self._leave_frame()
+        try:
+            if raised is not None:
+                handler = self._catch_for(operands[5], raised)
+                if handler is None:
+                    raise raised
+                plan = self._near_plan(handler[1], True)
+                if plan is None:
+                    return self._native_try(operands, raised, as_subcall)
+                _start_handling(raised, saved)
+                try:
+                    self._subcall_inline(handler[1], plan)
+                finally:
+                    _end_handling(saved)
+        except InterruptKeepContext:
+            _support().resume_near(self, operands[1])
+            raise
+        if not as_subcall:
+            self._native_jump(operands[0])
+        return None
+
+    async def _native_try(self, tuple operands, raised, bint as_subcall):
+        """Run a Try block; with `raised`, the body already ran and raised it."""
+        cdef tuple body = operands[2]
         cdef Py_ssize_t target
         try:
             try:
+                if raised is not None:
+                    raise raised
                 target = body[1]
                 plan = self._near_plan(target, False)
                 if plan is not None:
-                    self._enter_frame(target)
-                    try:
-                        # called here, not through _call_inline, so a raised exception is caught
-                        # in this frame without Cython adding traceback entries on the way
-                        if self._prog.cbits[target] & C_ROW_PRECHECK:
-                            self._prog.nodes[target]._pre_check(self)
-                        func = self._prog.funcs[target]
-                        args = (<tuple> plan)[0]
-                        if args is not None:
-                            func(*<tuple> args)
-                        else:
-                            func(**<dict> (<tuple> plan)[1])
-                    finally:
-                        self._leave_frame()
+                    self._call_body(target, <tuple> plan)
                 else:
                     await self.call_near(body[0])
             except BaseException as exc_val:
@@ -1261,7 +1353,12 @@ cdef class InterpreterCore:
                                 if op == C_OP_NOP:
                                     pass
                                 elif op == C_OP_TRY:
-                                    await self._native_try(row, self._prog.operands[row])
+                                    outcome = self._native_try_now(self._prog.operands[row])
+                                    if outcome is NOT_NOW:
+                                        await self._native_try(self._prog.operands[row], None,
+                                                               self._outer_interpreting)
+                                    elif outcome is not None:
+                                        await outcome
                                 else:
                                     status = self._run_native_sync(row, op)
                                     if status == C_NATIVE_NOT_READY:

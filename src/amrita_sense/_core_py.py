@@ -442,7 +442,9 @@ class InterpreterCore:
     """
 
     __slots__ = (
+        "_ava_kwargs_v",
         "_context_stack",
+        "_exc_ignored",
         "_flag_bits",
         "_force_inline",
         "_interpret_lock",
@@ -703,7 +705,11 @@ class InterpreterCore:
             if op == OP_NOP:
                 return None
             if op == OP_TRY:
-                return await self._native_try(row, self._prog.operands[row])
+                operands = self._prog.operands[row]
+                outcome = self._native_try_now(operands)
+                if outcome is NOT_NOW:
+                    return await self._native_try(operands, None, self._outer_interpreting)
+                return None if outcome is None else await outcome
             status = self._run_native_sync(row, op)
             if status == NATIVE_DONE:
                 return None
@@ -1039,19 +1045,50 @@ class InterpreterCore:
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if not _unsafe.__flags__.DISABLE_EXC_IGNORED and isinstance(exc, self._exc_ignored):
+        if isinstance(exc, self._exc_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
             return None
         for exc_type, part in catches:
             if isinstance(exc, exc_type):
                 return part
         return None
 
-    async def _native_try(self, row, operands):
+    def _native_try_now(self, operands):
+        """A Try block with CATCH handlers only, run without a coroutine: None when done, an
+        awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         escape, escape_slot, body, on_success, on_exit, catches = operands
+        if on_success is not None or on_exit is not None:
+            return NOT_NOW
+        plan = self._near_plan(body[1], False)
+        if plan is None:
+            return NOT_NOW
         as_subcall = self._outer_interpreting
         try:
             try:
-                await self._near_call(body, None)
+                self._subcall_inline(body[1], plan)
+            except BaseException as exc_val:
+                handler = self._catch_for(catches, exc_val)
+                if handler is None:
+                    raise
+                plan = self._near_plan(handler[1], True)
+                if plan is None:
+                    return self._native_try(operands, exc_val, as_subcall)
+                self._subcall_inline(handler[1], plan)
+        except InterruptKeepContext:
+            _support().resume_near(self, escape_slot)
+            raise
+        if not as_subcall:
+            self._native_jump(escape)
+        return None
+
+    async def _native_try(self, operands, raised, as_subcall):
+        """Run a Try block; with `raised`, the body already ran and raised it."""
+        escape, escape_slot, body, on_success, on_exit, catches = operands
+        try:
+            try:
+                if raised is None:
+                    await self._near_call(body, None)
+                else:
+                    raise raised
             except BaseException as exc_val:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:

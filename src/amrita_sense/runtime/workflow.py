@@ -88,10 +88,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     __slots__ = (
         "__weakref__",
         "_ava_args_v",
-        "_ava_kwargs_v",
         "_dep_store",
         "_di_cache",
-        "_exc_ignored",
         "_glob_top_mod_lock",
         "_graph",
         "_interpreter_id",
