@@ -24,6 +24,8 @@ cdef extern from "Python.h":
         Py_ssize_t allocated
     void Py_SET_SIZE(object, Py_ssize_t)
     PyObject *PyObject_Call(object callable_object, object args, PyObject *kwargs)
+    bint PyType_CheckExact(object)
+    bint PyType_IsSubtype(type a, type b)
     void PyErr_Fetch(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     void PyErr_NormalizeException(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     int PyException_SetTraceback(PyObject *exc, PyObject *tb)
@@ -482,8 +484,42 @@ cdef object _plan_key(object func):
 
 cdef bint _clashes(object kwargs) except -1:
     if type(kwargs) is dict:
+        if not <dict> kwargs:
+            return False
         return "exc_type" in <dict> kwargs or "exc_val" in <dict> kwargs or "exc_tb" in <dict> kwargs
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
+
+
+cdef dict _PLAIN_CLASS = {}
+cdef object _OBJECT_CLASS = object.__dict__["__class__"]
+
+
+cdef bint _plain_class(type kind) except -1:
+    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    verdict = _PLAIN_CLASS.get(kind)
+    if verdict is None:
+        descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
+        if len(_PLAIN_CLASS) >= 4096:
+            _PLAIN_CLASS.clear()
+        verdict = _PLAIN_CLASS[kind] = descriptor is _OBJECT_CLASS
+    return verdict
+
+
+cdef bint _is_instance(object obj, object spec) except -1:
+    """`isinstance(obj, spec)`; when `obj` has a plain `__class__`, plain classes (whose metaclass is
+    `type`, so no `__instancecheck__`) are tested the way `isinstance` would, without its lookups."""
+    cdef type kind = type(obj)
+    if not _plain_class(kind):
+        return isinstance(obj, spec)
+    if type(spec) is not tuple:
+        return PyType_IsSubtype(kind, <type> spec) if PyType_CheckExact(spec) else isinstance(obj, spec)
+    for member in <tuple> spec:
+        if PyType_CheckExact(member):
+            if PyType_IsSubtype(kind, <type> member):
+                return True
+        elif isinstance(obj, member):
+            return True
+    return False
 
 
 cdef object _call_catching(object func, tuple plan):
@@ -1141,10 +1177,10 @@ cdef class InterpreterCore:
     @cython.final
     cdef object _catch_for(self, tuple catches, object exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if isinstance(exc, self._exc_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
+        if _is_instance(exc, self._exc_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
             return None
         for exc_type, part in catches:
-            if isinstance(exc, exc_type):
+            if _is_instance(exc, exc_type):
                 return part
         return None
 

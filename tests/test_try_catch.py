@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 
 import pytest
@@ -520,3 +521,73 @@ def test_public_names():
     assert amrita_sense.INTERRUPT_RET is instructions.IRET is interrupt.IRET
     assert instructions.PUSH_CONTEXT is interrupt.PUSH_CONTEXT
     assert instructions.POP_CONTEXT is interrupt.POP_CONTEXT
+
+
+# ----- catching the way `except` does (the inline path: handlers without parameters) -------------
+
+
+class _ClaimsKeyError(Exception):
+    @property
+    def __class__(self):  # isinstance() consults __class__ too
+        return KeyError
+
+
+class _MatchesAnything(type):
+    def __instancecheck__(cls, instance):
+        return True
+
+
+class _Anything(Exception, metaclass=_MatchesAnything):
+    pass
+
+
+def _quiet(log: list, name: str):
+    @Node(wrap_to_async=False)
+    def node():
+        log.append(name)
+
+    return node
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("raised", "spec"),
+    [(_ClaimsKeyError("x"), KeyError), (ValueError("v"), _Anything), (ValueError("v"), (KeyError, _Anything))],
+)
+async def test_catch_matches_like_isinstance(raised, spec):
+    log: list = []
+    graph = Try(step(log, "body", raised)).CATCH(spec, _quiet(log, "caught")).extract().render()
+    await WorkflowInterpreter(graph).run()
+    assert log == ["body", "caught"]
+
+
+@pytest.mark.asyncio
+async def test_a_handler_runs_while_the_exception_is_being_handled():
+    seen: list = []
+    original = ValueError("body")
+
+    @Node(wrap_to_async=False)
+    def inspect_then_fail():
+        seen.append(sys.exc_info()[1])
+        raise RuntimeError("handler")
+
+    graph = Try(step([], "body", original)).CATCH(ValueError, inspect_then_fail).extract().render()
+    with pytest.raises(RuntimeError) as failure:
+        await WorkflowInterpreter(graph).run()
+    assert seen == [original]
+    assert failure.value.__context__ is original
+    assert sys.exc_info() == (None, None, None)
+
+
+@pytest.mark.asyncio
+async def test_a_bare_raise_in_a_handler_re_raises_the_caught_exception():
+    original = ValueError("body")
+
+    @Node(wrap_to_async=False)
+    def rethrow():
+        raise
+
+    graph = Try(step([], "body", original)).CATCH(ValueError, rethrow).extract().render()
+    with pytest.raises(ValueError) as failure:
+        await WorkflowInterpreter(graph).run()
+    assert failure.value is original

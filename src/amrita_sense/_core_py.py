@@ -424,6 +424,8 @@ def _plan_key(func):
 
 
 def _clashes(kwargs):
+    if not kwargs:
+        return False
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
