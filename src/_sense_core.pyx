@@ -492,16 +492,22 @@ cdef bint _clashes(object kwargs) except -1:
 
 cdef dict _PLAIN_CLASS = {}
 cdef object _OBJECT_CLASS = object.__dict__["__class__"]
+cdef tuple _last_verdict = (None, False)  # the type `_plain_class` was last asked about, and its verdict
 
 
 cdef bint _plain_class(type kind) except -1:
     """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    global _last_verdict
+    cdef tuple last = _last_verdict
+    if last[0] is kind:
+        return last[1]
     verdict = _PLAIN_CLASS.get(kind)
     if verdict is None:
         descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
         if len(_PLAIN_CLASS) >= 4096:
             _PLAIN_CLASS.clear()
         verdict = _PLAIN_CLASS[kind] = descriptor is _OBJECT_CLASS
+    _last_verdict = (kind, verdict)
     return verdict
 
 
