@@ -103,7 +103,7 @@ cdef class InterpreterCore:
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
     cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1
-    cdef object _native_try_now(self, tuple operands)
+    cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
     cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1

@@ -1203,12 +1203,12 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
-    cdef object _native_try_now(self, tuple operands):
+    cdef object _native_try_now(self, Py_ssize_t row, tuple operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
-        cdef tuple body = operands[2]
+        cdef int *rows = &self._prog.crows[4 * row]
         cdef tuple handler
-        cdef Py_ssize_t target = body[1]
+        cdef Py_ssize_t target = rows[0]
         cdef PyObject *saved[3]
         if operands[3] is not None or operands[4] is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
             return NOT_NOW
@@ -1238,7 +1238,7 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._native_jump(operands[0])
+            self._jump_at(rows[3], row, 0)
         return None
 
     async def _native_try(self, tuple operands, raised, bint as_subcall):
@@ -1395,7 +1395,7 @@ cdef class InterpreterCore:
                                 if op == C_OP_NOP:
                                     pass
                                 elif op == C_OP_TRY:
-                                    outcome = self._native_try_now(self._prog.operands[row])
+                                    outcome = self._native_try_now(row, self._prog.operands[row])
                                     if outcome is NOT_NOW:
                                         await self._native_try(self._prog.operands[row], None,
                                                                self._outer_interpreting)

@@ -708,7 +708,7 @@ class InterpreterCore:
                 return None
             if op == OP_TRY:
                 operands = self._prog.operands[row]
-                outcome = self._native_try_now(operands)
+                outcome = self._native_try_now(row, operands)
                 if outcome is NOT_NOW:
                     return await self._native_try(operands, None, self._outer_interpreting)
                 return None if outcome is None else await outcome
@@ -1054,19 +1054,20 @@ class InterpreterCore:
                 return part
         return None
 
-    def _native_try_now(self, operands):
+    def _native_try_now(self, row, operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
-        escape, escape_slot, body, on_success, on_exit, catches = operands
+        _, escape_slot, _, on_success, on_exit, catches = operands
+        body_row, _, _, escape_row = self._prog.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
-        plan = self._near_plan(body[1], False)
+        plan = self._near_plan(body_row, False)
         if plan is None:
             return NOT_NOW
         as_subcall = self._outer_interpreting
         try:
             try:
-                self._subcall_inline(body[1], plan)
+                self._subcall_inline(body_row, plan)
             except BaseException as exc_val:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
@@ -1079,7 +1080,7 @@ class InterpreterCore:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._native_jump(escape)
+            self._jump_at(escape_row, row, 0)
         return None
 
     async def _native_try(self, operands, raised, as_subcall):

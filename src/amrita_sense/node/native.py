@@ -266,6 +266,8 @@ def operand_rows(op: int, operands: Any) -> tuple[int, int, int, int]:
         return _row_of(operands[:3]), operands[3], -1, -1
     if op == OP_INVOKE:
         return operands, -1, -1, -1
+    if op == OP_TRY:  # (escape target, escape slot, body part, ...)
+        return operands[2][1], -1, -1, _row_of(operands[0])
     return _NO_ROWS
 
 
