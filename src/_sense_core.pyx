@@ -29,6 +29,7 @@ cdef extern from "Python.h":
     void PyErr_Fetch(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     void PyErr_NormalizeException(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     int PyException_SetTraceback(PyObject *exc, PyObject *tb)
+    PyObject *PyException_GetTraceback(PyObject *exc)
     void PyErr_GetExcInfo(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
 
@@ -559,12 +560,10 @@ cdef int _start_handling(object exc, PyObject **saved) except -1:
     """Make `exc` the exception being handled (what `sys.exc_info()` and a bare `raise` see, and
     the `__context__` of anything raised), as inside an `except` block; `saved` keeps the old one."""
     kind = type(exc)
-    trace = exc.__traceback__
     PyErr_GetExcInfo(&saved[0], &saved[1], &saved[2])
     Py_INCREF(kind)
     Py_INCREF(exc)
-    Py_INCREF(trace)
-    PyErr_SetExcInfo(<PyObject *> kind, <PyObject *> exc, <PyObject *> trace)
+    PyErr_SetExcInfo(<PyObject *> kind, <PyObject *> exc, PyException_GetTraceback(<PyObject *> exc))
     return 0
 
 
