@@ -88,6 +88,7 @@ cdef class InterpreterCore:
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
     cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
+    cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef int _resume_at(self, Py_ssize_t row, int k, bint near) except -1
     cdef PointerVector _pointer_at(self, Py_ssize_t row)
     cdef void _recycle(self, object ptr)

@@ -963,6 +963,16 @@ cdef class InterpreterCore:
             self._leave_frame()
 
     @cython.final
+    cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near):
+        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
+        of `row` (see `_resume_at`)."""
+        try:
+            return self._subcall_inline(callee, plan)
+        except InterruptKeepContext:
+            self._resume_at(row, k, near)
+            raise
+
+    @cython.final
     cdef int _resume_at(self, Py_ssize_t row, int k, bint near) except -1:
         """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
         the segment; else an offset from the current slot)."""
@@ -982,21 +992,13 @@ cdef class InterpreterCore:
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
-        try:
-            taken = self._subcall_inline(rows[0], cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, False)
-            raise
+        taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_BODY if taken else C_NATIVE_DONE
         if not taken:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
-        try:
-            self._subcall_inline(rows[1], body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        self._call_resuming(rows[1], body_plan, row, 6, True)
         self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
@@ -1006,11 +1008,7 @@ cdef class InterpreterCore:
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
             return C_NATIVE_NOT_READY
-        try:
-            self._subcall_inline(rows[0], body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 2, False)
-            raise
+        self._call_resuming(rows[0], body_plan, row, 2, False)
         self._jump_at(rows[3], row, 1)
         return C_NATIVE_DONE
 
@@ -1021,21 +1019,14 @@ cdef class InterpreterCore:
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
-        try:
-            truthy = self._subcall_inline(rows[0], cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
         if not truthy:
             self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_LOOP_BODY
         try:
-            self._subcall_inline(rows[1], body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+            self._call_resuming(rows[1], body_plan, row, 5, True)
         except BreakLoop:
             self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
@@ -1049,10 +1040,7 @@ cdef class InterpreterCore:
         if body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            self._subcall_inline(rows[0], body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 3, True)
-            raise
+            self._call_resuming(rows[0], body_plan, row, 3, True)
         except BreakLoop:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
@@ -1065,11 +1053,7 @@ cdef class InterpreterCore:
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
-        try:
-            again = self._subcall_inline(rows[0], cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 3, True)
-            raise
+        again = self._call_resuming(rows[0], cond_plan, row, 3, True)
         if again:
             self._jump_at(rows[3], row, 1)
         else:
@@ -1084,11 +1068,7 @@ cdef class InterpreterCore:
         body_plan = None if compose_body else self._callee_plan(rows[1])
         if cond_plan is None or (not compose_body and body_plan is None):
             return C_NATIVE_NOT_READY
-        try:
-            taken = self._subcall_inline(rows[0], cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+        taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
         if not taken:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
@@ -1097,11 +1077,7 @@ cdef class InterpreterCore:
             return C_NATIVE_DONE
         if self._flag_bits & C_FLAG_JMP:
             return C_NATIVE_CALL_BODY
-        try:
-            self._subcall_inline(rows[1], body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        self._call_resuming(rows[1], body_plan, row, 6, True)
         self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
@@ -1120,11 +1096,7 @@ cdef class InterpreterCore:
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
-        try:
-            truthy = self._subcall_inline(rows[0], cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+        truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
         if not truthy:
             self._jump_at(rows[2], row, 3)
         elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens

@@ -854,6 +854,15 @@ class InterpreterCore:
         func = prog.funcs[row]
         return func(*args) if args is not None else func(**kwargs)
 
+    def _call_resuming(self, callee, plan, row, k, near):
+        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
+        of `row` (see `_resume_at`)."""
+        try:
+            return self._subcall_inline(callee, plan)
+        except InterruptKeepContext:
+            self._resume_at(row, k, near)
+            raise
+
     def _resume_at(self, row, k, near):
         """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
         the segment; else an offset from the current slot)."""
@@ -870,21 +879,13 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        try:
-            taken = self._subcall_inline(cond, cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, False)
-            raise
+        taken = self._call_resuming(cond, cond_plan, row, 5, False)
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_BODY if taken else NATIVE_DONE
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
-        try:
-            self._subcall_inline(body, body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        self._call_resuming(body, body_plan, row, 6, True)
         self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
@@ -893,11 +894,7 @@ class InterpreterCore:
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
-        try:
-            self._subcall_inline(body, body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 2, False)
-            raise
+        self._call_resuming(body, body_plan, row, 2, False)
         self._jump_at(then_row, row, 1)
         return NATIVE_DONE
 
@@ -906,21 +903,14 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        try:
-            truthy = self._subcall_inline(cond, cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        truthy = self._call_resuming(cond, cond_plan, row, 6, True)
         if not truthy:
             self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_LOOP_BODY
         try:
-            self._subcall_inline(body, body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+            self._call_resuming(body, body_plan, row, 5, True)
         except BreakLoop:
             self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
@@ -933,10 +923,7 @@ class InterpreterCore:
         if body_plan is None:
             return NATIVE_NOT_READY
         try:
-            self._subcall_inline(body, body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 3, True)
-            raise
+            self._call_resuming(body, body_plan, row, 3, True)
         except BreakLoop:
             self._jump_at(exit_row, row, 2)
             return NATIVE_DONE
@@ -948,11 +935,7 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        try:
-            again = self._subcall_inline(cond, cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 3, True)
-            raise
+        again = self._call_resuming(cond, cond_plan, row, 3, True)
         if again:
             self._jump_at(back_row, row, 1)
         else:
@@ -965,11 +948,7 @@ class InterpreterCore:
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
-        try:
-            taken = self._subcall_inline(cond, cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+        taken = self._call_resuming(cond, cond_plan, row, 5, True)
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
@@ -978,11 +957,7 @@ class InterpreterCore:
             return NATIVE_DONE
         if self._flag_bits & FLAG_JMP:
             return NATIVE_CALL_BODY
-        try:
-            self._subcall_inline(body, body_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 6, True)
-            raise
+        self._call_resuming(body, body_plan, row, 6, True)
         self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
@@ -999,11 +974,7 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        try:
-            truthy = self._subcall_inline(cond, cond_plan)
-        except InterruptKeepContext:
-            self._resume_at(row, 5, True)
-            raise
+        truthy = self._call_resuming(cond, cond_plan, row, 5, True)
         if not truthy:
             self._jump_at(exit_row, row, 3)
         elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
