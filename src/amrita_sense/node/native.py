@@ -88,13 +88,18 @@ def _compile_do(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     return OP_DO, (body, check, exit_, node._jmp_addr)
 
 
-def _compile_do_check(node: Any, addr: tuple, locate: Locate) -> tuple | None:
-    cond = _callee(locate, _near(addr, addr[-1] + node._condi_offset))
+def _do_check(locate: Locate, addr: tuple, cond: int, again_slot: int, exit_slot: int) -> tuple | None:
+    """The DO_CHECK opcode: call `cond`, then jump to `again_slot` (truthy) or `exit_slot`."""
     if cond < 0:
         return None
-    back = _target(locate, _near(addr, node._back_addr))
-    exit_ = _target(locate, _near(addr, node._then_addr))
-    return OP_DO_CHECK, (cond, back, exit_, node._then_addr)
+    again = _target(locate, _near(addr, again_slot))
+    exit_ = _target(locate, _near(addr, exit_slot))
+    return OP_DO_CHECK, (cond, again, exit_, exit_slot)
+
+
+def _compile_do_check(node: Any, addr: tuple, locate: Locate) -> tuple | None:
+    cond = _callee(locate, _near(addr, addr[-1] + node._condi_offset))
+    return _do_check(locate, addr, cond, node._back_addr, node._then_addr)
 
 
 def _compile_call(node: Any, addr: tuple, locate: Locate) -> tuple | None:
@@ -158,11 +163,7 @@ def _compile_native_while(node: Any, addr: tuple, locate: Locate) -> tuple | Non
 
 def _compile_native_do_check(node: Any, addr: tuple, locate: Locate) -> tuple | None:
     cond = _node_row(locate, _near(addr, addr[-1] + node._condi_offset))
-    if cond < 0:
-        return None
-    again = _target(locate, _near(addr, node._loop_pos))
-    exit_ = _target(locate, _near(addr, node._exit_pos))
-    return OP_DO_CHECK, (cond, again, exit_, node._exit_pos)
+    return _do_check(locate, addr, cond, node._loop_pos, node._exit_pos)
 
 
 def _compile_enter(node: Any, addr: tuple, locate: Locate) -> tuple | None:
