@@ -263,6 +263,25 @@ async def run_program(interp: Any, recorder: Recorder | None = None, *, max_step
     return out
 
 
+async def run_whole(interp: Any, recorder: Recorder | None = None, *, timeout: float = 5.0) -> Outcome:
+    """Drive `interp.run()` (the step loop with its native opcodes) to the end, or cancel it after
+    `timeout` seconds (`truncated`), and record the outcome."""
+    out = Outcome()
+    start = len(recorder.trace) if recorder is not None else 0
+    try:
+        await asyncio.wait_for(interp.run(), timeout)
+    except asyncio.TimeoutError:
+        out.truncated = True
+    except Exception as exc:
+        out.error = exc
+    if recorder is not None:
+        out.trace = recorder.trace[start:]
+    out.pointer = list(interp._pointer)
+    out.stack_depth = len(interp._ret_addr_stack)
+    out.flags = int(interp.flags)
+    return out
+
+
 def new_loop(name: str) -> asyncio.AbstractEventLoop:
     """A fresh event loop of the named kind ("asyncio" or "uvloop"; uvloop skips the test if missing)."""
     if name == "uvloop":

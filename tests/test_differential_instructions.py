@@ -2,14 +2,15 @@
 
 Each generated program is a small tree of instructions (branches, call_sub
 loops, native loops with BREAK_LOOP / CONTINUE, JMP to later labels, CALL into
-FN blocks, INVOKE of archived nodes, SUSPEND, failures). It is built twice, once
-on each core's copy of the package (`dual.load_sense`), run step by step until
-it ends (resuming after every SUSPEND), and the two runs must agree on traces,
-yielded results, errors, pointers, stack depths and flags.
+FN blocks, INVOKE of archived nodes, Try blocks, SUSPEND, failures). It is built twice, once
+on each core's copy of the package (`dual.load_sense`) and run until it ends
+(resuming after every SUSPEND), either step by step (`run_step_by`) or whole
+(`run()`: the step loop with its native opcodes); the two runs must agree on
+traces, yielded results, errors, pointers, stack depths and flags.
 
 Termination: loop conditions are counters that turn false for good after a
 few calls, jumps only go forward, FN bodies make no calls, and every run is
-capped in steps anyway.
+capped anyway (in steps, or by a timeout for `run()`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dual import Recorder, SenseCopy, both_cores, run_on, run_program
+from dual import Recorder, SenseCopy, both_cores, run_on, run_program, run_whole
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 MAX_STEPS = 400
+RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ
 MAX_RUNS = 6
 LOOPS = ["asyncio", "uvloop"]
 
@@ -31,6 +33,7 @@ MODES = st.sampled_from(["inline", "inline", "async", "thread"])
 RESULTS = st.one_of(st.none(), st.integers(-3, 3))
 COND_VALUES = st.lists(st.booleans(), min_size=1, max_size=3).map(tuple)
 LIMITS = st.integers(0, 3)
+CATCHABLE = {"ValueError": ValueError, "LookupError": LookupError, "Exception": Exception}
 
 
 def simple() -> st.SearchStrategy:
@@ -65,6 +68,10 @@ def statement(depth: int, in_loop: bool = False) -> st.SearchStrategy:
         st.tuples(st.just("nwhile"), LIMITS, block(depth - 1, True)),
         st.tuples(st.just("ndo"), block(depth - 1, True), LIMITS),
         st.tuples(st.just("seq"), inner),
+        st.tuples(
+            st.just("try"), simple(), st.lists(st.sampled_from(sorted(CATCHABLE)), max_size=2),
+            st.one_of(st.none(), simple()), st.one_of(st.none(), simple()),
+        ),
     )
 
 
@@ -81,6 +88,7 @@ PROGRAMS = st.fixed_dictionaries(
         "functions": st.lists(st.lists(st.tuples(st.just("act"), RESULTS, MODES), min_size=1, max_size=2), max_size=2),
         "archived": st.integers(0, 2),
         "middleware": st.booleans(),
+        "driver": st.sampled_from(["steps", "run"]),
     }
 )
 
@@ -201,6 +209,16 @@ class Builder:
     def _seq(self, body: list) -> Any:
         return self.body(body)
 
+    def _try(self, body: Any, catches: list, then: Any, finally_: Any) -> Any:
+        clause = self.ins.Try(self.stmt(body))
+        for name in catches:
+            clause = clause.CATCH(CATCHABLE[name], self._act(name, "inline"))
+        if then is not None:
+            clause = clause.THEN(self.stmt(then))
+        if finally_ is not None or not catches:
+            clause = clause.FINALLY(self.stmt(finally_) if finally_ is not None else self._act(None, "inline"))
+        return clause
+
 
 # ----- running -----------------------------------------------------------------------------
 
@@ -216,10 +234,16 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
         graph = builder.program().render()
     except Exception as exc:
         return [("build", type(exc).__name__, str(exc))]
-    interp = sense.sub("runtime.workflow").WorkflowInterpreter(graph, middleware=_wrap if spec["middleware"] else None)
+    # the middleware turns every result into a (truthy) tuple, conditions included, so loops under it
+    # end only by the step cap of the step-by-step driver
+    middleware = _wrap if spec["middleware"] and spec["driver"] == "steps" else None
+    interp = sense.sub("runtime.workflow").WorkflowInterpreter(graph, middleware=middleware)
     record = []
     for _ in range(MAX_RUNS):
-        out = await run_program(interp, builder.rec, max_steps=MAX_STEPS)
+        if spec["driver"] == "run":
+            out = await run_whole(interp, builder.rec, timeout=RUN_TIMEOUT)
+        else:
+            out = await run_program(interp, builder.rec, max_steps=MAX_STEPS)
         record.append(out.summary())
         if out.error is not None or out.truncated or not out.flags & 2:
             break
@@ -247,7 +271,8 @@ def test_the_copies_are_independent(cores):
     assert compiled.sub("runtime.workflow").WorkflowInterpreter is not twin.sub("runtime.workflow").WorkflowInterpreter
 
 
-def test_a_fixed_program_gives_the_same_record_on_both_cores(cores):
+@pytest.mark.parametrize("driver", ["steps", "run"])
+def test_a_fixed_program_gives_the_same_record_on_both_cores(cores, driver):
     spec = {
         "main": [
             ("nwhile", 2, [("act", 1, "inline"), ("if", [((True, False), ("call",))], ("suspend",)), ("continue",)]),
@@ -256,10 +281,12 @@ def test_a_fixed_program_gives_the_same_record_on_both_cores(cores):
             ("label",),
             ("do", ("invoke",), 1),
             ("nif", [((False,), [("act", 2, "thread"), ("break",)])], [("halt",), ("act", 3, "inline")]),
+            ("try", ("fail",), ["LookupError", "ValueError"], None, None),
         ],
         "functions": [[("act", 7, "inline")]],
         "archived": 1,
         "middleware": False,
+        "driver": driver,
     }
     compiled, twin = cores
     record = run_on(compiled, _drive, spec, "asyncio")
