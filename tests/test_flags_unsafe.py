@@ -127,31 +127,21 @@ def test_constructor_values_do_not_count_as_modifications():
         flags.SQUASHED_LOOP = True
 
 
-def test_preload_cache_conflicts_with_no_meta_cache():
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("WORKFLOW_DI_PRELOAD_CACHE", "NO_DEPENDENCY_META_CACHE"),
+        ("NO_DEPENDENCY_META_CACHE", "WORKFLOW_DI_PRELOAD_CACHE"),
+        ("WORKFLOW_DI_NO_CACHE", "WORKFLOW_DI_PRELOAD_CACHE"),
+        ("WORKFLOW_DI_PRELOAD_CACHE", "WORKFLOW_DI_NO_CACHE"),
+    ],
+)
+def test_conflicting_flags_are_refused_whichever_comes_first(first, second):
     flags = _Flags()
-    flags.WORKFLOW_DI_PRELOAD_CACHE = True
+    setattr(flags, first, True)
     with pytest.raises(RuntimeError, match="Conflicting flags"):
-        flags.NO_DEPENDENCY_META_CACHE = True
-    assert flags.NO_DEPENDENCY_META_CACHE is False
-
-
-def test_no_meta_cache_conflicts_with_preload_cache():
-    flags = _Flags()
-    flags.NO_DEPENDENCY_META_CACHE = True
-    with pytest.raises(RuntimeError, match="Conflicting flags"):
-        flags.WORKFLOW_DI_PRELOAD_CACHE = True
-    assert flags.WORKFLOW_DI_PRELOAD_CACHE is False
-
-
-def test_no_cache_conflicts_with_preload_cache_both_ways():
-    flags = _Flags()
-    flags.WORKFLOW_DI_NO_CACHE = True
-    with pytest.raises(RuntimeError, match="Conflicting flags"):
-        flags.WORKFLOW_DI_PRELOAD_CACHE = True
-    other = _Flags()
-    other.WORKFLOW_DI_PRELOAD_CACHE = True
-    with pytest.raises(RuntimeError, match="Conflicting flags"):
-        other.WORKFLOW_DI_NO_CACHE = True
+        setattr(flags, second, True)
+    assert getattr(flags, second) is False
 
 
 def test_refused_conflict_is_not_recorded_as_a_modification():
