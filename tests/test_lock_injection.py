@@ -58,6 +58,14 @@ def gated(log: list, name: str, gate: asyncio.Event, entered: asyncio.Event | No
     return node
 
 
+async def started(graph, entered: asyncio.Event) -> tuple[WorkflowInterpreter, asyncio.Task]:
+    """An interpreter on `graph` running in a task, once its gated node has set `entered`."""
+    interp = WorkflowInterpreter(graph)
+    run = asyncio.create_task(interp.run())
+    await entered.wait()
+    return interp, run
+
+
 # ----- interrupt=False needs the lock -------------------------------------------------------------
 
 
@@ -77,9 +85,7 @@ async def test_plain_call_sub_from_another_task_during_a_run_is_refused():
     log: list = []
     gate, entered = asyncio.Event(), asyncio.Event()
     graph, (target,) = with_archive([gated(log, "a", gate, entered), recorder(log, "b")], [recorder(log, "sub")])
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     with pytest.raises(RuntimeError, match="lock"):
         await interp.call_sub(PointerVector(target))
     assert list(interp._pointer) == [0] and not interp._ret_addr_stack
@@ -144,9 +150,7 @@ async def test_injection_waits_for_the_running_node_and_runs_before_the_next():
     graph, (target,) = with_archive(
         [gated(log, "a", gate, entered), recorder(log, "b"), recorder(log, "c")], [recorder(log, "injected")]
     )
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
     for _ in range(5):
         await asyncio.sleep(0)
@@ -210,9 +214,7 @@ async def test_injection_that_jumps_redirects_the_main_loop():
     graph, (target,) = with_archive(
         [gated(log, "a", gate, entered), recorder(log, "b"), recorder(log, "c")], [redirect]
     )
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
     await asyncio.sleep(0)
     gate.set()
@@ -248,9 +250,7 @@ async def test_failing_injection_raises_to_the_injector_and_leaves_the_run_alone
         raise KeyError("injected failure")
 
     graph, (target,) = with_archive([gated(log, "a", gate, entered), recorder(log, "b")], [broken])
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
     await asyncio.sleep(0)
     gate.set()
@@ -451,9 +451,7 @@ async def test_cancelling_the_run_mid_node_releases_everything_and_stays_reusabl
     log: list = []
     gate, entered = asyncio.Event(), asyncio.Event()
     graph, _ = with_archive([recorder(log, "a"), gated(log, "slow", gate, entered), recorder(log, "c")], [])
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     waiter = interp.wait
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -496,9 +494,7 @@ async def test_cancelled_injection_while_waiting_for_the_lock():
     log: list = []
     gate, entered = asyncio.Event(), asyncio.Event()
     graph, (target,) = with_archive([gated(log, "a", gate, entered), recorder(log, "b")], [recorder(log, "injected")])
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await entered.wait()
+    interp, run = await started(graph, entered)
     injection = asyncio.create_task(interp.call_sub(PointerVector(target), interrupt=True))
     await asyncio.sleep(0)
     injection.cancel()
