@@ -28,6 +28,14 @@ def sense_core(request):
     return request.param
 
 
+@pytest.fixture(scope="session")
+def cores():
+    """The compiled and the pure copy of the package, side by side (`dual.both_cores`)."""
+    from dual import both_cores
+
+    return both_cores()
+
+
 def pytest_asyncio_loop_factories(config, item):
     factories = {"asyncio": asyncio.new_event_loop}
     if "uvloop" in LOOPS:

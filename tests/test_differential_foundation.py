@@ -18,7 +18,7 @@ runs are capped in steps anyway.
 from typing import Any
 
 import pytest
-from dual import SenseCopy, both_cores, run_on, run_program
+from dual import SenseCopy, run_on, run_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -291,11 +291,6 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
         if out.truncated or not recoverable:
             break
     return record
-
-
-@pytest.fixture(scope="module")
-def cores() -> tuple[SenseCopy, SenseCopy]:
-    return both_cores()
 
 
 # ----- tests -----------------------------------------------------------------------------------

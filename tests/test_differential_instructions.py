@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dual import Recorder, SenseCopy, both_cores, run_on, run_program, run_whole
+from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,11 +248,6 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
         if out.error is not None or out.truncated or not out.flags & 2:
             break
     return record
-
-
-@pytest.fixture(scope="module")
-def cores() -> tuple[SenseCopy, SenseCopy]:
-    return both_cores()
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
