@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from debug_support import chain, recorder
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.debugger import (
@@ -26,19 +27,6 @@ from amrita_sense.runtime.types import Flags
 def quiet_listing(monkeypatch):
     monkeypatch.setattr(code_disp, "AUTO_DIS", False)
     monkeypatch.setattr(code_disp, "COLOR", False)
-
-
-def recorder(log: list, name: str):
-    @Node(tag=name, wrap_to_async=False)
-    def record():
-        log.append(name)
-        return name
-
-    return record
-
-
-def chain(log: list, names: str) -> NodeCompose:
-    return NodeCompose(*(recorder(log, name) for name in names))
 
 
 def ptr(interp) -> list[int]:
