@@ -240,6 +240,16 @@ class Outcome:
         return (self.yields, self.trace, err, self.pointer, self.stack_depth, self.flags, self.truncated)
 
 
+def _finish(out: Outcome, interp: Any, recorder: Recorder | None, start: int) -> Outcome:
+    """Fill in what the run left behind: the trace since `start`, pointer, stack depth, flags."""
+    if recorder is not None:
+        out.trace = recorder.trace[start:]
+    out.pointer = list(interp._pointer)
+    out.stack_depth = len(interp._ret_addr_stack)
+    out.flags = int(interp.flags)
+    return out
+
+
 async def run_program(interp: Any, recorder: Recorder | None = None, *, max_steps: int | None = None) -> Outcome:
     """Drive `interp.run_step_by()` to the end (or `max_steps` yields) and record the outcome."""
     out = Outcome()
@@ -255,12 +265,7 @@ async def run_program(interp: Any, recorder: Recorder | None = None, *, max_step
         out.error = exc
     finally:
         await steps.aclose()
-    if recorder is not None:
-        out.trace = recorder.trace[start:]
-    out.pointer = list(interp._pointer)
-    out.stack_depth = len(interp._ret_addr_stack)
-    out.flags = int(interp.flags)
-    return out
+    return _finish(out, interp, recorder, start)
 
 
 async def run_whole(interp: Any, recorder: Recorder | None = None, *, timeout: float = 5.0) -> Outcome:
@@ -274,12 +279,7 @@ async def run_whole(interp: Any, recorder: Recorder | None = None, *, timeout: f
         out.truncated = True
     except Exception as exc:
         out.error = exc
-    if recorder is not None:
-        out.trace = recorder.trace[start:]
-    out.pointer = list(interp._pointer)
-    out.stack_depth = len(interp._ret_addr_stack)
-    out.flags = int(interp.flags)
-    return out
+    return _finish(out, interp, recorder, start)
 
 
 def new_loop(name: str) -> asyncio.AbstractEventLoop:
