@@ -544,24 +544,12 @@ async def _run_group(
             if plan.group is not None:
                 session = state.session([matcher, *s_args], kwargs)
                 outcome = await _call_with_factories(data, plan, values, session, exception_ignored)
-                if outcome == _STOPPED:
-                    return False
-                if outcome == _SKIPPED:
-                    continue
             else:
-                try:
-                    await data.function(**values)
-                except PassException:
-                    continue
-                except CancelException:
-                    return False
-                except MatcherException:
-                    raise
-                except Exception as exc:
-                    if exception_ignored and isinstance(exc, exception_ignored):
-                        raise
-                    _log_failure(data, exc)
-                    continue
+                outcome = await _call_handler(data, values, exception_ignored)
+            if outcome == _STOPPED:
+                return False
+            if outcome == _SKIPPED:
+                continue
             if matcher.block:
                 return False
     finally:
