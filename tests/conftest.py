@@ -36,6 +36,17 @@ def cores():
     return both_cores()
 
 
+@pytest.fixture(params=[False, True], ids=["stepped", "squashed"])
+def squashed(request, monkeypatch):
+    """Run with SQUASHED_LOOP off and on (a fresh flags object: the real one is set-once)."""
+    from dual import install_flags
+
+    from amrita_sense._unsafe import _Flags
+
+    install_flags(monkeypatch, _Flags(SQUASHED_LOOP=request.param))
+    return request.param
+
+
 def pytest_asyncio_loop_factories(config, item):
     factories = {"asyncio": asyncio.new_event_loop}
     if "uvloop" in LOOPS:

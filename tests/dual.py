@@ -282,6 +282,17 @@ async def run_whole(interp: Any, recorder: Recorder | None = None, *, timeout: f
     return _finish(out, interp, recorder, start)
 
 
+def install_flags(monkeypatch: Any, flags: Any) -> None:
+    """Make `flags` (a fresh `_unsafe._Flags`) the engine's switches for one test, in every module
+    that holds them."""
+    from amrita_sense import _unsafe
+    from amrita_sense.hook import matcher
+    from amrita_sense.runtime import workflow
+
+    for module in (_unsafe, workflow, matcher):
+        monkeypatch.setattr(module, "__flags__", flags)
+
+
 def new_loop(name: str) -> asyncio.AbstractEventLoop:
     """A fresh event loop of the named kind ("asyncio" or "uvloop"; uvloop skips the test if missing)."""
     if name == "uvloop":

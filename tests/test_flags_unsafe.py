@@ -12,12 +12,12 @@ import dataclasses
 import threading
 
 import pytest
+from dual import install_flags
 
 import amrita_sense
 from amrita_sense import Node, WorkflowInterpreter, _unsafe
 from amrita_sense._unsafe import _Flags
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
-from amrita_sense.runtime import workflow as workflow_module
 
 UPPERCASE = [
     "FORCE_NOT_WRAP_TO_ASYNC",
@@ -30,12 +30,6 @@ UPPERCASE = [
     "SQUASHED_LOOP",
 ]
 ONCE_ONLY = [name for name in UPPERCASE if name not in ("WORKFLOW_DI_NO_CACHE", "WORKFLOW_DI_PRELOAD_BATCH")]
-
-
-def use_flags(monkeypatch, flags: _Flags) -> None:
-    """Make `flags` the engine's switches for one test."""
-    monkeypatch.setattr(_unsafe, "__flags__", flags)
-    monkeypatch.setattr(workflow_module, "__flags__", flags)
 
 
 # ----- the module --------------------------------------------------------------------------
@@ -182,7 +176,7 @@ def test_clearing_the_writable_side_allows_the_other():
 
 @pytest.mark.asyncio
 async def test_force_not_wrap_runs_sync_nodes_on_the_loop_thread(monkeypatch):
-    use_flags(monkeypatch, _Flags(FORCE_NOT_WRAP_TO_ASYNC=True))
+    install_flags(monkeypatch, _Flags(FORCE_NOT_WRAP_TO_ASYNC=True))
     threads = []
 
     @Node()
@@ -195,7 +189,7 @@ async def test_force_not_wrap_runs_sync_nodes_on_the_loop_thread(monkeypatch):
 
 @pytest.mark.asyncio
 async def test_without_force_not_wrap_sync_nodes_use_a_worker(monkeypatch):
-    use_flags(monkeypatch, _Flags())
+    install_flags(monkeypatch, _Flags())
     threads = []
 
     @Node()
@@ -214,5 +208,5 @@ def test_disable_exc_ignored_empties_the_pass_through_types(monkeypatch):
         InterruptNotice,
         BreakLoop,
     )
-    use_flags(monkeypatch, _Flags(DISABLE_EXC_IGNORED=True))
+    install_flags(monkeypatch, _Flags(DISABLE_EXC_IGNORED=True))
     assert WorkflowInterpreter(graph, exception_ignored=(KeyError,))._exc_ignored == ()

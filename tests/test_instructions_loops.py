@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dual import Recorder, run_program
 
-from amrita_sense import NodeCompose, WorkflowInterpreter, _unsafe
+from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop
 from amrita_sense.instructions import BREAK_LOOP, DO, IF, JMP, NATIVE_DO, NATIVE_IF, NATIVE_WHILE, NOP, WHILE
 from amrita_sense.instructions.loop._guard import reject_composition_body
@@ -19,16 +19,6 @@ async def run(program, rec, **kw):
     if not isinstance(program, NodeCompose):
         program = NodeCompose(program)
     return await run_program(WorkflowInterpreter(program.render()), rec, **kw)
-
-
-@pytest.fixture(params=[False, True], ids=["stepped", "squashed"])
-def squashed(request, monkeypatch):
-    """Run with SQUASHED_LOOP off and on (a fresh flags object: the real one is set-once)."""
-    flags = _unsafe._Flags()
-    if request.param:
-        flags.SQUASHED_LOOP = True
-    monkeypatch.setattr(_unsafe, "__flags__", flags)
-    return request.param
 
 
 # ----- WHILE ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from dual import Recorder, run_program
 
-from amrita_sense import NodeCompose, WorkflowInterpreter, _unsafe
+from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions import DO, IF, NATIVE_DO, NATIVE_IF, NATIVE_WHILE, SUSPEND, TRIGGER_EVENT, WHILE
 from amrita_sense.runtime.types import Flags
@@ -26,15 +26,6 @@ async def runs(program, rec, times: int) -> list:
         assert out.error is None
         traces.append(out.trace)
     return traces
-
-
-@pytest.fixture(params=[False, True], ids=["stepped", "squashed"])
-def squashed(request, monkeypatch):
-    flags = _unsafe._Flags()
-    if request.param:
-        flags.SQUASHED_LOOP = True
-    monkeypatch.setattr(_unsafe, "__flags__", flags)
-    return request.param
 
 
 def halt(rec: Recorder, name: str):
