@@ -6,38 +6,43 @@ cdef class SuspendFlag:
 
 
 cdef class Program:
-    cdef public object graph
-    cdef public list nodes
-    cdef public list funcs
-    cdef public list bits
-    cdef public list static_plans
-    cdef public list addrs
-    cdef public object row_of
-    cdef public dict seg_row
-    cdef public Py_ssize_t nrows
-    cdef public object successor
-    cdef public list ops
-    cdef public list operands
-    cdef public list landings
+    # Everything the step loop indexes without bounds checks is fixed at construction: the per-row
+    # tables are tuples (read-only from Python), the address maps and operands are not exposed.
+    cdef readonly object graph
+    cdef readonly tuple nodes
+    cdef readonly tuple funcs
+    cdef readonly tuple bits
+    cdef readonly tuple static_plans
+    cdef readonly tuple addrs
+    cdef object row_of
+    cdef dict seg_row
+    cdef readonly Py_ssize_t nrows
+    cdef Program successor  # a property of the same name checks writes: a Program, no cycle
+    cdef readonly tuple ops
+    cdef tuple operands
+    cdef tuple landings
     cdef int *cbits
     cdef int *cops
     cdef int *crows
 
+    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
 
 
 cdef class PointerVector:
-    cdef public object _items
-    cdef public Py_ssize_t _row
-    cdef public object _prog
+    # `_items` is None (bound: the address is `_prog.addrs[_row]`) or a list; only the core binds.
+    cdef readonly object _items
+    cdef readonly Py_ssize_t _row
+    cdef readonly object _prog
 
     cdef list _list(self)
+    cdef tuple _bound_addr(self)
     cdef void _set_row(self, Program prog, Py_ssize_t row)
 
 
 cdef class Stack:
-    cdef public list stack
-    cdef public Py_ssize_t ovf
+    cdef list stack  # a property of the same name checks writes: a list
+    cdef Py_ssize_t ovf  # a property of the same name checks writes: an int
 
     cdef int _push(self, object item) except -1
     cdef object _pop(self)
@@ -52,20 +57,22 @@ cdef class InterpretLock:
 
 
 cdef class InterpreterCore:
-    cdef public Program _prog
-    cdef public PointerVector _pointer
-    cdef public object _ret_addr_stack
-    cdef public object _context_stack
+    # The fields without `public` are properties of the same name whose setters check the value
+    # (see "kept attributes" in the .pyx): the loop reads them unchecked.
+    cdef readonly Program _prog
+    cdef PointerVector _pointer
+    cdef object _ret_addr_stack
+    cdef object _context_stack
     cdef public int _flag_bits
-    cdef public object _middleware
+    cdef object _middleware
     cdef public bint _outer_interpreting
     cdef public bint _pending_stop
-    cdef public InterpretLock _interpret_lock
-    cdef public object _plans
-    cdef public dict _plan_cache
+    cdef InterpretLock _interpret_lock
+    cdef list _plans
+    cdef dict _plan_cache
     cdef public bint _plans_valid
     cdef public object _run_task
-    cdef public SuspendFlag _signal
+    cdef SuspendFlag _signal
     cdef public bint _force_inline
     cdef public bint _squashed_loops
     cdef public double _yield_interval
@@ -75,6 +82,7 @@ cdef class InterpreterCore:
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
+    cdef int _check_row(self, Py_ssize_t row) except -1
     cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
     cdef object _ready_plan(self, Py_ssize_t row)
@@ -113,6 +121,7 @@ cdef class InterpreterCore:
     cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1
+    cdef int _check_last_index(self, object value, str method) except -1
     cdef Py_ssize_t _c_descend_current(self) except -1
     cdef bint _c_mark_jump(self)
     cdef int _c_enter_step(self) except -1

@@ -117,30 +117,66 @@ cdef class Program:
 
     def __init__(self, graph, list nodes, list funcs, list bits, list static_plans,
                  list ops, list operands, list rows, list landings, list addrs, row_of, dict seg_row):
-        cdef Py_ssize_t i, k
+        cdef Py_ssize_t i, k, nrows = len(nodes)
+        for table in (funcs, bits, static_plans, ops, operands, rows, landings, addrs):
+            if len(table) != nrows:
+                raise ValueError(f"Program: every per-row table needs {nrows} rows, one has {len(table)}")
+        if row_of is not None:
+            row_of = _row_map(row_of, nrows)
         self.graph = graph
-        self.nodes = nodes
-        self.funcs = funcs
-        self.bits = bits
-        self.static_plans = static_plans
-        self.ops = ops
-        self.operands = operands
-        self.landings = landings
-        self.addrs = addrs
+        self.nodes = tuple(nodes)
+        self.funcs = tuple(funcs)
+        self.bits = tuple(bits)
+        self.static_plans = tuple(static_plans)
+        self.ops = tuple(ops)
+        self.operands = tuple(operands)
+        self.landings = tuple(landings)
+        self.addrs = tuple(addrs)
         self.row_of = row_of
-        self.seg_row = seg_row
-        self.nrows = len(nodes)
+        self.seg_row = _row_map(seg_row, nrows)
         self.successor = None
-        self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        self.crows = <int *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(int))
-        if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
-            raise MemoryError()
-        for i in range(self.nrows):
+        self._alloc_rows(nrows)
+        for i in range(nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
             for k in range(4):
-                self.crows[4 * i + k] = rows[i][k]
+                self.crows[4 * i + k] = _row_index(rows[i][k], nrows, -1)
+        self.nrows = nrows
+
+    @cython.final
+    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1:
+        """The C arrays for `nrows` rows (freeing those of an earlier `__init__`)."""
+        self.nrows = 0
+        PyMem_Free(self.cbits)
+        PyMem_Free(self.cops)
+        PyMem_Free(self.crows)
+        self.cbits = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
+        self.cops = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
+        self.crows = <int *> PyMem_Malloc((4 * nrows + 1) * sizeof(int))
+        if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
+            raise MemoryError()
+        return 0
+
+    @property
+    def successor(self):
+        """The program this one was recompiled into (a hot-swapped slot), or None."""
+        return self.successor
+
+    @successor.setter
+    def successor(self, value):
+        cdef Program prog
+        if value is not None and not isinstance(value, Program):
+            raise TypeError(f"Program.successor must be a Program or None, not {type(value).__name__}")
+        prog = value
+        while prog is not None:  # followed to its end by every interpreter of this program
+            if prog is self:
+                raise ValueError("Program.successor would make a cycle")
+            prog = prog.successor
+        self.successor = value
+
+    @successor.deleter
+    def successor(self):
+        _refuse_delete("successor")
 
     def __dealloc__(self):
         PyMem_Free(self.cbits)
@@ -169,24 +205,80 @@ cdef class Program:
         return row, exact
 
 
+cdef Py_ssize_t _row_index(object value, Py_ssize_t nrows, Py_ssize_t lowest) except -2:
+    """`value` as a row of a table of `nrows` rows (`lowest` is -1 where "no row" is allowed)."""
+    cdef Py_ssize_t row = value
+    if row < lowest or row >= nrows:
+        raise ValueError(f"Program: row {row} is outside the table of {nrows} rows")
+    return row
+
+
+cdef dict _row_map(dict rows, Py_ssize_t nrows):
+    """A copy of an address-to-row map whose rows all exist."""
+    for row in rows.values():
+        _row_index(row, nrows, 0)
+    return dict(rows)
+
+
+# ----- addresses: what a PointerVector may hold ------------------------------------------------
+
+_EMPTY_POINTER = ("{}() on an empty pointer: after a finished run, reset(), pop() or clear() "
+                  "there is no current slot to move")
+
+
+cdef int _check_index(object value, str what) except -1:
+    if not isinstance(value, int):
+        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+    return 0
+
+
+cdef list _checked_items(list items, str what):
+    for item in items:
+        if not isinstance(item, int):
+            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+    return items
+
+
+cpdef list address_list(object value, str what):
+    """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
+    otherwise."""
+    if isinstance(value, PointerVector):
+        return _checked_items(list((<PointerVector> value)._list()), what)
+    if isinstance(value, (list, tuple)):
+        return _checked_items(list(value), what)
+    raise TypeError(
+        f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
+    )
+
+
 @cython.freelist(64)
 cdef class PointerVector:
-    """The program counter: a list of indices, a lazy view over a table row while bound."""
+    """The program counter: a list of indices, a lazy view over a table row while bound.
+
+    Every write is checked (a list of ints; `offset`/`near_to` need a current slot), so the core's
+    unchecked list operations only ever see a list, and the last index of a non-empty one."""
 
     def __init__(self, base=None):
-        self._items = base or [0]
+        if base is None:
+            self._items = [0]
+        elif isinstance(base, list):  # kept, not copied, as in 1.1.3
+            self._items = _checked_items(<list> base, "PointerVector(base)") or [0]
+        else:
+            self._items = address_list(base, "PointerVector(base)") or [0]
         self._row = -1
         self._prog = None
-
-    @staticmethod
-    def _at_row(prog, Py_ssize_t row):
-        return _bound_pointer(prog, row)
 
     @cython.final
     cdef list _list(self):
         if self._items is None:
-            self._items = list((<Program> self._prog).addrs[self._row])
+            self._items = list(self._bound_addr())
         return <list> self._items
+
+    @cython.final
+    cdef tuple _bound_addr(self):
+        if self._prog is None:  # made by __new__ without __init__
+            raise TypeError("PointerVector was created without __init__ and holds no address")
+        return <tuple> (<Program> self._prog).addrs[self._row]
 
     @cython.final
     cdef void _set_row(self, Program prog, Py_ssize_t row):
@@ -200,31 +292,41 @@ cdef class PointerVector:
 
     @base_addr.setter
     def base_addr(self, value):
-        self._items = value
+        if isinstance(value, list):
+            self._items = _checked_items(<list> value, "PointerVector.base_addr")
+        else:
+            self._items = address_list(value, "PointerVector.base_addr")
 
     def offset(self, offset):
+        _check_index(offset, "PointerVector.offset(offset)")
         cdef list items = self._list()
+        if not items:
+            raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
         items[len(items) - 1] += offset
         return self
 
     def offset_far(self, offset):
         cdef list items = self._list()
-        items[:] = _offset_far(items, list(offset))
+        items[:] = _offset_far(items, address_list(offset, "PointerVector.offset_far(offset)"))
         return self
 
     def near_to(self, short_offset):
+        _check_index(short_offset, "PointerVector.near_to(short_offset)")
         cdef list items = self._list()
+        if not items:
+            raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
         items[len(items) - 1] = short_offset
         return self
 
     def far_to(self, addr):
-        self._list()[:] = list(addr)
+        self._list()[:] = address_list(addr, "PointerVector.far_to(addr)")
         return self
 
     def pop(self):
         return self._list().pop()
 
     def append(self, node_ip):
+        _check_index(node_ip, "PointerVector.append(node_ip)")
         self._list().append(node_ip)
 
     def clear(self):
@@ -232,13 +334,18 @@ cdef class PointerVector:
 
     def copy(self):
         if self._items is None:
-            return PointerVector._at_row(self._prog, self._row)
+            self._bound_addr()  # an uninitialised vector raises here
+            return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
 
     def __add__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -259,6 +366,10 @@ cdef class PointerVector:
         return self._list()[index]
 
     def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            value = address_list(value, "PointerVector[...] = value")
+        else:
+            _check_index(value, "PointerVector[index] = value")
         self._list()[index] = value
 
     def __iter__(self):
@@ -266,7 +377,7 @@ cdef class PointerVector:
 
     def __len__(self):
         if self._items is None:
-            return len((<Program> self._prog).addrs[self._row])
+            return len(self._bound_addr())
         return len(self._items)
 
     def __delitem__(self, key):
@@ -305,8 +416,38 @@ cdef class Stack:
     """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
 
     def __init__(self, ovf=1024):
+        _check_index(ovf, "Stack(ovf)")
         self.stack = []
         self.ovf = ovf
+
+    @property
+    def stack(self):
+        """The items, bottom first (a list)."""
+        return self.stack
+
+    @stack.setter
+    def stack(self, value):
+        if not isinstance(value, list):
+            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+        self.stack = value
+
+    @stack.deleter
+    def stack(self):
+        _refuse_delete("stack")
+
+    @property
+    def ovf(self):
+        """The capacity: `push` on a stack this long raises `OverflowError`."""
+        return self.ovf
+
+    @ovf.setter
+    def ovf(self, value):
+        _check_index(value, "Stack.ovf")
+        self.ovf = value
+
+    @ovf.deleter
+    def ovf(self):
+        _refuse_delete("ovf")
 
     @classmethod
     def __class_getitem__(cls, item):
@@ -361,6 +502,7 @@ cdef class Stack:
         del self.stack[:]
 
     def resize(self, size):
+        _check_index(size, "Stack.resize(size)")
         self.ovf = size
 
     def copy(self):
@@ -571,6 +713,35 @@ cdef void _end_handling(PyObject **saved):
     PyErr_SetExcInfo(saved[0], saved[1], saved[2])
 
 
+cdef tuple _checked_plan(object plan):
+    """An injection plan from Python: `(args, kwargs, providers)` with a tuple of args or a dict of kwargs."""
+    if type(plan) is tuple and len(<tuple> plan) == 3:
+        args, kwargs = (<tuple> plan)[0], (<tuple> plan)[1]
+        if (args is None and type(kwargs) is dict) or type(args) is tuple:
+            return <tuple> plan
+    raise TypeError(f"an injection plan is (args tuple or None, kwargs dict or None, providers), not {plan!r}")
+
+
+cdef int _refuse_delete(str name) except -1:
+    raise AttributeError(f"{name} cannot be deleted")
+
+
+cdef object _checked(object value, type kind, str name, str what):
+    """`value` if it is a `kind`, else `TypeError` naming `name`."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+    return value
+
+
+cdef object _checked_middleware(object value, str name):
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"or None, not {type(value).__name__}"
+        )
+    return value
+
+
 cdef object _support():
     from amrita_sense.instructions import _support as support
     return support
@@ -580,12 +751,14 @@ cdef class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself."""
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
-        self._prog = prog
+        self._prog = _checked(prog, Program, "the program", "a Program")
         self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._ret_addr_stack = Stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        self._context_stack = (
+            Stack() if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
+        )
         self._flag_bits = 0
-        self._middleware = middleware
+        self._middleware = _checked_middleware(middleware, "middleware")
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
@@ -597,6 +770,101 @@ cdef class InterpreterCore:
         self._force_inline = False
         self._squashed_loops = False
         self._yield_interval = 0.001
+
+    # ----- kept attributes: writes are checked, because the loop reads them unchecked --------
+
+    @property
+    def _pointer(self):
+        """The program counter (a PointerVector)."""
+        return self._pointer
+
+    @_pointer.setter
+    def _pointer(self, value):
+        self._pointer = _checked(value, PointerVector, "_pointer", "a PointerVector")
+
+    @_pointer.deleter
+    def _pointer(self):
+        _refuse_delete("_pointer")
+
+    @property
+    def _ret_addr_stack(self):
+        """The return stack (a Stack of PointerVectors)."""
+        return self._ret_addr_stack
+
+    @_ret_addr_stack.setter
+    def _ret_addr_stack(self, value):
+        self._ret_addr_stack = _checked(value, Stack, "_ret_addr_stack", "a Stack")
+
+    @_ret_addr_stack.deleter
+    def _ret_addr_stack(self):
+        _refuse_delete("_ret_addr_stack")
+
+    @property
+    def _context_stack(self):
+        """The context stack of PUSH_CONTEXT / INT (a Stack)."""
+        return self._context_stack
+
+    @_context_stack.setter
+    def _context_stack(self, value):
+        self._context_stack = _checked(value, Stack, "_context_stack", "a Stack")
+
+    @_context_stack.deleter
+    def _context_stack(self):
+        _refuse_delete("_context_stack")
+
+    @property
+    def _middleware(self):
+        """Runs every main-loop step instead of the node (an async callable), or None."""
+        return self._middleware
+
+    @_middleware.setter
+    def _middleware(self, value):
+        self._middleware = _checked_middleware(value, "_middleware")
+
+    @_middleware.deleter
+    def _middleware(self):
+        _refuse_delete("_middleware")
+
+    @property
+    def _interpret_lock(self):
+        """The interpreter lock (an InterpretLock)."""
+        return self._interpret_lock
+
+    @_interpret_lock.setter
+    def _interpret_lock(self, value):
+        self._interpret_lock = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
+
+    @_interpret_lock.deleter
+    def _interpret_lock(self):
+        _refuse_delete("_interpret_lock")
+
+    @property
+    def _signal(self):
+        """The suspend-request flag of the stream (a SuspendFlag)."""
+        return self._signal
+
+    @_signal.setter
+    def _signal(self, value):
+        self._signal = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
+
+    @_signal.deleter
+    def _signal(self):
+        _refuse_delete("_signal")
+
+    @property
+    def _plans(self):
+        """A copy of the per-row injection plans (None when there are none)."""
+        return None if self._plans is None else list(self._plans)
+
+    @_plans.setter
+    def _plans(self, value):
+        if value is not None:
+            raise TypeError("_plans can only be reset to None")
+        self._plans = None
+
+    @_plans.deleter
+    def _plans(self):
+        _refuse_delete("_plans")
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -657,18 +925,19 @@ cdef class InterpreterCore:
         return self._advance(self._pointer if ptr is None else ptr)
 
     def _rebase_to(self, ptr):
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         self._c_rebase_to(ptr)
 
     @cython.final
     cdef int _c_rebase_to(self, object ptr) except -1:
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         cdef PointerVector other
         if isinstance(ptr, PointerVector) and (<PointerVector> ptr)._items is None:
             other = <PointerVector> ptr
+            other._bound_addr()  # an uninitialised vector raises here
             self._pointer._set_row(other._prog, other._row)
         else:
-            self._pointer._items = list(ptr)
+            self._pointer._items = address_list(ptr, "rebase_ptr(ptr)")
         return 0
 
     def _adopt_successor(self):
@@ -706,53 +975,70 @@ cdef class InterpreterCore:
         cdef bint exact = False
         if self._flag_bits & C_FLAG_JMP:
             return
-        addr = list(addr)
+        addr = address_list(addr, "jump_to(addr)")
         if self._prog._locate(addr, &exact) < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
         self._c_mark_jump()
         self._move_to(addr)
 
+    # A refused jump (a bad argument, an empty pointer) raises before the jump is marked.
+
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
+        self._check_last_index(addr, "jump_near")
         if self._c_mark_jump():
             self._pointer.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
+        self._check_last_index(offset, "jump_offset")
         if self._c_mark_jump():
             self._pointer.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
+        offset = address_list(offset, "jump_far_ptr(offset)")
         if self._c_mark_jump():
-            self._move_to(list(offset))
+            self._move_to(offset)
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        offset = address_list(offset, "jump_offset_far(offset)")
         if self._c_mark_jump():
             self._pointer.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
+        _check_index(addr, "jump_to_top(addr)")
         if self._c_mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
+        _check_index(offset, "jump_offset_top(offset)")
         if self._c_mark_jump():
             ptr = self._pointer
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
 
+    @cython.final
+    cdef int _check_last_index(self, object value, str method) except -1:
+        """`value` can replace or move the pointer's last index: an int, and the pointer is not empty."""
+        _check_index(value, f"{method}()")
+        if not len(self._pointer):
+            raise IndexError(_EMPTY_POINTER.format(method))
+        return 0
+
     # ----- one node -------------------------------------------------------------------
 
     async def _plan_for(self, Py_ssize_t row):
+        self._check_row(row)
         plan = self._prog.static_plans[row]
         if plan is None:
             plan = self._row_plan(row)
         if plan is not None:
             return plan
-        plan = await self._make_plan(self._prog.nodes[row], None, None)
+        plan = _checked_plan(await self._make_plan(self._prog.nodes[row], None, None))
         if self._plans_valid:
             if self._plans is None:
                 self._plans = [None] * self._prog.nrows
@@ -760,6 +1046,13 @@ cdef class InterpreterCore:
             (<list> self._plans)[row] = plan
             self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
         return plan
+
+    @cython.final
+    cdef int _check_row(self, Py_ssize_t row) except -1:
+        """For the coroutines Python can call with a row: the row exists."""
+        if row < 0 or row >= self._prog.nrows:
+            raise IndexError(f"row {row} is outside the node table of {self._prog.nrows} rows")
+        return 0
 
     @cython.final
     cdef object _row_plan(self, Py_ssize_t row):
@@ -802,6 +1095,8 @@ cdef class InterpreterCore:
         return _apply(self._prog.funcs[row], plan)
 
     async def _call_with_plan(self, Py_ssize_t row, tuple plan):
+        self._check_row(row)
+        _checked_plan(plan)
         cdef int bits = self._prog.cbits[row]
         if bits & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
@@ -1199,7 +1494,7 @@ cdef class InterpreterCore:
                     raise raised
                 plan = self._near_plan(handler[1], True)
                 if plan is None:
-                    return self._native_try(operands, raised, as_subcall)
+                    return self._native_try(row, raised, as_subcall)
                 _start_handling(raised, saved)
                 try:
                     self._subcall_inline(handler[1], plan)
@@ -1212,8 +1507,10 @@ cdef class InterpreterCore:
             self._jump_at(rows[3], row, 0)
         return None
 
-    async def _native_try(self, tuple operands, raised, bint as_subcall):
-        """Run a Try block; with `raised`, the body already ran and raised it."""
+    async def _native_try(self, Py_ssize_t row, raised, bint as_subcall):
+        """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
+        self._check_row(row)
+        cdef tuple operands = self._prog.operands[row]
         cdef tuple body = operands[2]
         cdef Py_ssize_t target
         try:
@@ -1268,6 +1565,7 @@ cdef class InterpreterCore:
 
     async def _run_row(self, Py_ssize_t row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
+        self._check_row(row)
         cdef Program prog = self._prog
         if self._signal.pending:
             await self._gate(prog.nodes[row].tag)
@@ -1368,7 +1666,7 @@ cdef class InterpreterCore:
                                 elif op == C_OP_TRY:
                                     outcome = self._native_try_now(row, self._prog.operands[row])
                                     if outcome is NOT_NOW:
-                                        await self._native_try(self._prog.operands[row], None,
+                                        await self._native_try(row, None,
                                                                self._outer_interpreting)
                                     elif outcome is not None:
                                         await outcome

@@ -12,6 +12,7 @@ counter (`PointerVector`, a lazy view over a table row), the return stack
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections import deque
@@ -91,7 +92,7 @@ class Program:
 
     __slots__ = (
         "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "rows", "seg_row", "static_plans", "successor",
+        "rows", "seg_row", "static_plans", "_successor",
     )
 
     def __init__(
@@ -110,7 +111,23 @@ class Program:
         self.row_of = row_of
         self.seg_row = seg_row
         self.nrows = len(nodes)
-        self.successor = None
+        self._successor = None
+
+    @property
+    def successor(self):
+        """The program this one was recompiled into (a hot-swapped slot), or None."""
+        return self._successor
+
+    @successor.setter
+    def successor(self, value):
+        if value is not None and not isinstance(value, Program):
+            raise TypeError(f"Program.successor must be a Program or None, not {type(value).__name__}")
+        prog = value
+        while prog is not None:  # followed to its end by every interpreter of this program
+            if prog is self:
+                raise ValueError("Program.successor would make a cycle")
+            prog = prog._successor
+        self._successor = value
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
@@ -130,17 +147,52 @@ class Program:
         return -1, False
 
 
+_EMPTY_POINTER = (
+    "{}() on an empty pointer: after a finished run, reset(), pop() or clear() there is no current slot to move"
+)
+
+
+def _check_index(value, what):
+    if not isinstance(value, int):
+        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+
+
+def _checked_items(items, what):
+    for item in items:
+        if not isinstance(item, int):
+            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+    return items
+
+
+def address_list(value, what):
+    """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
+    otherwise."""
+    if isinstance(value, PointerVector):
+        return _checked_items(list(value._list()), what)
+    if isinstance(value, (list, tuple)):
+        return _checked_items(list(value), what)
+    raise TypeError(
+        f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
+    )
+
+
 class PointerVector:
     """The program counter: a list of indices from the root segment down.
 
     While bound to a program it is a lazy view: the core moves `_row` and
-    the list is materialised only when someone reads it.
+    the list is materialised only when someone reads it. Every write is
+    checked (a list of ints; `offset` / `near_to` need a current slot).
     """
 
     __slots__ = ("__weakref__", "_items", "_lock", "_prog", "_row")
 
     def __init__(self, base=None):
-        self._items = base or [0]
+        if base is None:
+            self._items = [0]
+        elif isinstance(base, list):  # kept, not copied, as in 1.1.3
+            self._items = _checked_items(base, "PointerVector(base)") or [0]
+        else:
+            self._items = address_list(base, "PointerVector(base)") or [0]
         self._row = -1
         self._prog = None
         self._lock = threading.Lock()
@@ -171,29 +223,40 @@ class PointerVector:
 
     @base_addr.setter
     def base_addr(self, value):
-        self._items = value
+        if isinstance(value, list):
+            self._items = _checked_items(value, "PointerVector.base_addr")
+        else:
+            self._items = address_list(value, "PointerVector.base_addr")
 
     def offset(self, offset):
+        _check_index(offset, "PointerVector.offset(offset)")
         with self._lock:
-            self._list()[-1] += offset
+            items = self._list()
+            if not items:
+                raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
+            items[-1] += offset
             return self
 
     def offset_far(self, offset):
+        offset = address_list(offset, "PointerVector.offset_far(offset)")
         with self._lock:
             items = self._list()
-            result = _offset_far(items, list(offset))
-            items[:] = result
+            items[:] = _offset_far(items, offset)
             return self
 
     def near_to(self, short_offset):
+        _check_index(short_offset, "PointerVector.near_to(short_offset)")
         with self._lock:
-            self._list()[-1] = short_offset
+            items = self._list()
+            if not items:
+                raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
+            items[-1] = short_offset
             return self
 
     def far_to(self, addr):
+        addr = address_list(addr, "PointerVector.far_to(addr)")
         with self._lock:
-            items = self._list()
-            items[:] = list(addr)
+            self._list()[:] = addr
             return self
 
     def pop(self):
@@ -201,6 +264,7 @@ class PointerVector:
             return self._list().pop()
 
     def append(self, node_ip):
+        _check_index(node_ip, "PointerVector.append(node_ip)")
         with self._lock:
             self._list().append(node_ip)
 
@@ -214,9 +278,13 @@ class PointerVector:
         return PointerVector(list(self._items))
 
     def __add__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -237,6 +305,10 @@ class PointerVector:
         return self._list()[index]
 
     def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            value = address_list(value, "PointerVector[...] = value")
+        else:
+            _check_index(value, "PointerVector[index] = value")
         with self._lock:
             self._list()[index] = value
 
@@ -268,51 +340,81 @@ def _offset_far(base, offset):
 class Stack:
     """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
 
-    __slots__ = ("_lk", "ovf", "stack")
+    __slots__ = ("_items", "_limit", "_lk")
 
     def __init__(self, ovf=1024):
-        self.stack = []
+        _check_index(ovf, "Stack(ovf)")
+        self._items = []
         self.ovf = ovf
         self._lk = threading.Lock()
+
+    @property
+    def stack(self):
+        """The items, bottom first (a list)."""
+        return self._items
+
+    @stack.setter
+    def stack(self, value):
+        if not isinstance(value, list):
+            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+        self._items = value
+
+    @property
+    def ovf(self):
+        """The capacity: `push` on a stack this long raises `OverflowError`."""
+        return self._limit
+
+    @ovf.setter
+    def ovf(self, value):
+        _check_index(value, "Stack.ovf")
+        self._limit = _ssize(value)
 
     def __class_getitem__(cls, item):
         return cls
 
     def __len__(self):
-        return len(self.stack)
+        return len(self._items)
 
     def __repr__(self):
-        return repr(self.stack)
+        return repr(self._items)
 
     def __str__(self):
-        return str(self.stack)
+        return str(self._items)
 
     def __bool__(self):
-        return bool(self.stack)
+        return bool(self._items)
 
     def push(self, item):
         with self._lk:
-            if len(self.stack) >= self.ovf:
+            if len(self._items) >= self._limit:
                 raise OverflowError("Stack overflow")
-            self.stack.append(item)
+            self._items.append(item)
 
     def pop(self):
         with self._lk:
-            if not self.stack:
+            if not self._items:
                 raise IndexError("Stack is empty")
-            return self.stack.pop()
+            return self._items.pop()
 
     def clear(self):
         with self._lk:
-            self.stack.clear()
+            self._items.clear()
 
     def resize(self, size):
+        _check_index(size, "Stack.resize(size)")
         self.ovf = size
 
     def copy(self):
-        twin = Stack(self.ovf)
-        twin.stack = self.stack.copy()
+        twin = type(self)(self._limit)
+        twin.stack = self._items.copy()
         return twin
+
+
+def _ssize(value):
+    """An int as a C `Py_ssize_t` field of the compiled core takes it (`OverflowError` if too large)."""
+    if not -sys.maxsize - 1 <= value <= sys.maxsize:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return int(value)
 
 
 class InterpretLock:
@@ -429,6 +531,22 @@ def _clashes(kwargs):
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
+def _checked(value, kind, name, what):
+    """`value` if it is a `kind`, else `TypeError` naming `name`."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+    return value
+
+
+def _checked_middleware(value, name):
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"or None, not {type(value).__name__}"
+        )
+    return value
+
+
 def _support():
     from amrita_sense.instructions import _support as support
 
@@ -445,20 +563,20 @@ class InterpreterCore:
 
     __slots__ = (
         "_ava_kwargs_v",
-        "_context_stack",
+        "_context_stack_v",
         "_exc_ignored",
         "_flag_bits",
         "_force_inline",
-        "_interpret_lock",
-        "_middleware",
+        "_interpret_lock_v",
+        "_middleware_v",
         "_outer_interpreting",
         "_pending_stop",
         "_plan_cache",
         "_plans",
         "_plans_valid",
-        "_pointer",
+        "_pointer_v",
         "_prog",
-        "_ret_addr_stack",
+        "_ret_addr_stack_v",
         "_run_task",
         "_signal",
         "_squashed_loops",
@@ -466,12 +584,14 @@ class InterpreterCore:
     )
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
-        self._prog = prog
-        self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._prog = _checked(prog, Program, "the program", "a Program")
+        self._pointer_v = _start_pointer(prog)
+        self._ret_addr_stack = Stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        self._context_stack = (
+            Stack() if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
+        )
         self._flag_bits = 0
-        self._middleware = middleware
+        self._middleware = _checked_middleware(middleware, "middleware")
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
@@ -484,11 +604,59 @@ class InterpreterCore:
         self._squashed_loops = False
         self._yield_interval = 0.001
 
+    # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
+    # The core itself reads and writes the `_v` slots.
+
+    @property
+    def _pointer(self):
+        """The program counter (a PointerVector)."""
+        return self._pointer_v
+
+    @_pointer.setter
+    def _pointer(self, value):
+        self._pointer_v = _checked(value, PointerVector, "_pointer", "a PointerVector")
+
+    @property
+    def _ret_addr_stack(self):
+        """The return stack (a Stack of PointerVectors)."""
+        return self._ret_addr_stack_v
+
+    @_ret_addr_stack.setter
+    def _ret_addr_stack(self, value):
+        self._ret_addr_stack_v = _checked(value, Stack, "_ret_addr_stack", "a Stack")
+
+    @property
+    def _context_stack(self):
+        """The context stack of PUSH_CONTEXT / INT (a Stack)."""
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, value):
+        self._context_stack_v = _checked(value, Stack, "_context_stack", "a Stack")
+
+    @property
+    def _middleware(self):
+        """Runs every main-loop step instead of the node (an async callable), or None."""
+        return self._middleware_v
+
+    @_middleware.setter
+    def _middleware(self, value):
+        self._middleware_v = _checked_middleware(value, "_middleware")
+
+    @property
+    def _interpret_lock(self):
+        """The interpreter lock (an InterpretLock)."""
+        return self._interpret_lock_v
+
+    @_interpret_lock.setter
+    def _interpret_lock(self, value):
+        self._interpret_lock_v = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
+
     # ----- pointer resolution and movement -------------------------------------------
 
     def _locate_current(self):
         """`(row, exact)` for the current pointer; row -1 when it resolves to nothing."""
-        ptr = self._pointer
+        ptr = self._pointer_v
         if ptr._items is None and ptr._prog is self._prog:
             return ptr._row, True
         return self._prog.locate(ptr._list())
@@ -497,9 +665,9 @@ class InterpreterCore:
         """Move the pointer onto the row it designates (entering segments) and return it."""
         row, exact = self._locate_current()
         if row < 0:
-            raise NullPointerException(f"address {self._pointer._list()} not found")
+            raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
-            self._pointer._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog, row)
         if self._prog.bits[row] & ROW_EMPTY:
             raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
         return row
@@ -507,7 +675,9 @@ class InterpreterCore:
     def advance_pointer(self, ptr=None):
         """Advance `ptr` (default: the interpreter's pointer) in place; False at the end."""
         if ptr is None:
-            ptr = self._pointer
+            ptr = self._pointer_v
+        elif not isinstance(ptr, PointerVector):
+            raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
         if ptr._items is None and ptr._prog is self._prog:
             row, exact = ptr._row, True
         else:
@@ -531,17 +701,17 @@ class InterpreterCore:
         return False
 
     def _rebase_to(self, ptr):
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         if isinstance(ptr, PointerVector) and ptr._items is None:
-            self._pointer._set_row(ptr._prog, ptr._row)
+            self._pointer_v._set_row(ptr._prog, ptr._row)
         else:
-            self._pointer._items = list(ptr)
+            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
         prog = self._prog
-        while prog.successor is not None:
-            prog = prog.successor
+        while prog._successor is not None:
+            prog = prog._successor
         self._prog = prog
         self._plans = None
 
@@ -557,52 +727,66 @@ class InterpreterCore:
         """Point at `addr` (a list), binding to a row when the address is a node."""
         row, exact = self._prog.locate(addr)
         if row >= 0 and exact:
-            self._pointer._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog, row)
         else:
-            self._pointer.far_to(addr)
+            self._pointer_v.far_to(addr)
 
     def jump_to(self, addr):
         """Jump to an absolute address; `NullPointerException` if nothing is there."""
         if self._flag_bits & FLAG_JMP:
             return
-        addr = list(addr)
+        addr = address_list(addr, "jump_to(addr)")
         row, _ = self._prog.locate(addr)
         if row < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
         self._mark_jump()
         self._move_to(addr)
 
+    # A refused jump (a bad argument, an empty pointer) raises before the jump is marked.
+
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
+        self._check_last_index(addr, "jump_near")
         if self._mark_jump():
-            self._pointer.near_to(addr)
+            self._pointer_v.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
+        self._check_last_index(offset, "jump_offset")
         if self._mark_jump():
-            self._pointer.offset(offset)
+            self._pointer_v.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
+        offset = address_list(offset, "jump_far_ptr(offset)")
         if self._mark_jump():
-            self._move_to(list(offset))
+            self._move_to(offset)
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        offset = address_list(offset, "jump_offset_far(offset)")
         if self._mark_jump():
-            self._pointer.offset_far(offset)
+            self._pointer_v.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
+        _check_index(addr, "jump_to_top(addr)")
         if self._mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
+        _check_index(offset, "jump_offset_top(offset)")
         if self._mark_jump():
-            ptr = self._pointer
+            ptr = self._pointer_v
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
+
+    def _check_last_index(self, value, method):
+        """`value` can replace or move the pointer's last index: an int, and the pointer is not empty."""
+        _check_index(value, f"{method}()")
+        if not len(self._pointer_v):
+            raise IndexError(_EMPTY_POINTER.format(method))
 
     # ----- one node -------------------------------------------------------------------
 
@@ -674,13 +858,13 @@ class InterpreterCore:
 
     def _enter_step(self):
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        if self._prog.successor is not None:
+        if self._prog._successor is not None:
             self._adopt_successor()
-        ptr = self._pointer
+        ptr = self._pointer_v
         if ptr._items is not None and not ptr._items:
             if not self._prog.nrows:
                 return STEP_END
-            self._pointer = _start_pointer(self._prog)
+            self._pointer_v = _start_pointer(self._prog)
         self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT
@@ -696,8 +880,8 @@ class InterpreterCore:
 
     async def _run_current(self):
         """What one main-loop step executes: the middleware, or the node at the pointer."""
-        if self._middleware is not None:
-            return await self._middleware(self)
+        if self._middleware_v is not None:
+            return await self._middleware_v(self)
         return await self._run_row(self._descend_current())
 
     async def _run_fast(self, row):
@@ -710,7 +894,7 @@ class InterpreterCore:
                 operands = self._prog.operands[row]
                 outcome = self._native_try_now(row, operands)
                 if outcome is NOT_NOW:
-                    return await self._native_try(operands, None, self._outer_interpreting)
+                    return await self._native_try(row, None, self._outer_interpreting)
                 return None if outcome is None else await outcome
             status = self._run_native_sync(row, op)
             if status == NATIVE_DONE:
@@ -810,9 +994,9 @@ class InterpreterCore:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         row, exact, addr = target[0], target[1], target[2]
         if row >= 0 and exact:
-            self._pointer._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog, row)
         else:
-            self._pointer._items = list(addr)
+            self._pointer_v._items = list(addr)
 
     def _native_jump(self, target):
         if self._mark_jump():
@@ -823,7 +1007,7 @@ class InterpreterCore:
         `target_row` when the target is one row, else through its descriptor."""
         if self._mark_jump():
             if target_row >= 0:
-                self._pointer._set_row(self._prog, target_row)
+                self._pointer_v._set_row(self._prog, target_row)
             else:
                 operands = self._prog.operands[row]
                 self._goto(operands if k < 0 else operands[k])
@@ -833,9 +1017,9 @@ class InterpreterCore:
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog.rows[row][0], row, -1)
-        stack = self._ret_addr_stack
-        stack.push(self._pointer)
-        self._pointer = PointerVector._at_row(self._prog, row)
+        stack = self._ret_addr_stack_v
+        stack.push(self._pointer_v)
+        self._pointer_v = PointerVector._at_row(self._prog, row)
         self._outer_interpreting = True
         try:
             return self._call_inline(row, plan)
@@ -979,15 +1163,15 @@ class InterpreterCore:
             self._jump_at(exit_row, row, 3)
         elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
             head_slot = self._prog.operands[row][4]
-            self._ret_addr_stack.push(PointerVector([*self._pointer.base_addr[:-1], head_slot]))
+            self._ret_addr_stack_v.push(PointerVector([*self._pointer_v.base_addr[:-1], head_slot]))
         else:
-            self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
+            self._ret_addr_stack_v.push(PointerVector._at_row(self._prog, head))
             self._jump_at(body_row, row, 2)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
-        entry = self._ret_addr_stack.pop()
+        entry = self._ret_addr_stack_v.pop()
         slot, targets = operands
         if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog:
             target = targets.get(entry._row)
@@ -1045,7 +1229,7 @@ class InterpreterCore:
                     raise
                 plan = self._near_plan(handler[1], True)
                 if plan is None:
-                    return self._native_try(operands, exc_val, as_subcall)
+                    return self._native_try(row, exc_val, as_subcall)
                 self._subcall_inline(handler[1], plan)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
@@ -1054,9 +1238,9 @@ class InterpreterCore:
             self._jump_at(escape_row, row, 0)
         return None
 
-    async def _native_try(self, operands, raised, as_subcall):
-        """Run a Try block; with `raised`, the body already ran and raised it."""
-        escape, escape_slot, body, on_success, on_exit, catches = operands
+    async def _native_try(self, row, raised, as_subcall):
+        """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
+        escape, escape_slot, body, on_success, on_exit, catches = self._prog.operands[row]
         try:
             try:
                 if raised is None:
@@ -1085,13 +1269,13 @@ class InterpreterCore:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
         target_row, return_row, _, _ = self._prog.rows[row]
         if return_row >= 0:
-            self._ret_addr_stack.push(PointerVector._at_row(self._prog, return_row))
+            self._ret_addr_stack_v.push(PointerVector._at_row(self._prog, return_row))
         else:
-            self._ret_addr_stack.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
+            self._ret_addr_stack_v.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
         self._jump_at(target_row, row, -1)
 
     def _native_ret(self):
-        saved = self._ret_addr_stack.pop()
+        saved = self._ret_addr_stack_v.pop()
         self._flag_bits &= ~FLAG_HLT
         self._rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
 
@@ -1118,8 +1302,8 @@ class InterpreterCore:
                 if state == STEP_END:
                     return
                 if state == STEP_RAN:
-                    if self._middleware is not None:
-                        await self._middleware(self)
+                    if self._middleware_v is not None:
+                        await self._middleware_v(self)
                     else:
                         await self._run_fast(self._descend_current())
                     if not self._leave_step():
