@@ -126,3 +126,4 @@ cdef class InterpreterCore:
     cdef bint _c_mark_jump(self)
     cdef int _c_enter_step(self) except -1
     cdef bint _c_leave_step(self) except -1
+    cdef bint _advance_recompiled(self) except -1

@@ -1591,7 +1591,8 @@ cdef class InterpreterCore:
     @cython.final
     cdef int _c_enter_step(self) except -1:
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        if self._prog.successor is not None:
+        cdef bint recompiled = self._prog.successor is not None
+        if recompiled:
             self._adopt_successor()
         cdef PointerVector ptr = self._pointer
         if ptr._items is not None and not ptr._items:
@@ -1601,6 +1602,8 @@ cdef class InterpreterCore:
         self._flag_bits &= ~C_FLAG_JMP
         if self._flag_bits & C_FLAG_HLT:
             self._flag_bits &= ~C_FLAG_HLT
+            if recompiled:
+                return C_STEP_SKIPPED if self._advance_recompiled() else C_STEP_END
             return C_STEP_SKIPPED if self._advance(self._pointer) else C_STEP_END
         return C_STEP_RAN
 
@@ -1614,7 +1617,29 @@ cdef class InterpreterCore:
         if self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_JMP
             return True
+        if self._prog.successor is not None:
+            return self._advance_recompiled()
         return self._advance(self._pointer)
+
+    @cython.final
+    cdef bint _advance_recompiled(self) except -1:
+        """Advance after the program was recompiled under the pointer (a hot-swapped slot, maybe
+        the running node's own): from the same address in the new program, as 1.1.3 does, or, when
+        that address is gone, to the next position after it (beside it, else after its segment)."""
+        cdef bint exact = False
+        self._adopt_successor()
+        cdef list addr = self._pointer._list()
+        if not addr or self._prog._locate(addr, &exact) >= 0:
+            return self._advance(self._pointer)
+        addr = list(addr)
+        while addr:
+            addr[len(addr) - 1] += 1
+            if self._prog._locate(addr, &exact) >= 0:
+                self._move_to(addr)
+                return True
+            addr.pop()
+        self._pointer._items = []
+        return False
 
     async def _run_current(self):
         """What one main-loop step executes: the middleware, or the node at the pointer."""

@@ -858,7 +858,8 @@ class InterpreterCore:
 
     def _enter_step(self):
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        if self._prog._successor is not None:
+        recompiled = self._prog._successor is not None
+        if recompiled:
             self._adopt_successor()
         ptr = self._pointer_v
         if ptr._items is not None and not ptr._items:
@@ -868,7 +869,8 @@ class InterpreterCore:
         self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT
-            return STEP_SKIPPED if self.advance_pointer() else STEP_END
+            moved = self._advance_recompiled() if recompiled else self.advance_pointer()
+            return STEP_SKIPPED if moved else STEP_END
         return STEP_RAN
 
     def _leave_step(self):
@@ -876,7 +878,27 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             self._flag_bits &= ~FLAG_JMP
             return True
+        if self._prog._successor is not None:
+            return self._advance_recompiled()
         return self.advance_pointer()
+
+    def _advance_recompiled(self):
+        """Advance after the program was recompiled under the pointer (a hot-swapped slot, maybe
+        the running node's own): from the same address in the new program, as 1.1.3 does, or, when
+        that address is gone, to the next position after it (beside it, else after its segment)."""
+        self._adopt_successor()
+        addr = self._pointer_v._list()
+        if not addr or self._prog.locate(addr)[0] >= 0:
+            return self.advance_pointer()
+        addr = list(addr)
+        while addr:
+            addr[-1] += 1
+            if self._prog.locate(addr)[0] >= 0:
+                self._move_to(addr)
+                return True
+            addr.pop()
+        self._pointer_v._items = []
+        return False
 
     async def _run_current(self):
         """What one main-loop step executes: the middleware, or the node at the pointer."""
