@@ -75,7 +75,7 @@ cdef class InterpreterCore:
     cdef SuspendFlag _signal
     cdef public bint _force_inline
     cdef public bint _squashed_loops
-    cdef public double _yield_interval
+    cdef double _yield_interval
     cdef public object _exc_ignored
     cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer

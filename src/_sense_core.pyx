@@ -733,6 +733,12 @@ cdef object _checked(object value, type kind, str name, str what):
     return value
 
 
+cdef double _checked_seconds(object value, str name) except? -1.0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return value
+
+
 cdef object _checked_middleware(object value, str name):
     if value is not None and not callable(value):
         raise TypeError(
@@ -850,6 +856,19 @@ cdef class InterpreterCore:
     @_signal.deleter
     def _signal(self):
         _refuse_delete("_signal")
+
+    @property
+    def _yield_interval(self):
+        """Seconds of inline sync nodes after which a run hands the event loop a turn."""
+        return self._yield_interval
+
+    @_yield_interval.setter
+    def _yield_interval(self, value):
+        self._yield_interval = _checked_seconds(value, "_yield_interval")
+
+    @_yield_interval.deleter
+    def _yield_interval(self):
+        _refuse_delete("_yield_interval")
 
     @property
     def _plans(self):

@@ -36,6 +36,7 @@ _impl = _load()
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Program = _impl.Program
 PointerVector = _impl.PointerVector
+address_list = _impl.address_list
 Stack = _impl.Stack
 SuspendFlag = _impl.SuspendFlag
 InterpretLock = _impl.InterpretLock

@@ -538,6 +538,12 @@ def _checked(value, kind, name, what):
     return value
 
 
+def _checked_seconds(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return float(value)
+
+
 def _checked_middleware(value, name):
     if value is not None and not callable(value):
         raise TypeError(
@@ -580,7 +586,7 @@ class InterpreterCore:
         "_run_task",
         "_signal",
         "_squashed_loops",
-        "_yield_interval",
+        "_yield_interval_v",
     )
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
@@ -602,7 +608,7 @@ class InterpreterCore:
         self._signal = NEVER_PENDING
         self._force_inline = False
         self._squashed_loops = False
-        self._yield_interval = 0.001
+        self._yield_interval_v = 0.001
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
     # The core itself reads and writes the `_v` slots.
@@ -651,6 +657,15 @@ class InterpreterCore:
     @_interpret_lock.setter
     def _interpret_lock(self, value):
         self._interpret_lock_v = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
+
+    @property
+    def _yield_interval(self):
+        """Seconds of inline sync nodes after which a run hands the event loop a turn."""
+        return self._yield_interval_v
+
+    @_yield_interval.setter
+    def _yield_interval(self, value):
+        self._yield_interval_v = _checked_seconds(value, "_yield_interval")
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -1335,6 +1350,6 @@ class InterpreterCore:
             steps += 1
             if steps % _CHECK_CLOCK_EVERY == 0:
                 now = time.monotonic()
-                if now - last_yield >= self._yield_interval:
+                if now - last_yield >= self._yield_interval_v:
                     await asyncio.sleep(0)
                     last_yield = time.monotonic()

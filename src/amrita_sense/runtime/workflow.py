@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from io import StringIO
 from typing import Any, Generic, TypeVar
 from uuid import uuid4
@@ -45,7 +45,9 @@ from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.offload import run_in_worker
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
+from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache, PointerVector, Stack
+from amrita_sense._core import address_list
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -73,6 +75,47 @@ def _pin_async_library() -> None:
     _pin_state.depth = depth + 1
 
 
+def _args_pool(value: Any, name: str) -> tuple:
+    """A positional injection pool: a tuple (a list or another iterable becomes one)."""
+    if type(value) is tuple:
+        return value
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+
+
+def _kwargs_pool(value: Any, name: str) -> dict:
+    """A keyword injection pool: a dict (kept), or another mapping (copied)."""
+    if type(value) is dict:
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+    return dict(value)
+
+
+def _exception_types(value: Any) -> tuple:
+    """`exception_ignored`: exception classes that pass through the workflow's handlers."""
+    kinds = _args_pool(value, "exception_ignored")
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise TypeError(f"exception_ignored holds exception classes, not {kind!r}")
+    return kinds
+
+
+_ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
+
+
+def _flag_bits(value: Any, name: str) -> int:
+    if not isinstance(value, int):
+        raise TypeError(f"{name} must be Flags (an int), not {type(value).__name__}")
+    if value & ~_ALL_FLAGS or value < 0:
+        raise ValueError(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
+    return int(value)
+
+
 def _restore_async_library() -> None:
     depth = getattr(_pin_state, "depth", 0)
     if depth > 1:
@@ -95,12 +138,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         "_interpreter_id",
         "_lifecycles",
         "_object_io",
-        "_panic_exc",
+        "_panic_exc_v",
         "_parent_interpreter",
         "_sub_interpreters",
         "_sub_interpreters_all",
         "_top_interpreter",
-        "_waiter_fut",
+        "_waiter_fut_v",
     )
 
     def __init__(
@@ -122,21 +165,26 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             raise TypeError(
                 f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(node_compose).__name__}"
             )
+        if parent_interpreter is not None and not isinstance(parent_interpreter, WorkflowInterpreter):
+            raise TypeError(
+                f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent_interpreter).__name__}"
+            )
         self._graph = node_compose
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
         self._yield_interval = YIELD_INTERVAL
         self._interpreter_id = None
-        self._panic_exc = None
-        self._ava_args_v = (self, *extra_args)
-        self._ava_kwargs_v = dict(extra_kwargs or {})
-        self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
+        self._panic_exc_v = None
+        self._ava_args_v = (self, *_args_pool(extra_args, "extra_args"))
+        self._ava_kwargs_v = {} if extra_kwargs is None else dict(_kwargs_pool(extra_kwargs, "extra_kwargs"))
+        ignored = _exception_types(exception_ignored)
+        self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*ignored, InterruptNotice, BreakLoop)
         self._di_cache = DICache(args_hash=_fingerprint_args(self._ava_args_v, self._ava_kwargs_v), hash_trustable=True)
         self._lifecycles = {Scope.WORKFLOW: LifecycleScope(Scope.WORKFLOW)}
         self._dep_store = DependencyStore()
         self._object_io = None
         if object_io is not None:
             self.object_io = object_io
-        self._waiter_fut = None
+        self._waiter_fut_v = None
         self._sub_interpreters = {}
         self._attach_to_tree(parent_interpreter)
 
@@ -192,15 +240,19 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def object_io(self) -> Any:
         """The suspend/resume stream; created on first use."""
         if self._object_io is None:
-            from amrita_sense.streaming import SuspendObjectStream
-
             self.object_io = SuspendObjectStream()
         return self._object_io
 
     @object_io.setter
     def object_io(self, stream: Any) -> None:
+        if not isinstance(stream, SuspendObjectStream) and not callable(getattr(stream, "_wait_for_continue", None)):
+            raise TypeError(
+                f"object_io must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+                f"not {type(stream).__name__}"
+            )
         self._object_io = stream
-        self._signal = getattr(stream, "_suspend_flag", None) or _core.ALWAYS_PENDING
+        flag = getattr(stream, "_suspend_flag", None)
+        self._signal = flag if isinstance(flag, _core.SuspendFlag) else _core.ALWAYS_PENDING
 
     # ----- status register ------------------------------------------------------------
 
@@ -210,7 +262,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_flags.setter
     def _flags(self, value: int) -> None:
-        self._flag_bits = int(value)
+        self._flag_bits = _flag_bits(value, "_flags")
 
     @property
     def flags(self) -> Flags:
@@ -263,7 +315,29 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def get_exception(self) -> Exception | None:
         """The exception of the last panic, until the next run recovers."""
-        return self._panic_exc
+        return self._panic_exc_v
+
+    @property
+    def _panic_exc(self) -> BaseException | None:
+        """The exception of the last panic (an exception, or None)."""
+        return self._panic_exc_v
+
+    @_panic_exc.setter
+    def _panic_exc(self, value: BaseException | None) -> None:
+        if value is not None and not isinstance(value, BaseException):
+            raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
+        self._panic_exc_v = value
+
+    @property
+    def _waiter_fut(self) -> asyncio.Future | None:
+        """The current run's future (an asyncio.Future), or None."""
+        return self._waiter_fut_v
+
+    @_waiter_fut.setter
+    def _waiter_fut(self, value: asyncio.Future | None) -> None:
+        if value is not None and not isinstance(value, asyncio.Future):
+            raise TypeError(f"_waiter_fut must be an asyncio.Future or None, not {type(value).__name__}")
+        self._waiter_fut_v = value
 
     def reset(self) -> None:
         """Clear the pointer, stacks, flags, panic record and pending stop."""
@@ -294,15 +368,29 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         )
 
     def rebase_context(self, ctx: InterpreterContext) -> None:
-        """Restore a snapshot: pointer, pass-through types, pools, stack, panic and flags."""
-        self.rebase_ptr(ctx.ptr)
-        self._exc_ignored = ctx.exception_ignored
+        """Restore a snapshot: pointer, pass-through types, pools, stack, panic and flags.
+
+        Everything is checked before anything is restored, so a bad snapshot changes nothing."""
+        if not isinstance(ctx, InterpreterContext):
+            raise TypeError(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
+        ptr = ctx.ptr if isinstance(ctx.ptr, PointerVector) else address_list(ctx.ptr, "the context's ptr")
+        ignored = _exception_types(ctx.exception_ignored)
+        stack = ctx.stack or self._ret_addr_stack
+        if not isinstance(stack, Stack):
+            raise TypeError(f"the context's stack must be a Stack, not {type(stack).__name__}")
+        if ctx.exception is not None and not isinstance(ctx.exception, BaseException):
+            raise TypeError(f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}")
+        bits = _flag_bits(ctx.flags, "the context's flags")
+        pools = None
         if ctx.s_args and ctx.s_kwargs:
-            self._ava_args = ctx.s_args
-            self._ava_kwargs = ctx.s_kwargs
-        self._ret_addr_stack = ctx.stack or self._ret_addr_stack
+            pools = _args_pool(ctx.s_args, "the context's s_args"), _kwargs_pool(ctx.s_kwargs, "the context's s_kwargs")
+        self.rebase_ptr(ptr)
+        self._exc_ignored = ignored
+        if pools is not None:
+            self._ava_args, self._ava_kwargs = pools
+        self._ret_addr_stack = stack
         self._panic_exc = ctx.exception
-        self._flag_bits = int(ctx.flags)
+        self._flag_bits = bits
 
     def rebase_ptr(self, ptr: list[int] | PointerVector) -> None:
         """Point at `ptr` (clears HLT; not a marked jump, so the loop still advances)."""
@@ -342,6 +430,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         outside runs between two nodes; `interrupt=False` needs the caller to
         hold the lock already (as a node in the main loop does).
         """
+        if not isinstance(addr, PointerVector):
+            addr = PointerVector(address_list(addr, "call_sub(addr)"))
         lock = self._interpret_lock
         if not interrupt and not lock.async_owned():
             raise RuntimeError(
@@ -356,9 +446,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             if interrupt:
                 lock.async_release()
 
-    async def _run_subroutine(self, addr: Any, extra_arg: tuple, extra_kwargs: dict) -> Any:
+    async def _run_subroutine(self, addr: PointerVector, extra_arg: tuple, extra_kwargs: dict) -> Any:
         self._ret_addr_stack.push(self._pointer)
-        self._pointer = addr if isinstance(addr, PointerVector) else PointerVector(list(addr))
+        self._pointer = addr
         self._outer_interpreting = True
         try:
             if self._middleware is not None:
@@ -431,6 +521,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_args.setter
     def _ava_args(self, value: tuple) -> None:
+        value = _args_pool(value, "_ava_args")
         self._untrust_di()
         self._ava_args_v = value
 
@@ -440,6 +531,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_kwargs.setter
     def _ava_kwargs(self, value: dict) -> None:
+        value = _kwargs_pool(value, "_ava_kwargs")
         self._untrust_di()
         self._ava_kwargs_v = value
 
@@ -798,8 +890,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             middleware = None if __flags__.NO_SHARED_MIDDLEWARE else self._middleware
         elif middleware is not None and not callable(middleware):
             raise TypeError("middleware must be a callable taking a WorkflowInterpreter and returning an awaitable")
-        args = (*ava_args, *self._ava_args_v[1:]) if ava_args is not None else self._ava_args_v
-        kwargs = {**self._ava_kwargs_v, **ava_kwargs} if ava_kwargs is not None else self._ava_kwargs_v
+        args = self._ava_args_v
+        if ava_args is not None:
+            args = (*_args_pool(ava_args, "ava_args"), *args[1:])
+        kwargs = self._ava_kwargs_v
+        if ava_kwargs is not None:
+            kwargs = {**kwargs, **_kwargs_pool(ava_kwargs, "ava_kwargs")}
         return WorkflowInterpreter(
             compose if compose is not None else self._graph,
             object_io=object_io or self.object_io,
