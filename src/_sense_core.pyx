@@ -580,6 +580,17 @@ cdef class InterpretLock:
     def async_release(self):
         self._release()
 
+    def _release_held_by(self, holder):
+        """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
+        release was cut short; a waiter it had already woken becomes the owner."""
+        if holder is None or self._owner is not holder:
+            return
+        waiters = self._waiters
+        if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
+            self._owner = waiters.pop(0)[1]
+            return
+        self._release()
+
     @cython.final
     cdef int _release(self) except -1:
         cdef list waiters = self._waiters

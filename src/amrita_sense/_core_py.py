@@ -486,14 +486,31 @@ class InterpretLock:
             pass
 
     def async_release(self):
+        # Each step leaves a state `_release_held_by` can finish if an asynchronous exception
+        # (KeyboardInterrupt) stops the release half-way: a waiter is woken before it is made the
+        # owner and removed, so a woken waiter is never lost.
         waiters = self._waiters
         while waiters:
-            fut, owner = waiters.popleft()
-            if not fut.done():
-                self._owner = owner
-                fut.set_result(True)
-                return
+            fut, owner = waiters[0]
+            if fut.done():  # cancelled: it gave up waiting
+                waiters.popleft()
+                continue
+            fut.set_result(True)
+            self._owner = owner
+            waiters.popleft()
+            return
         self._owner = None
+
+    def _release_held_by(self, holder):
+        """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
+        release was cut short; a waiter it had already woken becomes the owner."""
+        if holder is None or self._owner is not holder:
+            return
+        waiters = self._waiters
+        if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
+            self._owner = waiters.popleft()[1]
+            return
+        self.async_release()
 
     acquire = async_acquire
     release = async_release

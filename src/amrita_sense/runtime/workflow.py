@@ -59,6 +59,14 @@ YIELD_INTERVAL = 0.001
 """Seconds of inline sync nodes after which a run hands the event loop a turn."""
 
 _pin_state = threading.local()
+_RUN_CLAIM = threading.Lock()
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop in this thread
+        return None
 
 
 def _pin_async_library() -> None:
@@ -803,10 +811,11 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if self._panic_exc is not None:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
-        if self._waiter_fut is not None and not self._waiter_fut.done():
-            raise IllegalState("Cannot start a new workflow while one is already running")
         loop = asyncio.get_running_loop()
-        self._waiter_fut = loop.create_future()
+        with _RUN_CLAIM:  # the check and the claim are one step, also for runs started from two threads
+            if self._waiter_fut is not None and not self._waiter_fut.done():
+                raise IllegalState("Cannot start a new workflow while one is already running")
+            self._waiter_fut = loop.create_future()
         self._run_task = asyncio.current_task()
         _pin_async_library()
         try:
@@ -837,6 +846,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
+        # A KeyboardInterrupt can land inside the loop's last lock release; the run no longer holds it.
+        self._interpret_lock._release_held_by(self._run_task)
         fut, self._waiter_fut = self._waiter_fut, None
         self._run_task = None
         if fut is not None and not fut.done():
@@ -870,10 +881,21 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @property
     def wait(self) -> asyncio.Future:
-        """The current run's future; resolves (or fails with the panic) when the run ends."""
+        """The current run's future; resolves (or fails with the panic) when the run ends.
+
+        From inside the run itself (a node awaiting it would wait for itself) it raises `IllegalState`.
+        """
         if self._waiter_fut is None:
             raise IllegalState("Interpreter is not running.")
+        self._refuse_waiting_for_own_run("wait")
         return self._waiter_fut
+
+    def _refuse_waiting_for_own_run(self, what: str, caller: Any = UNSET) -> None:
+        """`IllegalState` when `caller` (default: the current task) drives this interpreter's run:
+        waiting for the run's end from inside it can never finish (like `run()` from inside a node)."""
+        task = self._run_task
+        if task is not None and task is (_current_task() if caller is UNSET else caller):
+            raise IllegalState(f"{what} from inside this interpreter's own run would wait for itself forever")
 
     # ----- sub-interpreters -----------------------------------------------------------
 
@@ -907,8 +929,17 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         )
 
     async def terminate(self, eol: bool = True) -> None:
-        """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree."""
+        """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree.
+
+        From inside the run itself it raises `IllegalState` (it would wait for itself).
+        """
+        await self._terminate(eol, _current_task())
+
+    async def _terminate(self, eol: bool, caller: asyncio.Task | None) -> None:
+        """`terminate()` on behalf of the task `caller` (the `*_all*` helpers run it in tasks of their own)."""
         fut = self._waiter_fut
+        if fut is not None and not fut.done():
+            self._refuse_waiting_for_own_run("terminate()", caller)
         if fut is not None and not fut.done() and not self._pending_stop:
             self._pending_stop = True
             await asyncio.wait([fut])
@@ -928,19 +959,30 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def terminate_all_forks(self, eol: bool = True, exclude_self: bool = False) -> asyncio.Future:
         """Terminate this interpreter (unless excluded) and its direct children concurrently."""
         targets = ([] if exclude_self else [self]) + list(self._sub_interpreters.values())
-        return asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+        caller = _current_task()
+        return asyncio.gather(*(t._terminate(eol, caller) for t in targets), return_exceptions=True)
 
     async def terminate_all(self, eol: bool = True, exclude_self: bool = False) -> list:
         """Terminate every interpreter of the tree (top level only)."""
         if self.top_interpreter is not self:
             raise IllegalState("This interpreter is not top level.")
         targets = ([] if exclude_self else [self]) + list(self._sub_interpreters_all.values())
-        return await asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+        caller = _current_task()
+        return await asyncio.gather(*(t._terminate(eol, caller) for t in targets), return_exceptions=True)
 
     async def wait_all_forks(self, return_exc: bool = False, exclude_self: bool = False) -> list | None:
-        """Wait for this run (unless excluded) and every running descendant."""
-        waits = [] if exclude_self or not self.is_running else [self.wait]
-        waits += [sub.wait_all_forks(return_exc=return_exc) for sub in self._sub_interpreters.values()]
+        """Wait for this run (unless excluded) and every running descendant.
+
+        A run driven by the calling task (its own, or a FUN_BLOCK's parent) fails with `IllegalState`.
+        """
+        return await self._wait_forks(_current_task(), return_exc, exclude_self)
+
+    async def _wait_forks(self, caller: asyncio.Task | None, return_exc: bool, exclude_self: bool = False) -> list | None:
+        waits: list = []
+        if not exclude_self and self.is_running:
+            self._refuse_waiting_for_own_run("wait_all_forks()", caller)
+            waits.append(self._waiter_fut)
+        waits += [sub._wait_forks(caller, return_exc) for sub in self._sub_interpreters.values()]
         results = await asyncio.gather(*waits, return_exceptions=return_exc)
         return results if return_exc else None
 
