@@ -17,6 +17,7 @@ from time import monotonic
 from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
+from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 
 
 cdef extern from "Python.h":
@@ -644,24 +645,25 @@ cdef bint _clashes(object kwargs) except -1:
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
-cdef dict _PLAIN_CLASS = {}
 cdef object _OBJECT_CLASS = object.__dict__["__class__"]
-cdef tuple _last_verdict = (None, False)  # the type `_plain_class` was last asked about, and its verdict
+# The type `_plain_class` was last asked about (a weak reference) and its verdict.
+cdef tuple _last_verdict = (None, False)
+
+
+def _reports_itself(kind):
+    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
+    return descriptor is _OBJECT_CLASS
 
 
 cdef bint _plain_class(type kind) except -1:
-    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    """`_reports_itself(kind)`, remembered per class without keeping the class alive."""
     global _last_verdict
     cdef tuple last = _last_verdict
-    if last[0] is kind:
+    if last[0] is not None and <object> PyWeakref_GetObject(last[0]) is kind:
         return last[1]
-    verdict = _PLAIN_CLASS.get(kind)
-    if verdict is None:
-        descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
-        if len(_PLAIN_CLASS) >= 4096:
-            _PLAIN_CLASS.clear()
-        verdict = _PLAIN_CLASS[kind] = descriptor is _OBJECT_CLASS
-    _last_verdict = (kind, verdict)
+    verdict = _PLAIN_CLASS(kind)
+    _last_verdict = (PyWeakref_NewRef(kind, None), verdict)
     return verdict
 
 
@@ -1768,4 +1770,7 @@ cdef class InterpreterCore:
 # Imported last: importing `amrita_sense` runs its selector, which reads this module's names,
 # so `import _sense_core` on its own must find them defined by then.
 from amrita_sense import _unsafe  # noqa: E402
+from amrita_sense._classmemo import ClassMemo  # noqa: E402
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException  # noqa: E402
+
+_PLAIN_CLASS = ClassMemo(_reports_itself)
