@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 from dual import Recorder
 
-from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter
+from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter, debugger
+from amrita_sense.debugger.code_disp import resolve_cmt, resolve_dis
+from amrita_sense.hook.matcher import MatcherFactory
+from amrita_sense.hook.on import on_event
+from amrita_sense.instructions import (
+    ALIAS, ARCHIVED_NODES, BATCH_RUN, CALL, DO, FN, FUN_BLOCK, IF, INTER_FN, INVOKE, JMP, PUSH_RET, TRIGGER_EVENT,
+    WHILE, Try,
+)
+from amrita_sense.instructions.native import NATIVE_DO, NATIVE_IF, NATIVE_WHILE
+from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.types import Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
 
@@ -193,3 +202,98 @@ def test_fork_interpreter_checks_its_arguments(keyword, value):
         interp.fork_interpreter(**{keyword: value})
     assert interp.sub_interpreters == {}
 
+
+
+# ----- instructions: a bad operand is refused when the instruction is declared --------------------------
+
+_n = Recorder().act("n")
+
+DECLARATIONS = {
+    "ALIAS(node)": lambda bad: ALIAS(bad, "name"),
+    "ALIAS(alias)": lambda bad: ALIAS(_n, bad),
+    "JMP target": lambda bad: JMP(bad),
+    "CALL target": lambda bad: CALL(bad),
+    "CALL return address": lambda bad: CALL("x", from_adr=bad if bad is not None else 5),
+    "PUSH_RET address": lambda bad: PUSH_RET(bad),
+    "INVOKE(alias)": lambda bad: INVOKE(bad),
+    "IF / ELIF condition": lambda bad: IF(bad, _n),
+    "IF / ELIF / ELSE branch": lambda bad: IF(_n, bad),
+    "ELIF branch": lambda bad: IF(_n, _n).ELIF(_n, bad),
+    "ELSE branch": lambda bad: IF(_n, _n).ELSE(bad),
+    "WHILE(condition)": lambda bad: WHILE(bad),
+    "ACTION(node)": lambda bad: WHILE(_n).ACTION(bad),
+    "DO(node)": lambda bad: DO(bad),
+    "DO WHILE(condition)": lambda bad: DO(_n).WHILE(bad),
+    "Try(node)": lambda bad: Try(bad),
+    "CATCH(exc_type, node)": lambda bad: Try(_n).CATCH(ValueError, bad),
+    "THEN(node)": lambda bad: Try(_n).CATCH(ValueError, _n).THEN(bad),
+    "FINALLY(node)": lambda bad: Try(_n).FINALLY(bad),
+    "FN(entrypoint)": lambda bad: FN(bad, _n),
+    "FN(block)": lambda bad: FN("f", bad),
+    "INTER_FN(entrypoint)": lambda bad: INTER_FN(bad, _n),
+    "ARCHIVED_NODES(*nodes)": lambda bad: ARCHIVED_NODES(_n, bad),
+    "BATCH_RUN(*nodes)": lambda bad: BATCH_RUN(bad),
+    "BATCH_RUN middleware": lambda bad: BATCH_RUN(_n, middleware=bad if bad is not None else 5),
+    "BATCH_RUN sos_io": lambda bad: BATCH_RUN(_n, sos_io=bad if bad is not None else 5),
+    "FUN_BLOCK(sub_comp)": lambda bad: FUN_BLOCK(bad),
+    "FUN_BLOCK middleware": lambda bad: FUN_BLOCK(graph(), middleware=bad if bad is not None else 5),
+    "FUN_BLOCK object_io": lambda bad: FUN_BLOCK(graph(), object_io=bad if bad is not None else 5),
+    "TRIGGER_EVENT(event)": lambda bad: TRIGGER_EVENT(bad),
+    "NATIVE_IF(condition)": lambda bad: NATIVE_IF(bad, _n),
+    "NATIVE_IF(body)": lambda bad: NATIVE_IF(_n, bad),
+    "NATIVE_WHILE(condition)": lambda bad: NATIVE_WHILE(bad),
+    "NATIVE_WHILE ACTION(body)": lambda bad: NATIVE_WHILE(_n).ACTION(bad),
+    "NATIVE_DO(body)": lambda bad: NATIVE_DO(bad),
+    "NATIVE_DO WHILE(condition)": lambda bad: NATIVE_DO(_n).WHILE(bad),
+    "a node's tag": lambda bad: Node(tag=bad if bad is not None else 5)(lambda: None),
+    "on_event(event_type)": lambda bad: on_event(bad if bad is not None else 5),
+}
+
+
+@pytest.mark.parametrize("bad", [None, 5, 1.5, object()])
+@pytest.mark.parametrize("what", sorted(DECLARATIONS))
+def test_an_instruction_refuses_a_bad_operand_when_declared(what, bad):
+    with pytest.raises(TypeError):
+        DECLARATIONS[what](bad)
+
+
+def test_a_source_compose_is_not_a_function_block():
+    with pytest.raises(TypeError, match="FUN_BLOCK"):
+        FUN_BLOCK(NodeCompose(_n))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("event", [5, "not an event", object()])
+async def test_trigger_event_wants_an_event(event):
+    with pytest.raises(TypeError, match="BaseEvent"):
+        await MatcherFactory.trigger_event(event)
+
+
+INSPECTORS = ["where", "inspect", "backtrace", "list_nodes", "list_sub_intp", "list_breaks", "cleanup",
+              "disassemble", "dis", "step", "step_over", "step_out", "cont"]
+ASYNC_INSPECTORS = ["step_async", "step_over_async", "step_out_async", "cont_async"]
+
+
+@pytest.mark.parametrize("name", INSPECTORS)
+@pytest.mark.parametrize("inter", [None, 5, graph()])
+def test_debugger_commands_want_an_interpreter(name, inter):
+    with pytest.raises(TypeError, match=name):
+        getattr(debugger, name)(inter)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", ASYNC_INSPECTORS)
+async def test_debugger_async_commands_want_an_interpreter(name):
+    with pytest.raises(TypeError, match=name):
+        await getattr(debugger, name)(None)
+
+
+@pytest.mark.parametrize(("call", "name"), [(lambda: debugger.break_at_tag(None, "t"), "break_at_tag"),
+                                            (lambda: debugger.break_at_addr(5, [0]), "break_at_addr"),
+                                            (lambda: debugger.clear_break_tag(None, "t"), "clear_break_tag"),
+                                            (lambda: debugger.clear_break_addr(None, [0]), "clear_break_addr"),
+                                            (lambda: resolve_dis(None), "resolve_dis"),
+                                            (lambda: resolve_cmt(5), "resolve_cmt")])
+def test_debugger_helpers_name_their_bad_argument(call, name):
+    with pytest.raises(TypeError, match=name):
+        call()

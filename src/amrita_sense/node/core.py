@@ -49,6 +49,8 @@ class BaseNode:
     def _init(self, func, tag, wrap_to_async, address_able, frame=None) -> None:
         if not callable(func):
             raise TypeError(f"a node wraps a callable, not {type(func).__name__}")
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"a node's tag must be a string or None, not {type(tag).__name__}")
         self.fun_sign = sign_func(func)
         self.fun_frame = frame or sys._getframe(1)
         self.func = func

@@ -113,6 +113,26 @@ def _exception_types(value: Any) -> tuple:
     return kinds
 
 
+def _check_stream(stream: Any, name: str) -> None:
+    if not isinstance(stream, SuspendObjectStream) and not callable(getattr(stream, "_wait_for_continue", None)):
+        raise TypeError(
+            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+            f"not {type(stream).__name__}"
+        )
+
+
+def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
+    """The options of a forked interpreter (FUN_BLOCK, BATCH_RUN, `fork_interpreter`): `middleware`
+    UNSET (inherit), None or a callable; `object_io` None (the parent's stream) or a stream."""
+    if middleware is not UNSET and middleware is not None and not callable(middleware):
+        raise TypeError(
+            f"{what}: middleware must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"not {type(middleware).__name__}"
+        )
+    if object_io is not None:
+        _check_stream(object_io, f"{what}: object_io")
+
+
 _ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
 
 
@@ -253,11 +273,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @object_io.setter
     def object_io(self, stream: Any) -> None:
-        if not isinstance(stream, SuspendObjectStream) and not callable(getattr(stream, "_wait_for_continue", None)):
-            raise TypeError(
-                f"object_io must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
-                f"not {type(stream).__name__}"
-            )
+        _check_stream(stream, "object_io")
         self._object_io = stream
         flag = getattr(stream, "_suspend_flag", None)
         self._signal = flag if isinstance(flag, _core.SuspendFlag) else _core.ALWAYS_PENDING
@@ -908,10 +924,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         ava_kwargs: dict[str, Any] | None = None,
     ) -> WorkflowInterpreter:
         """A child interpreter sharing this one's stream, pass-through types, pools and middleware."""
+        check_fork_options(middleware, object_io, "fork_interpreter")
         if middleware is UNSET:
             middleware = None if __flags__.NO_SHARED_MIDDLEWARE else self._middleware
-        elif middleware is not None and not callable(middleware):
-            raise TypeError("middleware must be a callable taking a WorkflowInterpreter and returning an awaitable")
         args = self._ava_args_v
         if ava_args is not None:
             args = (*_args_pool(ava_args, "ava_args"), *args[1:])
