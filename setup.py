@@ -3,10 +3,12 @@
 Without a compiler the build still succeeds and the pure-Python twin runs,
 unless AMRITA_SENSE_REQUIRE_EXTENSIONS=1, which turns a failed compile into an error.
 AMRITA_SENSE_NO_EXTENSIONS=1 skips the compiled core altogether.
+AMRITA_SENSE_DEBUG_BUILD=1 builds the debug core (checks and assertions on, see `_core_build_options`).
 """
 
 import os
 import platform
+import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -51,6 +53,39 @@ class BuildPyWithCoreStubs(build_py):
             self.copy_file(os.path.join("src", name), os.path.join(self.build_lib, name))
 
 
+def _core_build_options():
+    """Cython directives, Extension options and whether to regenerate the C of the compiled core.
+
+    Release: no bounds or None checks on the hot path, the core's assertions compiled out.
+    AMRITA_SENSE_DEBUG_BUILD=1: the debug build, with the same semantics but every list/tuple index
+    bounds-checked, None checked on typed attribute access, the core's assertions and C asserts on,
+    no optimisation and debug symbols. Switching between the two regenerates the C (cythonize does
+    not notice a change of directives).
+    """
+    debug = _env_flag("AMRITA_SENSE_DEBUG_BUILD")
+    directives = {"language_level": "3", "boundscheck": debug, "wraparound": False, "cdivision": True}
+    force = _build_mode_changed("debug" if debug else "release")
+    if not debug:
+        return directives, {"define_macros": [("CYTHON_WITHOUT_ASSERTIONS", None)]}, force
+    directives.update(nonecheck=True, initializedcheck=True)
+    flags = ["/Od", "/Zi", "/UNDEBUG"] if sys.platform == "win32" else ["-O0", "-g", "-UNDEBUG"]
+    return directives, {"define_macros": [("AMRITA_SENSE_DEBUG", "1")], "extra_compile_args": flags}, force
+
+
+def _build_mode_changed(mode):
+    """Record `mode` for the next build; True when the last build of the core was the other one."""
+    stamp = os.path.join("build", "core-build-mode")
+    try:
+        with open(stamp) as f:
+            previous = f.read()
+    except OSError:
+        previous = "release"  # builds before the debug build existed
+    os.makedirs("build", exist_ok=True)
+    with open(stamp, "w") as f:
+        f.write(mode)
+    return previous != mode
+
+
 def _extensions():
     if SKIP:
         return []
@@ -61,10 +96,12 @@ def _extensions():
             raise
         print("WARNING: Cython is not available; the pure-Python core will be used")
         return []
+    directives, build_options, force = _core_build_options()
     try:
         extensions = cythonize(
-            [Extension("_sense_core", ["src/_sense_core.pyx"])],
-            compiler_directives={"language_level": "3"},
+            [Extension("_sense_core", ["src/_sense_core.pyx"], **build_options)],
+            compiler_directives=directives,
+            force=force,
             quiet=True,
         )
     except Exception as exc:  # noqa: BLE001 - a Cython error must not break a pure install

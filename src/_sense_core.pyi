@@ -5,6 +5,7 @@ from typing import Any, ClassVar, Generic, Iterator, TypeVar
 T = TypeVar("T")
 
 IMPLEMENTATION: str
+DEBUG_BUILD: bool
 FLAG_IF: int
 FLAG_HLT: int
 FLAG_JMP: int

@@ -1,4 +1,3 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The compiled core of amrita-sense-turbo.
 
 Same classes, algorithms and behaviour as the pure-Python twin
@@ -6,6 +5,10 @@ Same classes, algorithms and behaviour as the pure-Python twin
 matching fix in the other. See `_sense_core.pxd` for the typed layout.
 Every C-level method is `@cython.final`: called directly, so the C compiler
 can inline it, instead of through the method table.
+
+The Cython directives are set by `setup.py` (`_core_build_options`): the release build indexes
+without bounds checks and compiles the `assert`s out; the debug build (AMRITA_SENSE_DEBUG_BUILD=1)
+checks every index and None access and keeps the assertions. `DEBUG_BUILD` says which one loaded.
 """
 
 import asyncio
@@ -35,7 +38,16 @@ cdef extern from "Python.h":
     void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
 
 
+cdef extern from *:
+    """
+    #ifndef AMRITA_SENSE_DEBUG
+    #define AMRITA_SENSE_DEBUG 0
+    #endif
+    """
+    int AMRITA_SENSE_DEBUG
+
 IMPLEMENTATION = "cython"
+DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG)
 
 cdef enum:
     C_FLAG_IF = 1
@@ -283,6 +295,7 @@ cdef class PointerVector:
 
     @cython.final
     cdef void _set_row(self, Program prog, Py_ssize_t row):
+        assert prog is not None and 0 <= row < prog.nrows, "a vector bound to a row outside its table"
         self._prog = prog
         self._row = row
         self._items = None
@@ -386,6 +399,7 @@ cdef class PointerVector:
 
 
 cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row):
+    assert prog is not None and 0 <= row < prog.nrows, "a vector bound to a row outside its table"
     cdef PointerVector vec = PointerVector.__new__(PointerVector)
     vec._items = None
     vec._row = row
@@ -919,6 +933,7 @@ cdef class InterpreterCore:
         cdef Py_ssize_t row = self._locate_current(&exact)
         if row < 0:
             raise NullPointerException(f"address {self._pointer._list()} not found")
+        assert row < self._prog.nrows, "the current row is outside the table"
         if not exact:
             self._pointer._set_row(self._prog, row)
         if self._prog.cbits[row] & C_ROW_EMPTY:
@@ -1104,6 +1119,7 @@ cdef class InterpreterCore:
         """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
+        assert 0 <= row < self._prog.nrows, "a plan asked for a row outside the table"
         plan = self._prog.static_plans[row]
         return plan if plan is not None else self._row_plan(row)
 
@@ -1217,6 +1233,7 @@ cdef class InterpreterCore:
     cdef int _goto(self, tuple target) except -1:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         cdef Py_ssize_t row = target[0]
+        assert row < self._prog.nrows, "a jump target outside the table"
         if row >= 0 and target[1]:
             self._pointer._set_row(self._prog, row)
         else:
@@ -1233,6 +1250,7 @@ cdef class InterpreterCore:
     cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1:
         """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
         `target_row` when the target is one row, else through its descriptor."""
+        assert target_row < self._prog.nrows, "a jump target outside the table"
         if self._c_mark_jump():
             if target_row >= 0:
                 self._pointer._set_row(self._prog, target_row)

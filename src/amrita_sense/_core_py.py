@@ -21,6 +21,7 @@ from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
 
 IMPLEMENTATION = "python"
+DEBUG_BUILD = False  # the compiled core says whether it is its debug build
 
 FLAG_IF = 1
 FLAG_HLT = 2
