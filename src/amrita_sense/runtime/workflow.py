@@ -365,9 +365,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def reset(self) -> None:
         """Clear the pointer, stacks, flags, panic record and pending stop."""
-        if self._waiter_fut is not None and not self._waiter_fut.done():
-            self._waiter_fut.cancel("Reseted by manual.")
-        self._waiter_fut = None
+        if self._waiter_fut_v is not None and not self._waiter_fut_v.done():
+            self._waiter_fut_v.cancel("Reseted by manual.")
+        self._waiter_fut_v = None
         self._clear_state()
 
     def _clear_state(self) -> None:
@@ -375,7 +375,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._pending_stop = False
         self._ret_addr_stack.clear()
         self._flag_bits = 0
-        self._panic_exc = None
+        self._panic_exc_v = None
         self._context_stack.clear()
 
     def dump_interpreter(self, exclude_deps: bool = True, exclude_stack: bool = True) -> InterpreterContext:
@@ -387,7 +387,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             s_kwargs=None if exclude_deps else self._ava_kwargs_v,
             extra={},
             stack=None if exclude_stack else self._ret_addr_stack,
-            exception=self._panic_exc,
+            exception=self._panic_exc_v,
             flags=Flags(self._flag_bits & ~FLAG_HLT),
         )
 
@@ -824,14 +824,14 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._end_run(outcome)
 
     async def _begin_run(self) -> None:
-        if self._panic_exc is not None:
+        if self._panic_exc_v is not None:
             logger.debug("Recovered from panic.")
-            self._panic_exc = None
+            self._panic_exc_v = None
         loop = asyncio.get_running_loop()
         with _RUN_CLAIM:  # the check and the claim are one step, also for runs started from two threads
-            if self._waiter_fut is not None and not self._waiter_fut.done():
+            if self._waiter_fut_v is not None and not self._waiter_fut_v.done():
                 raise IllegalState("Cannot start a new workflow while one is already running")
-            self._waiter_fut = loop.create_future()
+            self._waiter_fut_v = loop.create_future()
         self._run_task = asyncio.current_task()
         _pin_async_library()
         try:
@@ -856,7 +856,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._clear_state()
             return True
         if isinstance(exc, Exception):
-            self._panic_exc = exc
+            self._panic_exc_v = exc
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
         return False
@@ -864,7 +864,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     async def _end_run(self, outcome: BaseException | None) -> None:
         # A KeyboardInterrupt can land inside the loop's last lock release; the run no longer holds it.
         self._interpret_lock._release_held_by(self._run_task)
-        fut, self._waiter_fut = self._waiter_fut, None
+        fut, self._waiter_fut_v = self._waiter_fut_v, None
         self._run_task = None
         if fut is not None and not fut.done():
             if isinstance(outcome, Exception):
@@ -892,7 +892,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @property
     def is_running(self) -> bool:
-        fut = self._waiter_fut
+        fut = self._waiter_fut_v
         return fut is not None and not fut.done()
 
     @property
@@ -901,10 +901,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
         From inside the run itself (a node awaiting it would wait for itself) it raises `IllegalState`.
         """
-        if self._waiter_fut is None:
+        if self._waiter_fut_v is None:
             raise IllegalState("Interpreter is not running.")
         self._refuse_waiting_for_own_run("wait")
-        return self._waiter_fut
+        return self._waiter_fut_v
 
     def _refuse_waiting_for_own_run(self, what: str, caller: Any = UNSET) -> None:
         """`IllegalState` when `caller` (default: the current task) drives this interpreter's run:
@@ -952,7 +952,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def _terminate(self, eol: bool, caller: asyncio.Task | None) -> None:
         """`terminate()` on behalf of the task `caller` (the `*_all*` helpers run it in tasks of their own)."""
-        fut = self._waiter_fut
+        fut = self._waiter_fut_v
         if fut is not None and not fut.done():
             self._refuse_waiting_for_own_run("terminate()", caller)
         if fut is not None and not fut.done() and not self._pending_stop:
@@ -996,7 +996,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         waits: list = []
         if not exclude_self and self.is_running:
             self._refuse_waiting_for_own_run("wait_all_forks()", caller)
-            waits.append(self._waiter_fut)
+            waits.append(self._waiter_fut_v)
         waits += [sub._wait_forks(caller, return_exc) for sub in self._sub_interpreters.values()]
         results = await asyncio.gather(*waits, return_exceptions=return_exc)
         return results if return_exc else None
