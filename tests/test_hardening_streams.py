@@ -92,6 +92,13 @@ async def test_a_reader_closed_mid_stream_detaches():
 # ----- a sender cancelled as a reader takes its item --------------------------------------------------------
 
 
+async def _full_queue() -> SuspendObjectStream:
+    """A stream whose forward queue (one slot, no timeout) already holds "first"."""
+    stream = SuspendObjectStream(queue_size=1, queue_timeout=None)
+    await stream.yield_response("first")
+    return stream
+
+
 async def _blocked_sender(stream: SuspendObjectStream, item, events: list) -> asyncio.Task:
     async def send():
         await stream.yield_response(item)
@@ -107,8 +114,7 @@ async def _blocked_sender(stream: SuspendObjectStream, item, events: list) -> as
 
 @pytest.mark.asyncio
 async def test_a_send_cancelled_while_its_item_waits_in_the_queue_takes_it_back():
-    stream = SuspendObjectStream(queue_size=1, queue_timeout=None)
-    await stream.yield_response("first")
+    stream = await _full_queue()
     events: list = []
     sender = await _blocked_sender(stream, "second", events)
     gen = stream.get_response_generator()
@@ -124,8 +130,7 @@ async def test_a_send_cancelled_while_its_item_waits_in_the_queue_takes_it_back(
 
 @pytest.mark.asyncio
 async def test_a_cancelled_send_frees_its_room_for_the_next_blocked_sender():
-    stream = SuspendObjectStream(queue_size=1, queue_timeout=None)
-    await stream.yield_response("first")
+    stream = await _full_queue()
     cancelled_events: list = []
     cancelled = await _blocked_sender(stream, "second", cancelled_events)
     waiting = asyncio.ensure_future(stream.yield_response("third"))
@@ -163,8 +168,7 @@ async def test_a_send_whose_item_was_read_returns_and_is_cancelled_at_its_next_a
 
 @pytest.mark.asyncio
 async def test_a_send_cancelled_before_any_reader_came_delivers_nothing():
-    stream = SuspendObjectStream(queue_size=1, queue_timeout=None)
-    await stream.yield_response("first")
+    stream = await _full_queue()
     events: list = []
     sender = await _blocked_sender(stream, "second", events)
     sender.cancel()
