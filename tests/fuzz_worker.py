@@ -170,7 +170,7 @@ class World:
     async def call(self, call: list) -> str:
         try:
             result = self._apply(call, None)
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            if asyncio.iscoroutine(result):  # an async call; a future returned as a value is just a value
                 task = asyncio.ensure_future(result)
                 done, _ = await asyncio.wait({task}, timeout=CALL_TIMEOUT)
                 if not done:
