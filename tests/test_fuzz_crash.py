@@ -40,9 +40,10 @@ LONG = os.environ.get("AMRITA_SENSE_FUZZ", "") == "long"
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_FUZZ_EXAMPLES", "3000" if LONG else "30"))
 SEQUENCE_TIMEOUT = 60.0  # seconds for one sequence in one worker: beyond it the worker hangs
 
-pytestmark = pytest.mark.skipif(
-    CORE != "cython", reason="runs in the compiled-core pass: it drives both builds itself"
-)
+pytestmark = [
+    pytest.mark.skipif(CORE != "cython", reason="runs in the compiled-core pass: it drives both builds itself"),
+    pytest.mark.skipif(sys.platform == "win32", reason="waits on the workers' pipes with select()"),
+]
 
 # ----- what a sequence is made of ---------------------------------------------------------------
 
