@@ -294,7 +294,7 @@ def _check_callback(func: Any, what: str, optional: bool = True) -> None:
 
 
 def _name_of(func: Any) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return getattr(func, "__name__", None) or repr(func)
 
 
 def _find_stream(args: tuple, kwargs: dict) -> SuspendObjectStream | None:
@@ -391,8 +391,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             stream = _find_stream(args, kwargs)
             if stream is None:
                 raise TypeError(
-                    f"{_name_of(func)} was called without a SuspendObjectStream argument "
-                    f"(positional types: {[type(a).__name__ for a in args]}, keywords: {list(kwargs)})"
+                    f"No SuspendObjectStream parameter found in function '{_name_of(func)}'. "
+                    f"Args types: {[type(a).__name__ for a in args]}, Kwargs keys: {list(kwargs)}"
                 )
             await stream._wait_for_continue(tag)
             return await func(*args, **kwargs)
@@ -670,7 +670,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "callback", optional=False)
         with self._state_lock:
             if self._callback_fun is not None:
-                raise StreamStateError("A response callback is already set on this stream.")
+                raise StreamStateError("The callback function of this chat object has already been set!")
             if self._has_consumer:
                 raise StreamStateError("Response is already being consumed.")
             self._callback_fun = func
@@ -685,7 +685,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "receive_callback", optional=False)
         with self._state_lock:
             if self._callback_fun_sending is not None:
-                raise StreamStateError("A push callback is already set on this stream.")
+                raise StreamStateError("The callback function for sending-side responses has already been set!")
             self._callback_fun_sending = func
 
 

@@ -263,7 +263,7 @@ class DependsFactory(Generic[T]):
         self.generator_kind: Literal["sync", "async"] | None = detect_generator_kind(depency)
         if self.generator_kind is None and scope is not None:
             raise DependsDeclarationError(
-                f"`scope` only applies to generator dependencies, but {callable_name(depency)!r} is a plain "
+                f"`scope` is only meaningful for generator dependencies, but {callable_name(depency)!r} is a plain "
                 "callable; use `use_cache=True` to reuse its value instead."
             )
         self.scope: Scope | None = Scope(scope) if scope is not None else None
@@ -319,8 +319,8 @@ class DependsFactory(Generic[T]):
             return None
         if self.generator_kind is not None:
             raise DependsInjectFailed(
-                f"{callable_name(self._depency_func)!r} is a generator dependency; it is resolved through a "
-                "lifecycle scope, not by calling `resolve()` directly."
+                f"{callable_name(self._depency_func)!r} is a generator dependency; it has to be resolved through a "
+                "lifecycle scope rather than by calling `resolve()` directly."
             )
         value = self._depency_func(**values)
         if hasattr(type(value), "__await__"):

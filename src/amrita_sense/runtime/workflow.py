@@ -505,7 +505,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         found = match(meta, args, kwargs)
         if isinstance(found, Unresolved):
             raise DependsResolveFailed(
-                f"Function {callable_name(func)} in {node.tag} could not be resolved due to reason "
+                f"Function {getattr(func, '__name__', func)} in {node.tag} could not be resolved due to reason "
                 f"`{found.reason.value}`: {found.describe()}"
             )
         cacheable, per_call = split_cacheable(meta["factory_map"])
