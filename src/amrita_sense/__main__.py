@@ -5,4 +5,5 @@ import sys
 
 from amrita_sense_turbo.report import main
 
-sys.exit(main())
+if __name__ == "__main__":  # package walkers import __main__ modules too
+    sys.exit(main())
