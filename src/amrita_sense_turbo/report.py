@@ -37,12 +37,13 @@ class Report:
 
 
 def _dists(name: str) -> list[metadata.Distribution]:
-    """Every installed distribution of that name on sys.path (more than one is a stale copy)."""
+    """Every installed distribution of that name on sys.path (more than one is a stale copy); a
+    source checkout's egg-info (no RECORD) is not an installation."""
     wanted = name.replace("-", "_").lower()
     found = []
     for dist in metadata.distributions():
         dist_name = (dist.metadata["Name"] or "").replace("-", "_").lower()
-        if dist_name == wanted:
+        if dist_name == wanted and dist.read_text("RECORD") is not None:
             found.append(dist)
     return found
 
