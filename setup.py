@@ -24,6 +24,7 @@ import shutil
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 from setuptools.command.egg_info import egg_info
 
 
@@ -78,6 +79,7 @@ class LayoutBuildPy(build_py):
     def run(self):
         super().run()
         core_dir = os.path.join(self.build_lib, *_installed_name(RUNTIME).split("."))
+        self.mkpath(core_dir)  # an editable build maps the packages instead of copying them
         for kind in ("pyi", "pxd"):
             self.copy_file(CORE_SOURCES[kind], os.path.join(core_dir, os.path.basename(CORE_SOURCES[kind])))
         pth = os.path.join(self.build_lib, PTH_NAME)
@@ -94,6 +96,32 @@ class TopLevelNames(egg_info):
     def run(self):
         super().run()
         self.write_file("top-level names", os.path.join(self.egg_info, "top_level.txt"), f"{RUNTIME}\n{HOOK}\n")
+
+
+class EditableWithHook(editable_wheel):
+    """An editable install gets the hook too (`amrita_sense` then resolves to the checkout's
+    `src/amrita_sense`): setuptools' editable wheel carries only the package mapping, so the
+    strategy that writes it also writes an import-only `.pth` (read after setuptools' own
+    `__editable__*.pth`, which makes the hook package importable)."""
+
+    def _select_strategy(self, name, tag, build_lib):
+        return _AlsoWritesHook(super()._select_strategy(name, tag, build_lib))
+
+
+class _AlsoWritesHook:
+    def __init__(self, strategy):
+        self._strategy = strategy
+
+    def __call__(self, wheel, files, mapping):
+        self._strategy(wheel, files, mapping)
+        wheel.writestr(PTH_NAME, f"import {HOOK}\n")
+
+    def __enter__(self):
+        self._strategy.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._strategy.__exit__(*exc_info)
 
 
 # ----- the optional compiled core ----------------------------------------------------------
@@ -191,6 +219,11 @@ setup(
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
     ext_modules=_extensions(),
-    cmdclass={"build_ext": OptionalBuildExt, "build_py": LayoutBuildPy, "egg_info": TopLevelNames},
+    cmdclass={
+        "build_ext": OptionalBuildExt,
+        "build_py": LayoutBuildPy,
+        "egg_info": TopLevelNames,
+        "editable_wheel": EditableWithHook,
+    },
     py_modules=[],
 )

@@ -53,7 +53,11 @@ def test_core_reason_says_why_this_core_loaded():
     elif _flag("AMRITA_SENSE_NO_EXTENSIONS"):
         assert _core.CORE_REASON == "the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it"
     else:
+        import importlib.util
+
         assert _core.CORE_REASON.startswith("the pure-Python twin: ")
+        if importlib.util.find_spec("amrita_sense._sense_core") is None:
+            assert "this build has no compiled core" in _core.CORE_REASON
 
 
 def test_stack_push_pop_keeps_references_balanced():

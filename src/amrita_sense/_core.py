@@ -7,6 +7,7 @@ makes a missing compiled core an error instead of a silent fallback.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 
@@ -34,7 +35,7 @@ def _load():
     except ImportError as exc:
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise
-        if isinstance(exc, ModuleNotFoundError) and exc.name == f"{__package__}._sense_core":
+        if importlib.util.find_spec(f"{__package__}._sense_core") is None:
             return _twin("the pure-Python twin: this build has no compiled core (no C compiler or Cython at build time)")
         return _twin(f"the pure-Python twin: the compiled core failed to load ({exc})")
     return core, f"the compiled core ({core.__file__})"
