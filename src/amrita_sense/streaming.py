@@ -222,8 +222,11 @@ class _Channel:
             self.done = True
             self._fail_all(self._getters, _CLOSED)
 
-    def reopen(self) -> None:
-        """Accept items again after `close()`; a channel whose reader has gone stays done."""
+    def set_done(self, done: bool) -> None:
+        """`close()` for True; for False accept items again, unless the reader has gone."""
+        if done:
+            self.close()
+            return
         with self._guard:
             self.done = self._reader_gone
 
@@ -616,10 +619,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @_queue_done.setter
     def _queue_done(self, done: bool) -> None:
-        if done:
-            self._forward.close()
-        else:
-            self._forward.reopen()
+        self._forward.set_done(done)
 
     async def _put_to_queue(self, item: Any) -> None:
         """Queue `item` for the consumer, past the suspend gate and the callbacks, waiting up to
@@ -680,10 +680,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @_peer_done.setter
     def _peer_done(self, done: bool) -> None:
-        if done:
-            self._reverse.close()
-        else:
-            self._reverse.reopen()
+        self._reverse.set_done(done)
 
     @staticmethod
     async def _read(channel: _Channel) -> AsyncGenerator[Any, None]:
