@@ -10,6 +10,8 @@ from pathlib import Path
 import amrita_sense
 
 ROOT = Path(__file__).resolve().parents[1]
+# The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).
+RUNTIME_DIR = str(Path(amrita_sense.__file__).resolve().parents[1])
 EXAMPLE = ROOT / "examples" / "debugger_session.py"
 
 COMMANDS = """\
@@ -34,7 +36,7 @@ print("trace:", trace)
 
 
 def run_session(commands: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONIOENCODING="utf-8")
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR, PYTHONIOENCODING="utf-8")
     env.pop("AMRITA_SENSE_NO_EXTENSIONS", None)
     if amrita_sense.IMPLEMENTATION == "python":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
@@ -38,7 +37,7 @@ from amrita_sense.hook._inject import (
     FactoryGroup, NodeEntry, ScopeChain, Session, Unresolved, callable_name, finish_plain, gather_all, match,
     resolve_group, split_cacheable, start_plain,
 )
-from amrita_sense.logging import logger
+from amrita_sense.logging import engine_debug_enabled, logger
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
@@ -506,7 +505,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         found = match(meta, args, kwargs)
         if isinstance(found, Unresolved):
             raise DependsResolveFailed(
-                f"Function {callable_name(func)} in {node.tag} could not be resolved due to reason "
+                f"Function {getattr(func, '__name__', func)} in {node.tag} could not be resolved due to reason "
                 f"`{found.reason.value}`: {found.describe()}"
             )
         cacheable, per_call = split_cacheable(meta["factory_map"])
@@ -735,13 +734,14 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._flag_bits |= FLAG_HLT
             return True
         if isinstance(exc, InterruptNotice):
-            logger.debug("Interrupt notice at %s: %s", self._pointer, exc.message)
+            if engine_debug_enabled():
+                logger.debug(f"Interrupt notice at {self._pointer}: {exc.message}")
             self._clear_state()
             return True
         if isinstance(exc, Exception):
             self._panic_exc = exc
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
+            if engine_debug_enabled():
+                logger.debug(f"workflow panic: {exc!r} at {self._pointer}\n{self._make_traceback()}")
         return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
