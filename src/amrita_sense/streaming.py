@@ -531,6 +531,19 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             raise
         return True
 
+    def _would_park(self, tag: str | None = None) -> bool:
+        """Whether `_wait_for_continue(tag)` called now would park (the checkpointer asks before it saves)."""
+        if not self._suspend_flag.pending:
+            return False
+        with self._state_lock:
+            request = self._request
+            if request is None:
+                return False
+            tags = self._request_tags
+            if tags and (tag is None or tag not in tags):
+                return False
+            return self._request_fired or not request.done()
+
     # ----- producer to consumer ------------------------------------------------------------
 
     async def push_object(self, obj: ObjectTypeT) -> None:
