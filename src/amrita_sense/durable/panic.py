@@ -6,7 +6,8 @@ formatted traceback; with a codec, also as the codec's bytes.
 
 On restore, `get_exception()` returns, in this order of preference:
 
-1. the codec's copy, when a codec was used on both sides and it decodes to an exception;
+1. the codec's copy, when a codec was used on both sides and it decodes to an exception
+   (a copy the codec cannot decode is skipped);
 2. a new instance of the original class, built from the stored arguments, when
    the class is already imported in the restoring process (it is looked up in
    `sys.modules`, never imported) and rebuilding gives the same arguments;
@@ -25,7 +26,7 @@ import sys
 import traceback
 from typing import Any
 
-from amrita_sense.durable.errors import CodecError, CorruptSnapshot, RestoredPanic, RestoreError
+from amrita_sense.durable.errors import CorruptSnapshot, RestoredPanic, RestoreError
 
 MAX_TRACEBACK = 64 * 1024
 """Characters of traceback text kept per exception (the end of the text is kept)."""
@@ -143,8 +144,8 @@ def _from_codec(record: dict, codec: Any, blobs: list[bytes]) -> BaseException |
         return None
     try:
         exc = codec.loads(blobs[record["blob"]])
-    except Exception as error:  # noqa: BLE001
-        raise CodecError(f"the codec could not decode the stored {record['type']}: {error!r}") from error
+    except Exception:  # noqa: BLE001 - some exceptions pickle but do not unpickle: the record stands in
+        return None
     return exc if isinstance(exc, BaseException) else None
 
 

@@ -25,7 +25,7 @@ The engine document (format version 1) is a JSON object::
     {"interp": STATE, "codec": name of the codec or null}
 
     STATE = {
-      "id": interpreter id (hex) or null,   "position": see above,
+      "id": the interpreter id (hex; a restored root interpreter keeps it),  "position": see above,
       "parked": the gate tag it is parked at, or null,
       "ptr": [int, ...]  (the program counter; [] when the run has ended),
       "flags": int (IF=1, HLT=2, JMP=4),  "stop": bool (a pending terminate()),
@@ -145,7 +145,7 @@ def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> t
     ptr, flags = _pointer_and_flags(interp)
     stacks: list[dict] = []
     state = {
-        "id": interp._interpreter_id,
+        "id": interp.id,
         "position": position,
         "parked": interp._parked_tag,
         "ptr": ptr,
