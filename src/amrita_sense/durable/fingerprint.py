@@ -41,6 +41,8 @@ class GraphOutline:
     packed: bytes
     """The digests as little-endian unsigned 32-bit integers (the snapshot's outline section)."""
     program: Any
+    memo_rows: tuple[int, ...]
+    """The rows whose node keeps a return address it computes at its first execution."""
 
     def describe_row(self, row: int) -> str:
         """What this graph holds at `row`, for error messages."""
@@ -86,8 +88,10 @@ def _build_outline(prog: Any) -> GraphOutline:
         digest.update(data)
         digest.update(b"\n")
         digests.append(zlib.crc32(data))
+    from amrita_sense.durable.node_state import memo_rows
+
     packed = struct.pack(f"<{len(digests)}I", *digests)
-    return GraphOutline(digest.hexdigest()[:32], tuple(digests), packed, prog)
+    return GraphOutline(digest.hexdigest()[:32], tuple(digests), packed, prog, memo_rows(prog))
 
 
 def _row_lines(prog: Any) -> list[str]:

@@ -79,7 +79,7 @@ class Decoded:
 
 def encode(status: str, fingerprint: str, document: dict, outline: bytes, blobs: list[bytes]) -> bytes:
     """Pack a snapshot (see the module docstring for the layout)."""
-    engine = zlib.compress(json.dumps(document, separators=(",", ":"), allow_nan=False).encode(), 6)
+    engine = _compress(json.dumps(document, separators=(",", ":"), allow_nan=False).encode())
     user = _pack_blobs(blobs) if blobs else b""
     head = _HEADER.pack(
         MAGIC, FORMAT_VERSION, STATUSES.index(status), _COMPRESSED, bytes.fromhex(fingerprint),
@@ -87,6 +87,13 @@ def encode(status: str, fingerprint: str, document: dict, outline: bytes, blobs:
     )
     crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head[:_CRC_AT]))))
     return b"".join((head[:_CRC_AT], struct.pack("<I", crc), engine, outline, user))
+
+
+def _compress(data: bytes) -> bytes:
+    # memLevel 1: a small hash table; for documents of a few hundred bytes, setting up the
+    # default one costs more than compressing (13 us against 5 us)
+    packer = zlib.compressobj(6, zlib.DEFLATED, 15, 1)
+    return packer.compress(data) + packer.flush()
 
 
 def _pack_blobs(blobs: list[bytes]) -> bytes:

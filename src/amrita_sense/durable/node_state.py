@@ -109,14 +109,19 @@ def _memo_field(node: Any) -> str | None:
     return None
 
 
-def capture_memos(prog: Any) -> list[list]:
-    """`[[address of the node, kept address], ...]` for every node of `prog` that has computed one."""
+def memo_rows(prog: Any) -> tuple[int, ...]:
+    """The rows of `prog` whose node can keep a computed return address."""
+    return tuple(row for row in range(prog.nrows) if _memo_field(prog.nodes[row]) is not None)
+
+
+def capture_memos(prog: Any, rows: tuple[int, ...]) -> list[list]:
+    """`[[address of the node, kept address], ...]` for the nodes at `rows` (see `memo_rows`) that have one."""
     memos = []
-    for row in range(prog.nrows):
+    for row in rows:
         node = prog.nodes[row]
-        field = _memo_field(node)
-        if field is not None and getattr(node, field) is not None:
-            memos.append([list(prog.addrs[row]), list(getattr(node, field))])
+        kept = getattr(node, _memo_field(node))
+        if kept is not None:
+            memos.append([list(prog.addrs[row]), list(kept)])
     return memos
 
 

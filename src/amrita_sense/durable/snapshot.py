@@ -58,7 +58,7 @@ from amrita_sense import _core
 from amrita_sense.durable import format as fmt
 from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
-from amrita_sense.durable.fingerprint import graph_fingerprint, outline_of
+from amrita_sense.durable.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
 from amrita_sense.durable.panic import encode_exception, type_name
 
 IDLE, BETWEEN, GATE, STEP, NESTED = "idle", "between", "gate", "step", "nested"
@@ -70,7 +70,7 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
     blobs: list[bytes] = []
     state, parked = _capture(interp, codec, blobs, with_pools=True)
-    outline = outline_of(interp.get_graph())
+    outline = _outline(interp)
     document = {"interp": state, "codec": _codec_name(codec)}
     status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
@@ -157,13 +157,26 @@ def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> t
         "exc_ignored": [type_name(cls) for cls in interp._exc_ignored],
         "panic": None if interp._panic_exc is None else encode_exception(interp._panic_exc, codec, blobs),
         "pools": _pools_blob(interp, codec, blobs) if with_pools and codec is not None else None,
-        "memo": node_state.capture_memos(interp._prog),
+        "memo": _memos(interp),
         "children": None,
     }
     parked = interp._parked_tag is not None
     if position == NESTED:
         state["children"], parked = _children_document(interp, codec, blobs)
     return state, parked
+
+
+def _outline(interp: Any) -> GraphOutline:
+    """The outline of the node table `interp` runs (a slot swapped in place makes a newer one)."""
+    prog = interp._prog
+    while prog.successor is not None:
+        prog = prog.successor
+    return outline_of_program(prog)
+
+
+def _memos(interp: Any) -> list[list]:
+    outline = _outline(interp)
+    return node_state.capture_memos(outline.program, outline.memo_rows) if outline.memo_rows else []
 
 
 def _pointer_and_flags(interp: Any) -> tuple[list[int], int]:
