@@ -79,16 +79,20 @@ def _blob_index(value: Any, where: str, blob_count: int) -> int | None:
     return _int(value, where, 0, blob_count - 1) if blob_count else _int(value, where, 0, -1)
 
 
-def _check_stack(value: Any, where: str) -> dict:
+def _stack_items(value: Any, where: str) -> list:
+    """The items of a `{"limit": int, "items": [...]}` object (a STACK, or the context stack)."""
     if type(value) is not dict:
         raise _fail(where, "expected a stack object")
     _int(_get(value, "limit", where), where + ".limit")
     items = _get(value, "items", where)
     if type(items) is not list:
         raise _fail(where, "the stack's items are not a list")
-    for i, item in enumerate(items):
+    return items
+
+
+def _check_stack(value: Any, where: str) -> None:
+    for i, item in enumerate(_stack_items(value, where)):
         _address(item, f"{where}.items[{i}]")
-    return value
 
 
 def _check_state(state: Any, where: str, blob_count: int, depth: int) -> dict:
@@ -134,13 +138,7 @@ def _check_names(names: Any, where: str) -> list[str]:
 
 
 def _check_contexts(ctx: Any, where: str, blob_count: int, stack_count: int) -> None:
-    if type(ctx) is not dict:
-        raise _fail(where, "expected a context stack object")
-    _int(_get(ctx, "limit", where), where + ".limit")
-    items = _get(ctx, "items", where)
-    if type(items) is not list:
-        raise _fail(where, "the context stack's items are not a list")
-    for i, item in enumerate(items):
+    for i, item in enumerate(_stack_items(ctx, where)):
         at = f"{where}.items[{i}]"
         if type(item) is not dict:
             raise _fail(at, "expected a context object")
@@ -272,12 +270,15 @@ def _plan_state(
 
 
 def _make_pointer(prog: Any, addr: list[int]) -> Any:
+    """A pointer at `addr`: bound to its row when it names one (as the loop leaves pointers), else a list."""
+    if addr:
+        row, exact = prog.locate(addr)
+        if row >= 0 and exact:
+            return _core.PointerVector._at_row(prog, row)
     vec = _core.PointerVector(list(addr))
     if not addr:
         vec.clear()
-        return vec
-    row, exact = prog.locate(addr)
-    return _core.PointerVector._at_row(prog, row) if row >= 0 and exact else vec
+    return vec
 
 
 def _make_stack(prog: Any, doc: dict) -> Any:

@@ -193,7 +193,9 @@ def _pointer_and_flags(interp: Any) -> tuple[list[int], int]:
 def _address(ptr: Any) -> list[int]:
     """A pointer's address without materialising a bound pointer's list."""
     items = ptr._items
-    addr = list(ptr._prog.addrs[ptr._row]) if items is None else list(items)
+    if items is None:  # bound to a row: the table's own address
+        return list(ptr._prog.addrs[ptr._row])
+    addr = list(items)
     if len(addr) > MAX_ADDRESS or not all(type(i) is int for i in addr):
         raise SnapshotUnavailable(f"the pointer {addr[:8]}... is not an address of at most {MAX_ADDRESS} ints")
     return addr
