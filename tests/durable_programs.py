@@ -1,9 +1,11 @@
 """Random workflows for the durable-run tests, with all their node state in one injected object.
 
 The instruction programs of `test_differential_instructions` (branches, loops,
-Try, CALL into FN blocks, INVOKE, SUSPEND, failures) are built here with
-recording nodes whose counters and trace live in a `RunState` passed in
-`extra_args`, not in closures. A snapshot taken with `codec=pickle` therefore
+Try, CALL into FN blocks, INVOKE, SUSPEND, failures) and the raw programs of
+`test_differential_foundation` (nested segments, empty segments, jumps and
+pointer writes of every kind, `call_sub` and its variants from user nodes) are
+built here with recording nodes whose counters and trace live in a `RunState`
+passed in `extra_args`, not in closures. A snapshot taken with `codec=pickle` therefore
 carries everything the rest of the run depends on, and a restored run (in a
 fresh interpreter, on a freshly built graph, on either core, in another
 process) must produce exactly the trace the original would have produced.
@@ -17,13 +19,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from test_differential_foundation import PROGRAMS as RAW_PROGRAMS
+from test_differential_foundation import Builder as RawBuilder
 from test_differential_instructions import PROGRAMS, Builder
 
 MAX_RUNS = 6
 CONTINUING = ("running", "suspended")
 """Snapshot statuses taken in the middle of a run: the restored interpreter continues that run."""
 
-__all__ = ["CONTINUING", "MAX_RUNS", "PROGRAMS", "RunState", "StateBuilder", "drive", "passthrough"]
+__all__ = [
+    "CONTINUING", "MAX_RUNS", "PROGRAMS", "RAW_PROGRAMS", "RawStateBuilder", "RunState", "StateBuilder", "drive",
+    "passthrough",
+]
 
 
 class RunState:
@@ -113,6 +120,50 @@ class StateBuilder(Builder):
     def __init__(self, sense: Any, spec: dict) -> None:
         super().__init__(sense, spec)
         self.rec = StateRecorder(sense)
+
+
+class RawStateBuilder(RawBuilder):
+    """The differential foundation builder, keeping its trace and "act only `times` times" counters in the
+    `RunState` of the interpreter's pools (`pc._ava_args[1]`)."""
+
+    def record(self, node_id: int, pc: Any, *extra: Any) -> None:
+        pc._ava_args_v[1].record(repr((node_id, list(pc._pointer), len(pc._ret_addr_stack), *extra)))
+
+    @staticmethod
+    def first_time(node_id: int, make_exc: Any) -> Any:
+        def body(pc: Any) -> Any:
+            if not pc._ava_args_v[1].count(f"first{node_id}"):
+                raise make_exc()
+            return node_id
+
+        return body
+
+    def _jump(self, node_id: int, addr: list[int], width: int, action: tuple, times: int, mode: str) -> Any:
+        move = self.mover(action, addr, width)
+
+        def body(pc: Any) -> Any:
+            if pc._ava_args_v[1].count(f"jump{node_id}") < times:
+                move(pc)
+            return ("j", node_id)
+
+        return self.wrap(node_id, body, mode)
+
+    def _call(self, node_id: int, addr: list[int], width: int, action: tuple, times: int, extras: bool) -> Any:
+        kind, pick = action
+        target = self.argument(kind, pick, addr, width)
+        record = self.record
+        args, kwargs = (("extra",), {"unused_extra": node_id}) if extras else ((), {})
+
+        async def step(pc: self.interp_type) -> Any:
+            record(node_id, pc)
+            if pc._ava_args_v[1].count(f"call{node_id}") >= times:
+                return ("c", node_id)
+            result = await getattr(pc, kind)(target.copy() if isinstance(target, list) else target, *args, **kwargs)
+            record(node_id, pc, "back", result)
+            return ("c", node_id, result)
+
+        step.__name__ = f"n{node_id}"
+        return self.node()(step)
 
 
 async def passthrough(interp: Any) -> Any:

@@ -6,8 +6,8 @@ Where a snapshot can be taken (`position` in `SnapshotInfo`):
   panic, after a SUSPEND / `InterruptKeepContext` halt;
 - ``between``: in a run, between two nodes: parked at the between-node gate
   (`PC_CHECKPOINT`), at a `run_step_by()` yield (the step's node has run; the
-  snapshot holds the state the loop will have after it moves on), or in a
-  run's own bookkeeping;
+  snapshot holds the state the loop will have after it moves on, ``idle`` when
+  that step was the run's last), or in a run's own bookkeeping;
 - ``gate``: parked at a node's own suspend gate (`object_io._wait_for_continue(tag)`
   of a main-loop node), before the node runs;
 - ``step``: inside a middleware, from the run's own task, before the middleware
@@ -87,11 +87,11 @@ def _status(interp: Any, position: str, ptr: list[int], parked: bool) -> str:
         return "panicked"
     if parked:
         return "suspended"
-    if position == IDLE and interp._flag_bits & _core.FLAG_HLT:
+    if position != IDLE:
+        return "running"  # even with an empty pointer (a jump to nowhere): the run goes on at [0]
+    if interp._flag_bits & _core.FLAG_HLT:
         return "halted"
-    if not ptr:
-        return "finished"
-    return "ready" if position == IDLE else "running"
+    return "ready" if ptr else "finished"
 
 
 # ----- where the run stands ------------------------------------------------------------------
@@ -142,7 +142,9 @@ def _node_at_pointer(interp: Any) -> Any:
 def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> tuple[dict, bool]:
     """`(STATE, parked anywhere in the tree)`; raises `SnapshotUnavailable` inside a node."""
     position = position_of(interp)
-    ptr, flags = _pointer_and_flags(interp)
+    ptr, flags, ends = _pointer_and_flags(interp)
+    if ends:
+        position = IDLE  # the step taken was the run's last: the snapshot is of the run that ended
     stacks: list[dict] = []
     state = {
         "id": interp.id,
@@ -179,15 +181,18 @@ def _memos(interp: Any) -> list[list]:
     return node_state.capture_memos(outline.program, outline.memo_rows) if outline.memo_rows else []
 
 
-def _pointer_and_flags(interp: Any) -> tuple[list[int], int]:
-    """The pointer and flags to store; at a `run_step_by()` yield, those the loop will have next."""
+def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:
+    """The pointer and flags to store, and whether the run ends; at a `run_step_by()` yield, the
+    pointer and flags the loop will have next (it ends when advancing runs off the graph)."""
     flags = interp._flag_bits
     if not interp._stepped:
-        return _address(interp._pointer), flags
+        return _address(interp._pointer), flags, False
     if flags & _core.FLAG_JMP:
-        return _address(interp._pointer), flags & ~_core.FLAG_JMP
+        return _address(interp._pointer), flags & ~_core.FLAG_JMP, False
     after = interp._pointer.copy()
-    return (_address(after) if interp.advance_pointer(after) else []), flags
+    if interp.advance_pointer(after):
+        return _address(after), flags, False
+    return [], flags, True
 
 
 def _address(ptr: Any) -> list[int]:
