@@ -1,13 +1,14 @@
 """A workflow process for the kill test: runs a program with a checkpoint after every node.
 
-    python tests/durable_worker.py SPEC_FILE DATABASE RUN_ID TRACE_FILE DELAY
+    python tests/durable_worker.py SPEC_FILE DATABASE RUN_ID TRACE_FILE DELAY LOOP
 
 SPEC_FILE holds a program spec (a Python literal, see `durable_programs`). The
 process resumes RUN_ID from the SQLite DATABASE when a checkpoint exists, else
 starts the program, and runs it to its end. Every node appends its name to
 TRACE_FILE; after every saved checkpoint the line `#<version>` follows; the
 process starts with the line `!start`. It prints `started` once it is about to
-run, and `done` at the end. The core is chosen by the environment as usual.
+run, and `done` at the end. The core is chosen by the environment as usual; LOOP is
+asyncio or uvloop.
 """
 
 from __future__ import annotations
@@ -50,5 +51,13 @@ async def main(spec: dict, database: str, run_id: str, sink: str, delay: float) 
 
 
 if __name__ == "__main__":
-    spec_file, database, run_id, sink, delay = sys.argv[1:6]
-    asyncio.run(main(ast.literal_eval(Path(spec_file).read_text()), database, run_id, sink, float(delay)))
+    spec_file, database, run_id, sink, delay, loop_name = sys.argv[1:7]
+    if loop_name == "uvloop":
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    spec = ast.literal_eval(Path(spec_file).read_text())
+    loop.run_until_complete(main(spec, database, run_id, sink, float(delay)))
+    loop.close()

@@ -4,7 +4,7 @@ Each random program (the differential instruction generator, see
 `durable_programs`) runs in a worker process (`durable_worker.py`) that
 checkpoints after every node into SQLite. The test kills it with SIGKILL at a
 random moment, starts a new worker that resumes from the store (alternating the
-compiled core and the pure twin), kills that one too, and so on, then lets a
+compiled core and the pure twin, on asyncio or uvloop), kills that one too, and so on, then lets a
 last worker finish. The trace the workers wrote, joined, must equal the trace
 of an uninterrupted run, except for the at-least-once rule: what a killed
 worker did after its last saved checkpoint (part of the node that was running)
@@ -17,6 +17,7 @@ AMRITA_SENSE_KILL_ROUNDS) for a long run, e.g. 200 and 6.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import random
 import signal
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "durable_worker.py"
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_KILL_EXAMPLES", "3"))
 ROUNDS = int(os.environ.get("AMRITA_SENSE_KILL_ROUNDS", "3"))
+LOOPS = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
 DELAY = 0.002  # seconds each node sleeps, so that kills land in the middle of runs
 PER_NODE = DELAY + 0.002  # about what a node and its checkpoint take
 
@@ -50,14 +52,14 @@ def reference(spec: dict) -> list[str]:
     return state.trace
 
 
-def start_worker(spec_file: Path, db: Path, sink: Path, core: str) -> subprocess.Popen:
+def start_worker(spec_file: Path, db: Path, sink: Path, core: str, loop: str = "asyncio") -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     env.pop("AMRITA_SENSE_REQUIRE_EXTENSIONS", None)
     if core == "python":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"
     else:
         env.pop("AMRITA_SENSE_NO_EXTENSIONS", None)
-    args = [sys.executable, str(WORKER), str(spec_file), str(db), "run", str(sink), str(DELAY)]
+    args = [sys.executable, str(WORKER), str(spec_file), str(db), "run", str(sink), str(DELAY), loop]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -116,7 +118,7 @@ def test_killed_workers_resume_to_the_uninterrupted_trace(tmp_path_factory, spec
     spec_file.write_text(repr(spec))
     versions, finished = [0], False
     for index in range(ROUNDS):
-        worker = start_worker(spec_file, db, sink, ("cython", "python")[index % 2])
+        worker = start_worker(spec_file, db, sink, ("cython", "python")[index % 2], rng.choice(LOOPS))
         assert worker.stdout.readline().strip() == "started", worker.communicate()[1]
         try:
             worker.wait(rng.uniform(0, remaining(expected, sink) * PER_NODE))

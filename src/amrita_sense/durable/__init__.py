@@ -80,32 +80,32 @@ class SnapshotInfo:
 
 
 def inspect_snapshot(data: Any) -> SnapshotInfo:
-    """Check `data` and describe it (a `SnapshotFormatError` when it is not a readable snapshot)."""
+    """Check `data` (framing, checksum, every field) and describe it; a `SnapshotFormatError` if unreadable."""
+    from amrita_sense.durable.restore import check_state
+
     decoded = decode(data)
-    state = decoded.document.get("interp")
-    if not isinstance(state, dict):
-        raise CorruptSnapshot("interp: expected an interpreter state object")
-    panic = state.get("panic")
+    state = check_state(decoded.document.get("interp"), "interp", len(decoded.blobs))
+    panic = state["panic"]
     return SnapshotInfo(
         version=decoded.header.version,
         status=decoded.header.status,
         fingerprint=decoded.header.fingerprint,
-        position=str(state.get("position")),
+        position=state["position"],
         parked=_parked_tag(state),
-        pointer=list(state.get("ptr") or []),
-        return_depth=len((state.get("ret") or {}).get("items") or []),
-        panic=f"{panic.get('type')}: {panic.get('message')}" if isinstance(panic, dict) else None,
-        codec=decoded.document.get("codec"),
+        pointer=list(state["ptr"]),
+        return_depth=len(state["ret"]["items"]),
+        panic=None if panic is None else f"{panic['type']}: {panic['message']}",
+        codec=decoded.document.get("codec") if isinstance(decoded.document.get("codec"), str) else None,
         size=len(data),
     )
 
 
 def _parked_tag(state: dict) -> str | None:
-    if isinstance(state.get("parked"), str):
+    """The gate tag the run, or the first parked sub-interpreter of its step, is parked at."""
+    if state["parked"] is not None:
         return state["parked"]
-    children = state.get("children")
-    for item in (children or {}).get("items") or [] if isinstance(children, dict) else []:
-        tag = _parked_tag(item.get("state") or {}) if isinstance(item, dict) else None
+    for item in (state["children"] or {}).get("items", ()):
+        tag = _parked_tag(item["state"])
         if tag is not None:
             return tag
     return None

@@ -35,7 +35,7 @@ def restore_interpreter(
     """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
     decoded = fmt.decode(data)
     blobs = decoded.blobs
-    root = _check_state(decoded.document.get("interp"), "interp", len(blobs), 0)
+    root = check_state(decoded.document.get("interp"), "interp", len(blobs))
     args, kwargs = _initial_pools(root, extra_args, extra_kwargs, codec, blobs, unset)
     interp = cls(
         graph, object_io, exception_ignored=() if exception_ignored is unset else exception_ignored,
@@ -95,7 +95,7 @@ def _check_stack(value: Any, where: str) -> None:
         _address(item, f"{where}.items[{i}]")
 
 
-def _check_state(state: Any, where: str, blob_count: int, depth: int) -> dict:
+def check_state(state: Any, where: str, blob_count: int, depth: int = 0) -> dict:
     """`state` if it is a well-formed STATE object (see `durable.snapshot`), else `CorruptSnapshot`."""
     if depth > MAX_NESTING:
         raise _fail(where, f"sub-interpreters nest deeper than {MAX_NESTING}")
@@ -181,7 +181,7 @@ def _check_children(children: Any, where: str, blob_count: int, depth: int) -> N
         fingerprint = _get(item, "graph", at)
         if type(fingerprint) is not str or len(fingerprint) != 32:
             raise _fail(at + ".graph", "expected a graph fingerprint")
-        _check_state(_get(item, "state", at), at + ".state", blob_count, depth + 1)
+        check_state(_get(item, "state", at), at + ".state", blob_count, depth + 1)
 
 
 # ----- the graph ------------------------------------------------------------------------------
