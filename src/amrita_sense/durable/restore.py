@@ -42,7 +42,7 @@ def restore_interpreter(
         extra_args=args, extra_kwargs=kwargs, middleware=middleware,
     )
     _check_graph(interp, decoded, root, accept_passed_edits)
-    ignored = _resolve_ignored(root, interp, given=exception_ignored is not unset)
+    ignored = _resolve_ignored(root, given=exception_ignored is not unset)
     plan = _plan_state(interp._prog, root, ignored, codec, blobs, accept_passed_edits)
     plan.apply(interp, keep_id=True)
     return interp
@@ -393,7 +393,7 @@ def _decode_blob(blobs: list[bytes], index: int, codec: Any, what: str) -> Any:
         raise CodecError(f"the codec could not decode {what}: {exc!r}") from exc
 
 
-def _resolve_ignored(root: dict, interp: Any, given: bool) -> tuple | None:
+def _resolve_ignored(root: dict, given: bool) -> tuple | None:
     """The snapshot's pass-through exception classes, unless the caller gave its own (None: keep the interpreter's)."""
     if given:
         return None
