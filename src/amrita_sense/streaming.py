@@ -506,15 +506,10 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         if not self._suspend_flag.pending:
             return False
         with self._state_lock:
-            request = self._request
+            request = self._request_to_park_for(tag)
             if request is None:
                 return False
-            tags = self._request_tags
-            if tags and (tag is None or tag not in tags):
-                return False
             fired = self._request_fired
-            if not fired and request.done():
-                return False  # the requester was cancelled or timed out: nobody would resume us
             fut = asyncio.get_running_loop().create_future()
             here = get_ident()
             entry = (fut, here)
@@ -540,6 +535,25 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                         self._parked = None
             raise
         return True
+
+    def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
+        """The pending request a gate tagged `tag` parks for, or None (call with the state lock held)."""
+        request = self._request
+        if request is None:
+            return None
+        tags = self._request_tags
+        if tags and (tag is None or tag not in tags):
+            return None
+        if not self._request_fired and request.done():
+            return None  # the requester was cancelled or timed out: nobody would resume a gate
+        return request
+
+    def _would_park(self, tag: str | None = None) -> bool:
+        """Whether `_wait_for_continue(tag)` called now would park (the checkpointer asks before it saves)."""
+        if not self._suspend_flag.pending:
+            return False
+        with self._state_lock:
+            return self._request_to_park_for(tag) is not None
 
     # ----- producer to consumer ------------------------------------------------------------
 

@@ -87,15 +87,20 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     __slots__ = (
         "__weakref__",
         "_ava_args_v",
+        "_checkpoints",
         "_dep_store",
         "_di_cache",
         "_glob_top_mod_lock",
         "_graph",
         "_interpreter_id",
         "_lifecycles",
+        "_node_calls",
         "_object_io",
         "_panic_exc",
         "_parent_interpreter",
+        "_parked_tag",
+        "_stepped",
+        "_subcalls",
         "_sub_interpreters",
         "_sub_interpreters_all",
         "_top_interpreter",
@@ -137,6 +142,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self.object_io = object_io
         self._waiter_fut = None
         self._sub_interpreters = {}
+        # Where the run stands, for `snapshot()`: sub-calls and `_call()`s in progress, the gate
+        # parked at, a `run_step_by()` yield; `_checkpoints` is the automatic-checkpoint policy.
+        self._subcalls = self._node_calls = 0
+        self._parked_tag = None
+        self._stepped = False
+        self._checkpoints = None
         self._attach_to_tree(parent_interpreter)
 
     def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
@@ -313,6 +324,70 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._flag_bits &= ~FLAG_HLT
         return self.advance_pointer()
 
+    # ----- durable runs (amrita_sense.durable) ----------------------------------------
+
+    def snapshot(self, codec: Any = None) -> bytes:
+        """The run's engine state as bytes (versioned format, no pickle: see `amrita_sense.durable`).
+
+        Works between runs, after a panic or a halt, at a suspend gate, between
+        nodes and in a middleware before `_call()`; raises `SnapshotUnavailable`
+        while a node runs. `codec` (an object with `dumps`/`loads`, such as
+        `pickle`) also stores the injection pools and the panic exception.
+        """
+        from amrita_sense.durable.snapshot import take_snapshot
+
+        return take_snapshot(self, codec)
+
+    @classmethod
+    def restore(
+        cls,
+        graph: Any,
+        data: bytes,
+        *,
+        extra_args: Any = UNSET,
+        extra_kwargs: Any = UNSET,
+        codec: Any = None,
+        object_io: Any = None,
+        exception_ignored: Any = UNSET,
+        middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
+        accept_passed_edits: bool = False,
+    ) -> WorkflowInterpreter:
+        """A new interpreter on `graph` in the state `data` (from `snapshot()`) describes.
+
+        `run()` on it continues where the snapshotted run would have gone. The
+        pools default to the snapshot's when it stored them and `codec` is
+        given, else to empty; `exception_ignored` defaults to the snapshot's
+        classes. Raises `GraphMismatch` when `graph` is not the snapshot's graph
+        (unless `accept_passed_edits` and every edit lies before where the run
+        stands), a `SnapshotFormatError` for bad data, `RestoreError` /
+        `CodecError` when the state cannot be applied; nothing is changed then.
+        """
+        from amrita_sense.durable.restore import restore_interpreter
+
+        return restore_interpreter(
+            cls, graph, data, extra_args=extra_args, extra_kwargs=extra_kwargs, codec=codec, object_io=object_io,
+            exception_ignored=exception_ignored, middleware=middleware, accept_passed_edits=accept_passed_edits,
+            unset=UNSET,
+        )
+
+    @property
+    def graph_fingerprint(self) -> str:
+        """The stable fingerprint of this interpreter's graph (`amrita_sense.durable.graph_fingerprint`)."""
+        from amrita_sense.durable.fingerprint import graph_fingerprint
+
+        return graph_fingerprint(self._graph)
+
+    @property
+    def checkpointing(self) -> Any:
+        """The automatic-checkpoint policy (`amrita_sense.durable.Checkpointing`) `run()` follows, or None."""
+        return self._checkpoints
+
+    @checkpointing.setter
+    def checkpointing(self, policy: Any) -> None:
+        if policy is not None and not callable(getattr(policy, "run", None)):
+            raise TypeError("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
+        self._checkpoints = policy
+
     # ----- navigation -----------------------------------------------------------------
 
     def find_node_alias(self, alias: str) -> Any:
@@ -359,11 +434,13 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._ret_addr_stack.push(self._pointer)
         self._pointer = addr if isinstance(addr, PointerVector) else PointerVector(list(addr))
         self._outer_interpreting = True
+        self._subcalls += 1
         try:
             if self._middleware is not None:
                 return await self._middleware(self)
             return await self._call(None, *extra_arg, **extra_kwargs)
         finally:
+            self._subcalls -= 1
             self._outer_interpreting = False
             saved = self._ret_addr_stack.pop()
             if not self._flag_bits & FLAG_JMP:
@@ -373,21 +450,25 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def _call(self, addr_getter: Any = None, *extra_args: Any, no_cache: bool = False, **extra_kwargs: Any) -> Any:
         """Run the node at the pointer (entering segments first) and return its result."""
-        if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
-            row = self._descend_current()
-            if not (extra_args or extra_kwargs or no_cache):
-                return await self._run_row(row)
-            node = self._prog.nodes[row]
-        else:
-            node = self._descend_with(addr_getter)
-            if node is None:
-                return None
-        if self._signal.pending:
-            await self._gate(node.tag)
-        if self._has_pre_check(node):
-            node._pre_check(self)
-        plan = await self._make_plan(node, extra_args, extra_kwargs, no_cache=no_cache)
-        return await self._invoke(node, plan)
+        self._node_calls += 1
+        try:
+            if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
+                row = self._descend_current()
+                if not (extra_args or extra_kwargs or no_cache):
+                    return await self._run_row(row)
+                node = self._prog.nodes[row]
+            else:
+                node = self._descend_with(addr_getter)
+                if node is None:
+                    return None
+            if self._signal.pending:
+                await self._gate(node.tag)
+            if self._has_pre_check(node):
+                node._pre_check(self)
+            plan = await self._make_plan(node, extra_args, extra_kwargs, no_cache=no_cache)
+            return await self._invoke(node, plan)
+        finally:
+            self._node_calls -= 1
 
     def _descend_with(self, addr_getter: Callable[[list[int]], Any]) -> BaseNode | None:
         target = addr_getter(self._pointer.base_addr)
@@ -420,7 +501,14 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         return await run_in_worker(asyncio.get_running_loop(), func, args, kwargs)
 
     async def _gate(self, tag: str | None) -> bool:
-        return await self.object_io._wait_for_continue(tag)
+        self._parked_tag = tag
+        try:
+            top = self._top_interpreter or self
+            if top._checkpoints is not None:
+                await top._checkpoints.before_gate(top, self, tag)
+            return await self.object_io._wait_for_continue(tag)
+        finally:
+            self._parked_tag = None
 
     # ----- dependency injection ---------------------------------------------------------
 
@@ -663,7 +751,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     # ----- running --------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the workflow to its end (or to a suspend, a stop or an interrupt)."""
+        """Run the workflow to its end (or to a suspend, a stop or an interrupt).
+
+        With a `checkpointing` policy set, the run saves checkpoints as the policy says.
+        """
+        if self._checkpoints is not None:
+            return await self._checkpoints.run(self)
         await self._begin_run()
         outcome: BaseException | None = None
         try:
@@ -694,7 +787,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
                         break
                     if state == _core.STEP_SKIPPED:
                         continue
-                    yield await self._run_current()
+                    result = await self._run_current()
+                    self._stepped = True
+                    try:
+                        yield result
+                    finally:
+                        self._stepped = False
                     if not self._leave_step():
                         break
                 finally:
