@@ -61,6 +61,47 @@ STEP_SKIPPED = 1
 STEP_END = 2
 
 _CHECK_CLOCK_EVERY = 64
+_TABLES_PER_PROGRAM = 64
+
+
+class CallPlan:
+    """A shared injection plan as the core runs it: where each argument comes from.
+
+    `srcs` holds one entry per argument: an int (a position in the positional
+    pool) or a str (a name in the keyword pool, or in the call's extra
+    keywords). `names` is None for a positional call, else the parameter names
+    of a keyword call. `slow` plans (providers, `use_cache` values) are run by
+    the Python layer from `entry` (a `runtime.plans.PlanEntry`).
+    """
+
+    __slots__ = ("entry", "fetch", "names", "slow", "srcs")
+
+    def __init__(self, srcs, names, slow, entry):
+        self.srcs = srcs
+        self.names = names
+        self.slow = slow
+        self.entry = entry
+        self.fetch = _fetcher(srcs)
+
+
+def _fetcher(srcs):
+    """`fetch(pool, kwargs)` -> the argument values, specialised for up to two positional sources."""
+    if not srcs:
+        return lambda pool, kwargs: ()
+    if all(type(src) is int for src in srcs):
+        if len(srcs) == 1:
+            (i,) = srcs
+            return lambda pool, kwargs: (pool[i],)
+        if len(srcs) == 2:
+            i, j = srcs
+            return lambda pool, kwargs: (pool[i], pool[j])
+    return lambda pool, kwargs: tuple(kwargs[src] if type(src) is str else pool[src] for src in srcs)
+
+
+NO_ARGUMENTS = CallPlan((), None, False, None)
+"""The plan of a function without parameters: the same for every pool."""
+UNSHARED = CallPlan((), None, True, None)
+"""A table's mark for a node whose plan cannot be shared: the Python layer resolves it per interpreter."""
 
 
 class SuspendFlag:
@@ -91,7 +132,7 @@ class Program:
 
     __slots__ = (
         "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "rows", "seg_row", "static_plans", "successor",
+        "rows", "seg_row", "static_plans", "successor", "tables",
     )
 
     def __init__(
@@ -111,6 +152,16 @@ class Program:
         self.seg_row = seg_row
         self.nrows = len(nodes)
         self.successor = None
+        self.tables = {}
+
+    def table_for(self, shape):
+        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
+        table = self.tables.get(shape)
+        if table is None:
+            if len(self.tables) >= _TABLES_PER_PROGRAM:
+                self.tables.clear()
+            table = self.tables[shape] = [None] * self.nrows
+        return table
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
@@ -418,9 +469,19 @@ def _start_pointer(prog):
     return PointerVector([0])
 
 
-def _plan_key(func):
-    """Bound methods of one function (the instruction nodes) share one injection plan."""
-    return getattr(func, "__func__", func)
+def same_types(values, types):
+    """True when `values` (a tuple) holds exactly one value of each type of `types`, in order."""
+    if len(values) != len(types):
+        return False
+    for value, kind in zip(values, types):
+        if type(value) is not kind:
+            return False
+    return True
+
+
+def _exc_keywords(exc):
+    """The keywords a CATCH handler is called with."""
+    return {"exc_type": type(exc), "exc_val": exc, "exc_tb": exc.__traceback__}
 
 
 def _clashes(kwargs):
@@ -439,11 +500,12 @@ class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
-    the public API; it supplies `_make_plan`, `_invoke_with_factories(_now)`,
+    the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
 
     __slots__ = (
+        "_ava_args_v",
         "_ava_kwargs_v",
         "_context_stack",
         "_exc_ignored",
@@ -452,14 +514,15 @@ class InterpreterCore:
         "_interpret_lock",
         "_middleware",
         "_outer_interpreting",
+        "_exc_plans",
         "_pending_stop",
-        "_plan_cache",
         "_plans",
         "_plans_valid",
         "_pointer",
         "_prog",
         "_ret_addr_stack",
         "_run_task",
+        "_shape",
         "_signal",
         "_squashed_loops",
         "_yield_interval",
@@ -476,7 +539,8 @@ class InterpreterCore:
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
-        self._plan_cache = None
+        self._exc_plans = None
+        self._shape = None
         self._plans_valid = False
         self._run_task = None
         self._signal = NEVER_PENDING
@@ -543,7 +607,13 @@ class InterpreterCore:
         while prog.successor is not None:
             prog = prog.successor
         self._prog = prog
-        self._plans = None
+        self._refresh_plans()
+
+    def _refresh_plans(self):
+        """Take the program's plan table for the pools' shape, or none when plans are off."""
+        shape = self._shape
+        self._plans = self._prog.table_for(shape) if self._plans_valid and shape is not None else None
+        self._exc_plans = None
 
     def _mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
@@ -606,46 +676,59 @@ class InterpreterCore:
 
     # ----- one node -------------------------------------------------------------------
 
-    async def _plan_for(self, row):
+    def _row_plan(self, row):
+        """The plan of `row`: its static one, or the shared one for the pools' shape (made on
+        first use and kept in the program's table); None when the Python layer resolves it."""
         plan = self._prog.static_plans[row]
-        if plan is None:
-            plan = self._row_plan(row)
         if plan is not None:
             return plan
-        plan = await self._make_plan(self._prog.nodes[row], None, None)
-        if self._plans_valid:
-            if self._plans is None:
-                self._plans = [None] * self._prog.nrows
-                self._plan_cache = {}
-            self._plans[row] = plan
-            self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
-        return plan
-
-    def _row_plan(self, row):
-        """The cached plan of `row`: its own, or the one made for the same function (kept for the row)."""
-        plans = self._plans
-        if plans is None:
+        table = self._plans
+        if table is None:
             return None
-        plan = plans[row]
+        plan = table[row]
         if plan is None:
-            plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
-            if plan is not None:
-                plans[row] = plan
+            plan = table[row] = self._shared_plan(self._prog.nodes[row], False)
         return plan
 
     def _cached_plan(self, row):
-        """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
+        """The plan of `row` (providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
-        plan = self._prog.static_plans[row]
-        return plan if plan is not None else self._row_plan(row)
+        return self._row_plan(row)
+
+    def _exc_plan(self, row):
+        """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
+        table = self._exc_plans
+        if table is None:
+            if self._plans is None:
+                return None
+            table = self._exc_plans = self._prog.table_for(self._shape.with_exc)
+        plan = table[row]
+        if plan is None:
+            plan = table[row] = self._shared_plan(self._prog.nodes[row], True)
+        return plan
 
     def _ready_plan(self, row):
-        """The cached plan of `row` when it has no per-call providers either, else None."""
+        """The cached plan of `row` when the core can run it itself (no providers), else None."""
         plan = self._cached_plan(row)
-        if plan is None or plan[2]:
+        if plan is None or plan.slow:
             return None
         return plan
+
+    def _plan_args(self, plan, extra):
+        """`(args, None)` or `(None, kwargs)`: the plan's values from the pools (and `extra` keywords)."""
+        kwargs = self._ava_kwargs_v if extra is None else {**self._ava_kwargs_v, **extra}
+        values = plan.fetch(self._ava_args_v, kwargs)
+        if plan.names is None:
+            return values, None
+        return None, dict(zip(plan.names, values))
+
+    def _call_plan(self, func, plan, extra):
+        """Call `func` with the plan's values from the pools (and `extra` keywords)."""
+        if extra is None and plan.names is None:
+            return func(*plan.fetch(self._ava_args_v, self._ava_kwargs_v))
+        args, kwargs = self._plan_args(plan, extra)
+        return func(*args) if args is not None else func(**kwargs)
 
     async def _run_row(self, row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
@@ -655,20 +738,17 @@ class InterpreterCore:
             await self._gate(prog.nodes[row].tag)
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
-        plan = await self._plan_for(row)
+        plan = self._row_plan(row)
+        if plan is None:
+            return await self._run_unshared(prog.nodes[row])
+        if plan.slow:
+            return await self._invoke_slow(prog.nodes[row], plan)
         func = prog.funcs[row]
-        args, kwargs, factories = plan
-        if factories:
-            return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
         if bits & ROW_CORO:
-            if args is not None:
-                return await func(*args)
-            return await func(**kwargs)
+            return await self._call_plan(func, plan, None)
         if bits & ROW_THREAD and not self._force_inline:
-            return await self._offload(func, args, kwargs)
-        if args is not None:
-            return func(*args)
-        return func(**kwargs)
+            return await self._offload(func, *self._plan_args(plan, None))
+        return self._call_plan(func, plan, None)
 
     # ----- the main loop ---------------------------------------------------------------
 
@@ -721,12 +801,12 @@ class InterpreterCore:
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
-        if plan[2]:
+        if plan.slow:
             if self._prog.bits[row] & ROW_PRECHECK:
                 self._prog.nodes[row]._pre_check(self)
-            outcome = self._invoke_with_factories_now(self._prog.nodes[row], plan)
+            outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
             if outcome is NOT_NOW:
-                return await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                return await self._invoke_slow(self._prog.nodes[row], plan)
             return None if outcome is None else await outcome
         return await self._call_with_plan(row, plan)
 
@@ -736,12 +816,11 @@ class InterpreterCore:
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
-        args, kwargs, _ = plan
         if bits & ROW_CORO:
-            return await (func(*args) if args is not None else func(**kwargs))
+            return await self._call_plan(func, plan, None)
         if bits & ROW_THREAD and not self._force_inline:
-            return await self._offload(func, args, kwargs)
-        return func(*args) if args is not None else func(**kwargs)
+            return await self._offload(func, *self._plan_args(plan, None))
+        return self._call_plan(func, plan, None)
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
@@ -828,9 +907,9 @@ class InterpreterCore:
                 operands = self._prog.operands[row]
                 self._goto(operands if k < 0 else operands[k])
 
-    def _subcall_inline(self, row, plan):
-        """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
-        restore unless it jumped."""
+    def _subcall_inline(self, row, plan, extra=None):
+        """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
+        run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog.rows[row][0], row, -1)
         stack = self._ret_addr_stack
@@ -838,7 +917,7 @@ class InterpreterCore:
         self._pointer = PointerVector._at_row(self._prog, row)
         self._outer_interpreting = True
         try:
-            return self._call_inline(row, plan)
+            return self._call_inline(row, plan, extra)
         finally:
             self._outer_interpreting = False
             saved = stack.pop()
@@ -846,13 +925,11 @@ class InterpreterCore:
                 self._flag_bits &= ~FLAG_HLT
                 self._rebase_to(saved)
 
-    def _call_inline(self, row, plan):
+    def _call_inline(self, row, plan, extra=None):
         prog = self._prog
         if prog.bits[row] & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
-        args, kwargs, _ = plan
-        func = prog.funcs[row]
-        return func(*args) if args is not None else func(**kwargs)
+        return self._call_plan(prog.funcs[row], plan, extra)
 
     def _call_resuming(self, callee, plan, row, k, near):
         """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
@@ -999,21 +1076,28 @@ class InterpreterCore:
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
-        """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
-        not ready, or exception keywords could change it (the node takes parameters)."""
+        """The plan for running `call_near` of `row` inline (`with_exc`: as a CATCH handler, with
+        the exception keywords), or None: a jump happened, or the plan is not ready."""
         if self._flag_bits & FLAG_JMP:
             return None
-        plan = self._inline_plan(row)
-        if plan is None or not with_exc:
-            return plan
-        return plan if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs_v) else None
+        if not with_exc:
+            return self._inline_plan(row)
+        bits = self._prog.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline) or self._signal.pending:
+            return None
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
+                return None
+            plan = self._exc_plan(row)
+        return None if plan is None or plan.slow else plan
 
     async def _near_call(self, part, exc_kwargs):
         """`call_near` of a Try block's `(slot, row)` part, inline when it can be."""
         slot, row = part
         plan = self._near_plan(row, exc_kwargs is not None)
         if plan is not None:
-            return self._subcall_inline(row, plan)
+            return self._subcall_inline(row, plan, exc_kwargs)
         return await self.call_near(slot, **(exc_kwargs or {}))
 
     def _catch_for(self, catches, exc):
@@ -1046,7 +1130,7 @@ class InterpreterCore:
                 plan = self._near_plan(handler[1], True)
                 if plan is None:
                     return self._native_try(operands, exc_val, as_subcall)
-                self._subcall_inline(handler[1], plan)
+                self._subcall_inline(handler[1], plan, _exc_keywords(exc_val))
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
@@ -1067,8 +1151,7 @@ class InterpreterCore:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                exc_kwargs = {"exc_type": type(exc_val), "exc_val": exc_val, "exc_tb": exc_val.__traceback__}
-                await self._near_call(handler, exc_kwargs)
+                await self._near_call(handler, _exc_keywords(exc_val))
             else:
                 if on_success is not None:
                     await self._near_call(on_success, None)
