@@ -11,6 +11,7 @@ import pytest
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
+from amrita_sense.instructions.func_block import FUN_BLOCK
 from amrita_sense.instructions.try_catch import Try
 from amrita_sense.runtime import plans as plans_module
 
@@ -67,6 +68,26 @@ async def test_every_interpreter_reads_its_own_pools(builds):
         await WorkflowInterpreter(graph, extra_args=(Ctx(f"c{i}"),), extra_kwargs={"label": f"l{i}"}).run()
     assert seen == [(f"c{i}", f"l{i}") for i in range(5) for _ in range(2)]
     assert builds == [node.func]
+
+
+@pytest.mark.asyncio
+async def test_plans_are_shared_across_graphs_and_sub_interpreters(builds):
+    seen = []
+
+    @inline
+    def node(ctx: Ctx):
+        seen.append(ctx.name)
+
+    inner = NodeCompose(node).render()
+    first = NodeCompose(node, FUN_BLOCK(inner)).render()
+    second = NodeCompose(node).render()
+    await WorkflowInterpreter(first, extra_args=(Ctx("a"),)).run()
+    made = len(builds)
+    await WorkflowInterpreter(first, extra_args=(Ctx("b"),)).run()
+    await WorkflowInterpreter(second, extra_args=(Ctx("c"),)).run()
+    assert seen == ["a", "a", "b", "b", "c"]
+    assert builds.count(node.func) == 2  # the child's pools start with its parent: a shape of their own
+    assert len(builds) == made
 
 
 @pytest.mark.asyncio
