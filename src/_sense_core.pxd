@@ -95,6 +95,8 @@ cdef class InterpreterCore:
     cdef tuple _plan_values(self, CallPlan plan, object extra)
     cdef object _call_plan(self, object func, CallPlan plan, object extra)
     cdef int _refresh_tables(self) except -1
+    cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2
+    cdef object _batch_plan(self, Py_ssize_t row)
     cdef bint _inline_callable(self, Py_ssize_t row)
     cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra)
     cdef int _push_ret(self, object item) except -1

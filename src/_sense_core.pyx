@@ -9,6 +9,8 @@ can inline it, instead of through the method table.
 """
 
 import asyncio
+import contextvars
+import functools
 import threading
 
 cimport cython
@@ -916,6 +918,7 @@ cdef class InterpreterCore:
         return self._call_plan(self._prog.funcs[row], plan, extra)
 
     async def _call_with_plan(self, Py_ssize_t row, CallPlan plan):
+        """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
         cdef int bits = self._prog.cbits[row]
         if bits & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
@@ -923,8 +926,59 @@ cdef class InterpreterCore:
         if bits & C_ROW_CORO:
             return await self._call_plan(func, plan, None)
         if bits & C_ROW_THREAD and not self._force_inline:
-            return await self._offload_plan(func, plan)
+            batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
+            return await self._offload_batch(batch)
         return self._call_plan(func, plan, None)
+
+    # ----- worker-thread batches (see the twin for the protocol) -------------------------
+
+    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan, base, fut):
+        """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
+        may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        cdef Program prog = self._prog
+        while True:
+            result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
+            row = self._batch_successor(row, fut)
+            if row < 0:
+                return result
+            plan = self._batch_plan(row)
+            self._pointer._set_row(prog, row)
+
+    def _run_plan_call(self, func, CallPlan plan):
+        return self._call_plan(func, plan, None)
+
+    @cython.final
+    cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2:
+        """The row a batch that just ran `row` runs next, or -1: stop here."""
+        if fut.done() or self._signal.pending or self._pending_stop or self._middleware is not None:
+            return -1
+        cdef InterpretLock lock = self._interpret_lock
+        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (C_FLAG_JMP | C_FLAG_HLT):
+            return -1
+        cdef Program prog = self._prog
+        cdef PointerVector ptr = self._pointer
+        cdef Py_ssize_t following = row + 1
+        if ptr._prog is not prog or ptr._row != row or prog.successor is not None \
+                or following >= prog.nrows or prog.landings[following] is not None:
+            return -1
+        if ptr._items is not None and tuple(ptr._items) != prog.addrs[row]:  # read, or moved by the node
+            return -1
+        cdef int bits = prog.cbits[following]
+        if bits & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) or not bits & C_ROW_THREAD \
+                or prog.cops[following] != C_OP_CALL:
+            return -1
+        plan = self._batch_plan(following)
+        if plan is None or (<CallPlan> plan).slow:
+            return -1
+        return following
+
+    @cython.final
+    cdef object _batch_plan(self, Py_ssize_t row):
+        """The plan of `row` if its table has one already (a batch never makes plans)."""
+        plan = self._prog.static_plans[row]
+        if plan is None and self._plans is not None:
+            plan = (<list> self._plans)[row]
+        return plan
 
     def _offload_plan(self, func, CallPlan plan):
         """`_offload` of `func` with the plan's values."""

@@ -12,6 +12,8 @@ counter (`PointerVector`, a lazy view over a table row), the return stack
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import threading
 import time
 from collections import deque
@@ -469,6 +471,13 @@ def _start_pointer(prog):
     return PointerVector([0])
 
 
+def _still_at(ptr, prog, row):
+    """True when the pointer designates `row` of `prog` (bound to it, or a list equal to its address)."""
+    if ptr._prog is not prog or ptr._row != row:
+        return False
+    return ptr._items is None or tuple(ptr._items) == prog.addrs[row]
+
+
 def same_types(values, types):
     """True when `values` (a tuple) holds exactly one value of each type of `types`, in order."""
     if len(values) != len(types):
@@ -500,7 +509,7 @@ class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
-    the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`,
+    the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`, `_offload_batch`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
 
@@ -811,6 +820,7 @@ class InterpreterCore:
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):
+        """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
         prog = self._prog
         bits = prog.bits[row]
         if bits & ROW_PRECHECK:
@@ -819,8 +829,52 @@ class InterpreterCore:
         if bits & ROW_CORO:
             return await self._call_plan(func, plan, None)
         if bits & ROW_THREAD and not self._force_inline:
-            return await self._offload(func, *self._plan_args(plan, None))
+            batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
+            return await self._offload_batch(batch)
         return self._call_plan(func, plan, None)
+
+    # ----- worker-thread batches ---------------------------------------------------------
+    #
+    # A run of consecutive worker-thread nodes costs one hand-off: the worker that ran one
+    # node runs the next one itself while nothing needs the event loop, checking at each
+    # boundary what the loop would check there (a suspend request, a stop, a lock waiter, a
+    # middleware, a cancelled run) and stopping at anything else (a jump, a node that is not
+    # a plain worker-thread node with a ready plan). It moves the pointer exactly as the
+    # loop would; the last node's pointer is left for the loop to advance. Each body runs in
+    # its own copy of the caller's context, as it would when handed over alone.
+
+    def _batch_in_worker(self, row, plan, base, fut):
+        """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
+        may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        prog = self._prog
+        while True:
+            result = base.copy().run(self._call_plan, prog.funcs[row], plan, None)
+            following = self._batch_successor(row, fut)
+            if following is None:
+                return result
+            row, plan = following
+            self._pointer._set_row(prog, row)
+
+    def _batch_successor(self, row, fut):
+        """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
+        if fut.done() or self._signal.pending or self._pending_stop or self._middleware is not None:
+            return None
+        lock = self._interpret_lock
+        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+            return None
+        prog = self._prog
+        ptr = self._pointer
+        following = row + 1
+        if (not _still_at(ptr, prog, row) or prog.successor is not None or following >= prog.nrows or prog.landings[following] is not None
+                or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
+                or not prog.bits[following] & ROW_THREAD or prog.ops[following] != OP_CALL):
+            return None
+        plan = prog.static_plans[following]
+        if plan is None and self._plans is not None:
+            plan = self._plans[following]
+        if plan is None or plan.slow:
+            return None
+        return following, plan
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #

@@ -43,7 +43,7 @@ from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
-from amrita_sense.runtime.offload import run_in_worker
+from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.plans import EXC_NAMES, PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.types import DICache, PointerVector, Stack
@@ -459,6 +459,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     async def _offload(self, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
         """Run a sync node body in a worker thread, with the caller's context variables."""
         return await run_in_worker(asyncio.get_running_loop(), func, args, kwargs)
+
+    async def _offload_batch(self, batch: Callable[[asyncio.Future], Any]) -> Any:
+        """Run a batch of worker-thread nodes (the core's `_batch_in_worker`) in a worker thread."""
+        return await run_batch_in_worker(asyncio.get_running_loop(), batch)
 
     async def _gate(self, tag: str | None) -> bool:
         return await self.object_io._wait_for_continue(tag)
