@@ -51,7 +51,7 @@ class PlanEntry:
     core's fast path runs (`_core.CallPlan`).
     """
 
-    __slots__ = ("cached_group", "call_plan", "group", "meta", "order", "recipe", "stable")
+    __slots__ = ("cached_group", "call_plan", "direct", "group", "meta", "order", "recipe", "stable")
 
     def __init__(self, func: Any, meta: Any, recipe: Recipe, cached_group: FactoryGroup | None,
                  group: FactoryGroup | None, cached_names: tuple) -> None:
@@ -62,6 +62,9 @@ class PlanEntry:
         placed = set(recipe.names).union(cached_names)
         order = tuple(name for name in meta["params"] if name in placed)
         self.order = order if group is None and leading_positional(func, order) else None
+        self.direct = cached_group is None and group is not None and group.direct_only
+        """Every provider is a plain function of the pools: the call needs no coroutine unless one
+        returns an awaitable."""
         self.stable = (meta_is_type_stable(meta) and (group is None or group.stable)
                        and (cached_group is None or cached_group.stable))
         self.call_plan = self._make_call_plan()

@@ -626,6 +626,15 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         entry = plan.entry
         if entry is None:
             return _core.NOT_NOW
+        if entry.direct and not node.is_coro and not (node.wrap_to_async and not self._force_inline):
+            args, kwargs = self._ava_args_v, self._ava_kwargs_v
+            values = entry.recipe.build(args, kwargs)
+            group = entry.group
+            pending = start_plain(group.plain, args, kwargs, values)
+            if pending is not None:
+                return self._finish_call(node, group, pending, values)
+            node.func(**values)
+            return None
         cached = None
         if entry.cached_group is not None:
             cached = self._provider_values.get(entry) if self._provider_values is not None else None
