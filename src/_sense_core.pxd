@@ -66,7 +66,7 @@ cdef class InterpreterCore:
     cdef public Program _prog
     cdef public PointerVector _pointer
     cdef public object _ret_addr_stack
-    cdef public object _context_stack
+    cdef object _context_stack_v
     cdef public int _flag_bits
     cdef public object _middleware
     cdef public bint _outer_interpreting
@@ -85,6 +85,23 @@ cdef class InterpreterCore:
     cdef public object _ava_args_v
     cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer
+    # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
+    cdef public object _args_hash
+    cdef public object _dep_store_v
+    cdef public object _di_cache
+    cdef public object _glob_lock_v
+    cdef public object _graph
+    cdef public object _interpreter_id
+    cdef public object _lifecycles_v
+    cdef public object _object_io
+    cdef public object _panic_exc
+    cdef public object _parent_interpreter
+    cdef public object _provider_values
+    cdef public object _sub_interpreters
+    cdef public object _sub_interpreters_all
+    cdef public object _top_interpreter
+    cdef public object _values_key
+    cdef public object _waiter
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1

@@ -417,6 +417,14 @@ cdef class Stack:
         return twin
 
 
+cdef Stack _new_stack():
+    """`Stack()`, without the call protocol."""
+    cdef Stack stack = Stack.__new__(Stack)
+    stack.stack = []
+    stack.ovf = 1024
+    return stack
+
+
 cdef object _current_task():
     try:
         return asyncio.current_task()
@@ -461,6 +469,8 @@ cdef class InterpretLock:
     async def _park(self, owner, timeout):
         fut = asyncio.get_running_loop().create_future()
         entry = (fut, owner)
+        if self._waiters is None:
+            self._waiters = []
         self._waiters.append(entry)
         try:
             if timeout is None:
@@ -510,6 +520,14 @@ cdef class InterpretLock:
 
     async def __aexit__(self, exc_type, exc, tb):
         self.async_release()
+
+
+cdef InterpretLock _new_lock():
+    """`InterpretLock()`, without the call protocol."""
+    cdef InterpretLock lock = InterpretLock.__new__(InterpretLock)
+    lock._owner = None
+    lock._waiters = None  # made by the first waiter
+    return lock
 
 
 cdef PointerVector _start_pointer(Program prog):
@@ -631,24 +649,41 @@ cdef class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself."""
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
+        """Set up the core's fields (object fields not named here start as None)."""
         self._prog = prog
         self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._ret_addr_stack = addr_stack if addr_stack is not None else _new_stack()
+        self._context_stack_v = context_stack
         self._flag_bits = 0
         self._middleware = middleware
         self._outer_interpreting = False
         self._pending_stop = False
-        self._interpret_lock = InterpretLock()
-        self._plans = None
-        self._exc_plans = None
-        self._shape = None
+        self._interpret_lock = _new_lock()
         self._plans_valid = False
-        self._run_task = None
         self._signal = NEVER_PENDING
         self._force_inline = False
         self._squashed_loops = False
         self._yield_interval = 0.001
+
+    @property
+    def _context_stack(self):
+        """The context stack (PUSH_CONTEXT / INT), made on first use."""
+        if self._context_stack_v is None:
+            self._context_stack_v = _new_stack()
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, stack):
+        self._context_stack_v = stack
+
+    def _layer_init(self, graph, tuple args, dict kwargs, tuple exc_ignored, shape, double yield_interval):
+        """Set the Python layer's first fields in one call (the others start as None)."""
+        self._graph = graph
+        self._ava_args_v = args
+        self._ava_kwargs_v = kwargs
+        self._exc_ignored = exc_ignored
+        self._shape = shape
+        self._yield_interval = yield_interval
 
     # ----- pointer resolution and movement -------------------------------------------
 

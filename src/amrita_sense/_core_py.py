@@ -488,6 +488,14 @@ def same_types(values, types):
     return True
 
 
+_LAYER_FIELDS = (
+    "_args_hash", "_dep_store_v", "_di_cache", "_glob_lock_v", "_graph", "_interpreter_id", "_lifecycles_v",
+    "_object_io", "_panic_exc", "_parent_interpreter", "_provider_values", "_sub_interpreters",
+    "_sub_interpreters_all", "_top_interpreter", "_values_key", "_waiter",
+)
+"""The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
+
+
 def _exc_keywords(exc):
     """The keywords a CATCH handler is called with."""
     return {"exc_type": type(exc), "exc_val": exc, "exc_tb": exc.__traceback__}
@@ -514,26 +522,42 @@ class InterpreterCore:
     """
 
     __slots__ = (
+        "_args_hash",
         "_ava_args_v",
         "_ava_kwargs_v",
-        "_context_stack",
+        "_context_stack_v",
+        "_dep_store_v",
+        "_di_cache",
         "_exc_ignored",
+        "_exc_plans",
         "_flag_bits",
         "_force_inline",
+        "_glob_lock_v",
+        "_graph",
         "_interpret_lock",
+        "_interpreter_id",
+        "_lifecycles_v",
         "_middleware",
+        "_object_io",
         "_outer_interpreting",
-        "_exc_plans",
+        "_panic_exc",
+        "_parent_interpreter",
         "_pending_stop",
         "_plans",
         "_plans_valid",
         "_pointer",
         "_prog",
+        "_provider_values",
         "_ret_addr_stack",
         "_run_task",
         "_shape",
         "_signal",
         "_squashed_loops",
+        "_sub_interpreters",
+        "_sub_interpreters_all",
+        "_top_interpreter",
+        "_values_key",
+        "_waiter",
         "_yield_interval",
     )
 
@@ -541,7 +565,7 @@ class InterpreterCore:
         self._prog = prog
         self._pointer = _start_pointer(prog)
         self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._context_stack_v = context_stack
         self._flag_bits = 0
         self._middleware = middleware
         self._outer_interpreting = False
@@ -556,6 +580,28 @@ class InterpreterCore:
         self._force_inline = False
         self._squashed_loops = False
         self._yield_interval = 0.001
+        for name in _LAYER_FIELDS:
+            setattr(self, name, None)
+
+    @property
+    def _context_stack(self):
+        """The context stack (PUSH_CONTEXT / INT), made on first use."""
+        if self._context_stack_v is None:
+            self._context_stack_v = Stack()
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, stack):
+        self._context_stack_v = stack
+
+    def _layer_init(self, graph, args, kwargs, exc_ignored, shape, yield_interval):
+        """Set the Python layer's first fields in one call (the others start as None)."""
+        self._graph = graph
+        self._ava_args_v = args
+        self._ava_kwargs_v = kwargs
+        self._exc_ignored = exc_ignored
+        self._shape = shape
+        self._yield_interval = yield_interval
 
     # ----- pointer resolution and movement -------------------------------------------
 

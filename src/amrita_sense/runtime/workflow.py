@@ -106,25 +106,7 @@ def _restore_async_library() -> None:
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
-    __slots__ = (
-        "__weakref__",
-        "_args_hash",
-        "_dep_store_v",
-        "_di_cache",
-        "_glob_top_mod_lock",
-        "_graph",
-        "_interpreter_id",
-        "_lifecycles_v",
-        "_object_io",
-        "_panic_exc",
-        "_parent_interpreter",
-        "_provider_values",
-        "_sub_interpreters",
-        "_sub_interpreters_all",
-        "_top_interpreter",
-        "_values_key",
-        "_waiter",
-    )
+    __slots__ = ("__weakref__",)
 
     def __init__(
         self,
@@ -141,41 +123,34 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     ):
         if not is_rendered_compose(node_compose):
             node_compose = _rendered(node_compose)
-        self._graph = node_compose
+        args = (self, *extra_args)
+        kwargs = dict(extra_kwargs) if extra_kwargs else {}
+        passing = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
-        self._yield_interval = YIELD_INTERVAL
-        self._interpreter_id = None
-        self._panic_exc = None
-        args = self._ava_args_v = (self, *extra_args)
-        kwargs = self._ava_kwargs_v = dict(extra_kwargs) if extra_kwargs else {}
-        self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
-        self._shape = shape_of(args, kwargs)
-        self._values_key = None
-        self._provider_values = None
-        self._args_hash = None
-        self._di_cache = None
-        self._lifecycles_v = None
-        self._dep_store_v = None
-        self._object_io = None
+        self._layer_init(node_compose, args, kwargs, passing, shape_of(args, kwargs), YIELD_INTERVAL)
         if object_io is not None:
             self.object_io = object_io
-        self._waiter = None
         self._sub_interpreters = {}
         self._attach_to_tree(parent_interpreter)
 
     def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
         self._parent_interpreter = parent
         if parent is None:
-            self._top_interpreter = None
             self._sub_interpreters_all = {}
-            self._glob_top_mod_lock = _core.InterpretLock()
             return
         top = parent.top_interpreter
         self._top_interpreter = top
-        self._sub_interpreters_all = None
-        self._glob_top_mod_lock = top._glob_top_mod_lock
         top._sub_interpreters_all[self.id] = self
         parent._sub_interpreters[self.id] = self
+
+    @property
+    def _glob_top_mod_lock(self) -> Any:
+        """The lock the whole interpreter tree shares (its top interpreter's), made on first use."""
+        top = self.top_interpreter
+        lock = top._glob_lock_v
+        if lock is None:
+            lock = top._glob_lock_v = _core.InterpretLock()
+        return lock
 
     @property
     def _lifecycles(self) -> dict[Scope, LifecycleScope]:
