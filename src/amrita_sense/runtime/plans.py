@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from amrita_sense import _core
+from amrita_sense.hook.matcher import DependsFactory
 from amrita_sense.hook._inject import (
     FactoryGroup, Recipe, Unresolved, leading_positional, match, meta_is_type_stable, split_cacheable,
 )
@@ -155,7 +156,7 @@ class PoolShape:
     interned: their plans serve one interpreter only.
     """
 
-    __slots__ = ("__weakref__", "_derived", "_exc", "_holds", "entries", "key", "name_map", "private")
+    __slots__ = ("__weakref__", "_derived", "_exc", "entries", "holds_factories", "key", "name_map", "private")
 
     def __init__(self, key: tuple, private: bool) -> None:
         self.key = key
@@ -165,19 +166,13 @@ class PoolShape:
         """The keyword names as a mapping: what matching reads of a keyword pool of this shape."""
         self._derived: dict | None = None
         self._exc: PoolShape | None = None
-        self._holds: dict[type, bool] = {}
+        self.holds_factories = any(issubclass(kind, DependsFactory) for kind in key[0])
+        """A positional value is a `Depends(...)` (resolved when a run starts)."""
 
     def __repr__(self) -> str:
         types, names, _ = self.key
         shown = ", ".join(t.__qualname__ for t in types)
         return f"PoolShape(({shown}), {sorted(names)}{', private' if self.private else ''})"
-
-    def holds(self, kind: type) -> bool:
-        """True when a positional value of this shape is an instance of `kind` (by its type)."""
-        found = self._holds.get(kind)
-        if found is None:
-            found = self._holds[kind] = any(issubclass(t, kind) for t in self.key[0])
-        return found
 
     def entry(self, func: Any, meta: Any, args: Any, kwargs: Mapping[str, Any]) -> PlanEntry | None:
         """The shared plan of `func` (analysed as `meta`) for pools `args` / `kwargs` of this shape;

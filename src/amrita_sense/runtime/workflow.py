@@ -62,7 +62,14 @@ YIELD_INTERVAL = 0.001
 _PRELOAD_LIMIT = 2048
 """At most this many functions are warmed by `WORKFLOW_DI_PRELOAD_CACHE`."""
 
-_pin_state = threading.local()
+class _PinState(threading.local):
+    """Per thread: how many runs are in flight, and the sniffio name the outermost one found."""
+
+    depth = 0
+    previous: str | None = None
+
+
+_pin_state = _PinState()
 
 
 def _rendered(graph: Any) -> Any:
@@ -77,10 +84,12 @@ def _rendered(graph: Any) -> Any:
 def _pin_async_library(task: Any) -> None:
     """Record the running async library in `sniffio.thread_local` for the outermost run (`task`:
     the current asyncio task, so the answer is sniffio's without asking it)."""
-    depth = getattr(_pin_state, "depth", 0)
+    state = _pin_state
+    depth = state.depth
+    state.depth = depth + 1
     if depth == 0:
         tlocal = sniffio.thread_local
-        _pin_state.previous = tlocal.name
+        state.previous = tlocal.name
         if tlocal.name is None:
             name = sniffio.current_async_library_cvar.get()
             if name is None and task is not None:
@@ -91,16 +100,16 @@ def _pin_async_library(task: Any) -> None:
                 except sniffio.AsyncLibraryNotFoundError:
                     pass
             tlocal.name = name
-    _pin_state.depth = depth + 1
 
 
 def _restore_async_library() -> None:
-    depth = getattr(_pin_state, "depth", 0)
+    state = _pin_state
+    depth = state.depth
     if depth > 1:
-        _pin_state.depth = depth - 1
+        state.depth = depth - 1
         return
-    _pin_state.depth = 0
-    sniffio.thread_local.name = getattr(_pin_state, "previous", None)
+    state.depth = 0
+    sniffio.thread_local.name = state.previous
 
 
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
@@ -131,7 +140,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if object_io is not None:
             self.object_io = object_io
         self._sub_interpreters = {}
-        self._attach_to_tree(parent_interpreter)
+        if parent_interpreter is None:
+            self._sub_interpreters_all = {}
+        else:
+            self._attach_to_tree(parent_interpreter)
 
     def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
         self._parent_interpreter = parent
@@ -726,7 +738,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if shape is None or shape.private:
             factories = any(isinstance(v, DependsFactory) for v in self._ava_args_v)
         else:
-            factories = shape.holds(DependsFactory)
+            factories = shape.holds_factories
         kwargs = self._ava_kwargs_v
         return factories or (bool(kwargs) and any(isinstance(v, DependsFactory) for v in kwargs.values()))
 
@@ -840,11 +852,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         task = self._run_task = asyncio.current_task()
         _pin_async_library(task)
         flags = __flags__
-        self._force_inline = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
-        self._squashed_loops = bool(flags.SQUASHED_LOOP)
+        self._force_inline = flags.FORCE_NOT_WRAP_TO_ASYNC
+        self._squashed_loops = flags.SQUASHED_LOOP
         self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
         self._refresh_plans()
-        return flags.WORKFLOW_DI_PRELOAD_CACHE or self._pools_hold_factories()
+        if flags.WORKFLOW_DI_PRELOAD_CACHE:
+            return True
+        shape = self._shape
+        if shape is not None and not shape.private and not self._ava_kwargs_v:
+            return shape.holds_factories
+        return self._pools_hold_factories()
 
     async def _start_work(self) -> None:
         try:
@@ -887,7 +904,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         resumable = outcome is not None and not (
             isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)
         )
-        if not resumable and self._workflow_scope_open():
+        if not resumable and (self._lifecycles_v is not None or self._dep_store_v is not None) \
+                and self._workflow_scope_open():
             return True
         _restore_async_library()
         return False
