@@ -62,6 +62,14 @@ class Chain:
         self.reached.clear()
         self.release.clear()
 
+    async def started(self, graph, stream=None) -> tuple[WorkflowInterpreter, asyncio.Task]:
+        """After a warm-up: a new interpreter's run of `graph` in a task, once it holds at `hold`."""
+        await self.warm(graph)
+        interp = WorkflowInterpreter(graph, stream)
+        run = asyncio.create_task(interp.run())
+        await self.wait_reached()
+        return interp, run
+
     @property
     def ran(self) -> list[int]:
         return [entry[0] for entry in self.log]
@@ -131,11 +139,8 @@ async def test_a_batch_stops_at_a_node_that_is_not_a_thread_node(handoffs):
 async def test_a_suspend_requested_during_a_batch_parks_before_the_next_node():
     chain = Chain(5, hold=1)
     graph = NodeCompose(*chain.nodes).render()
-    await chain.warm(graph)
     stream = SuspendObjectStream()
-    interp = WorkflowInterpreter(graph, stream)
-    run = asyncio.create_task(interp.run())
-    await chain.wait_reached()
+    interp, run = await chain.started(graph, stream)
     suspended = asyncio.create_task(stream.wait_to_suspend())
     await settle()
     chain.release.set()
@@ -166,10 +171,7 @@ async def test_an_injection_during_a_batch_runs_at_the_next_node_boundary():
         pass
 
     graph = NodeCompose(*chain.nodes, skip, target, final).render()
-    await chain.warm(graph)
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await chain.wait_reached()
+    interp, run = await chain.started(graph)
     injection = asyncio.create_task(interp.call_sub(PointerVector([5]), interrupt=True))
     await settle()
     chain.release.set()
@@ -183,10 +185,7 @@ async def test_an_injection_during_a_batch_runs_at_the_next_node_boundary():
 async def test_terminate_during_a_batch_stops_before_the_next_node():
     chain = Chain(5, hold=2)
     graph = NodeCompose(*chain.nodes).render()
-    await chain.warm(graph)
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await chain.wait_reached()
+    interp, run = await chain.started(graph)
     stopping = asyncio.create_task(interp.terminate(eol=False))
     await settle()
     chain.release.set()
@@ -200,10 +199,7 @@ async def test_terminate_during_a_batch_stops_before_the_next_node():
 async def test_cancelling_the_run_during_a_batch_stops_before_the_next_node():
     chain = Chain(5, hold=1)
     graph = NodeCompose(*chain.nodes).render()
-    await chain.warm(graph)
-    interp = WorkflowInterpreter(graph)
-    run = asyncio.create_task(interp.run())
-    await chain.wait_reached()
+    interp, run = await chain.started(graph)
     run.cancel()
     chain.release.set()
     with pytest.raises(asyncio.CancelledError):
