@@ -19,7 +19,9 @@ import time
 from collections import deque
 
 from amrita_sense import _unsafe
-from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
+import sniffio
+
+from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
 
@@ -496,6 +498,53 @@ _LAYER_FIELDS = (
 """The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
 
 
+RUNNING = object()
+"""`_waiter` of a run whose future nobody asked for yet."""
+
+
+class _PinState(threading.local):
+    """Per thread: `cell` is `[runs in flight, the sniffio name the outermost one found]`."""
+
+    cell = None
+
+
+_pin_state = _PinState()
+
+
+def pin_async_library(task):
+    """Record the running async library in `sniffio.thread_local` for the outermost run of this
+    thread (`task`: the current asyncio task, so the answer is sniffio's without asking it)."""
+    state = _pin_state
+    cell = state.cell
+    if cell is None:
+        cell = state.cell = [0, None]
+    depth = cell[0]
+    cell[0] = depth + 1
+    if depth == 0:
+        tlocal = sniffio.thread_local
+        previous = cell[1] = tlocal.name
+        if previous is None:
+            name = sniffio.current_async_library_cvar.get()
+            if name is None and task is not None:
+                name = "asyncio"
+            if name is None:
+                try:
+                    name = sniffio.current_async_library()
+                except sniffio.AsyncLibraryNotFoundError:
+                    pass
+            tlocal.name = name
+
+
+def restore_async_library():
+    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name."""
+    cell = _pin_state.cell
+    if cell[0] > 1:
+        cell[0] -= 1
+        return
+    cell[0] = 0
+    sniffio.thread_local.name = cell[1]
+
+
 def _exc_keywords(exc):
     """The keywords a CATCH handler is called with."""
     return {"exc_type": type(exc), "exc_val": exc, "exc_tb": exc.__traceback__}
@@ -582,6 +631,44 @@ class InterpreterCore:
         self._yield_interval = 0.001
         for name in _LAYER_FIELDS:
             setattr(self, name, None)
+
+    def _start_run(self, flags):
+        """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
+        (`Depends` in the pools, the preload) must be awaited next."""
+        waiter = self._waiter
+        if waiter is RUNNING or (waiter is not None and not waiter.done()):
+            raise IllegalState("Cannot start a new workflow while one is already running")
+        self._waiter = RUNNING
+        task = self._run_task = _current_task()
+        pin_async_library(task)
+        self._force_inline = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
+        self._squashed_loops = bool(flags.SQUASHED_LOOP)
+        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
+        self._refresh_plans()
+        if flags.WORKFLOW_DI_PRELOAD_CACHE:
+            return True
+        shape = self._shape
+        if shape is not None and not shape.private and not self._ava_kwargs_v:
+            return shape.holds_factories
+        return self._pools_hold_factories()
+
+    def _finish_run(self, outcome):
+        """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
+        torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        fut = self._waiter
+        self._waiter = None
+        self._run_task = None
+        if fut is not None and fut is not RUNNING and not fut.done():
+            if isinstance(outcome, Exception):
+                fut.set_exception(outcome)
+                fut.exception()
+            else:
+                fut.set_result(None)
+        if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
+            if (self._lifecycles_v is not None or self._dep_store_v is not None) and self._workflow_scope_open():
+                return True
+        restore_async_library()
+        return False
 
     @property
     def _context_stack(self):

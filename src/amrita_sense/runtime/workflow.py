@@ -13,13 +13,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
 from typing import Any, Generic, TypeVar
 from uuid import uuid4
-
-import sniffio
 
 from amrita_sense import _core
 from amrita_sense._unsafe import __flags__
@@ -51,8 +48,7 @@ from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 UNSET: Any = object()
-_RUNNING: Any = object()
-"""`_waiter` of a run whose future nobody asked for yet."""
+_RUNNING: Any = _core.RUNNING
 io_T = TypeVar("io_T", covariant=True)
 fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)
 
@@ -62,15 +58,6 @@ YIELD_INTERVAL = 0.001
 _PRELOAD_LIMIT = 2048
 """At most this many functions are warmed by `WORKFLOW_DI_PRELOAD_CACHE`."""
 
-class _PinState(threading.local):
-    """Per thread: how many runs are in flight, and the sniffio name the outermost one found."""
-
-    depth = 0
-    previous: str | None = None
-
-
-_pin_state = _PinState()
-
 
 def _rendered(graph: Any) -> Any:
     """A self-compiling instruction rendered; `TypeError` for anything else that is not a rendered graph."""
@@ -79,37 +66,6 @@ def _rendered(graph: Any) -> Any:
         if is_rendered_compose(rendered):
             return rendered
     raise TypeError(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
-
-
-def _pin_async_library(task: Any) -> None:
-    """Record the running async library in `sniffio.thread_local` for the outermost run (`task`:
-    the current asyncio task, so the answer is sniffio's without asking it)."""
-    state = _pin_state
-    depth = state.depth
-    state.depth = depth + 1
-    if depth == 0:
-        tlocal = sniffio.thread_local
-        state.previous = tlocal.name
-        if tlocal.name is None:
-            name = sniffio.current_async_library_cvar.get()
-            if name is None and task is not None:
-                name = "asyncio"
-            if name is None:
-                try:
-                    name = sniffio.current_async_library()
-                except sniffio.AsyncLibraryNotFoundError:
-                    pass
-            tlocal.name = name
-
-
-def _restore_async_library() -> None:
-    state = _pin_state
-    depth = state.depth
-    if depth > 1:
-        state.depth = depth - 1
-        return
-    state.depth = 0
-    sniffio.thread_local.name = state.previous
 
 
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
@@ -801,7 +757,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             if not self._absorbs(exc):
                 raise
         finally:
-            if self._close_run(outcome):
+            if self._finish_run(outcome):
                 await self._end_scope()
 
     async def run_step_by(self) -> AsyncGenerator[Any, None]:
@@ -840,28 +796,11 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._start_work()
 
     def _open_run(self) -> bool:
-        """Start a run: its bookkeeping and the engine flags it reads. True when run-start work
-        (`Depends` in the pools, the preload) must be awaited next (`_start_work`)."""
+        """Start a run (`_start_run`); True when run-start work must be awaited next (`_start_work`)."""
         if self._panic_exc is not None:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
-        waiter = self._waiter
-        if waiter is _RUNNING or (waiter is not None and not waiter.done()):
-            raise IllegalState("Cannot start a new workflow while one is already running")
-        self._waiter = _RUNNING
-        task = self._run_task = asyncio.current_task()
-        _pin_async_library(task)
-        flags = __flags__
-        self._force_inline = flags.FORCE_NOT_WRAP_TO_ASYNC
-        self._squashed_loops = flags.SQUASHED_LOOP
-        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
-        self._refresh_plans()
-        if flags.WORKFLOW_DI_PRELOAD_CACHE:
-            return True
-        shape = self._shape
-        if shape is not None and not shape.private and not self._ava_kwargs_v:
-            return shape.holds_factories
-        return self._pools_hold_factories()
+        return self._start_run(__flags__)
 
     async def _start_work(self) -> None:
         try:
@@ -887,34 +826,14 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
-        if self._close_run(outcome):
+        if self._finish_run(outcome):
             await self._end_scope()
-
-    def _close_run(self, outcome: BaseException | None) -> bool:
-        """End a run's bookkeeping (its future gets the outcome). True when the workflow scope must
-        be torn down next (`_end_scope`); otherwise the run is completely over."""
-        fut, self._waiter = self._waiter, None
-        self._run_task = None
-        if fut is not None and fut is not _RUNNING and not fut.done():
-            if isinstance(outcome, Exception):
-                fut.set_exception(outcome)
-                fut.exception()
-            else:
-                fut.set_result(None)
-        resumable = outcome is not None and not (
-            isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)
-        )
-        if not resumable and (self._lifecycles_v is not None or self._dep_store_v is not None) \
-                and self._workflow_scope_open():
-            return True
-        _restore_async_library()
-        return False
 
     async def _end_scope(self) -> None:
         try:
             await self._close_workflow_scope()
         finally:
-            _restore_async_library()
+            _core.restore_async_library()
 
     def _workflow_scope_open(self) -> bool:
         """True when the workflow scope holds something to tear down (the store is cleared either way)."""
