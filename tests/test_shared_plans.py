@@ -3,7 +3,6 @@ read from the calling interpreter's own pools, exact invalidation, bounded memor
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import weakref
 

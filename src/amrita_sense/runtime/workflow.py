@@ -41,7 +41,7 @@ from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
-from amrita_sense.runtime.plans import EXC_NAMES, PlanEntry, build_entry, shape_of
+from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.types import DICache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
