@@ -290,3 +290,20 @@ def test_shapes_are_interned_and_exact():
     disguised = plans_module.shape_of((Disguised(Ctx),), {})
     assert disguised.private
     assert plans_module.shape_of((Disguised(Ctx),), {}) is not disguised
+
+
+@pytest.mark.asyncio
+async def test_a_pool_reassigned_as_a_list_works_after_rehash():
+    seen = []
+
+    @inline
+    def node(ctx: Ctx):
+        seen.append(ctx.name)
+
+    interp = WorkflowInterpreter(NodeCompose(node).render(), extra_args=(Ctx("a"),))
+    await interp.run()
+    interp._ava_args = [interp, Ctx("b")]
+    await interp.run()
+    interp.rehash_args()
+    await interp.run()
+    assert seen == ["a", "b", "b"]

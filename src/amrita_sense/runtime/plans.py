@@ -247,6 +247,8 @@ _last: list = [None]
 
 def shape_of(args: tuple, kwargs: Mapping[str, Any]) -> PoolShape:
     """The (interned) shape of an interpreter's pools."""
+    if type(args) is not tuple:
+        args = tuple(args)
     token = abc.get_cache_token()
     last = _last[0]
     if last is not None:
