@@ -681,14 +681,20 @@ class InterpreterCore:
     def _context_stack(self, stack):
         self._context_stack_v = stack
 
-    def _layer_init(self, graph, args, kwargs, exc_ignored, shape, yield_interval):
-        """Set the Python layer's first fields in one call (the others start as None)."""
+    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, no_passing, shape_of, yield_interval):
+        """The Python layer's first fields in one call (the others start as None): the graph, the
+        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
+        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
+        args = (self, *extra_args)
+        kwargs = dict(extra_kwargs) if extra_kwargs else {}
         self._graph = graph
         self._ava_args_v = args
         self._ava_kwargs_v = kwargs
-        self._exc_ignored = exc_ignored
-        self._shape = shape
+        self._exc_ignored = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
+        self._shape = shape_of(args, kwargs)
         self._yield_interval = yield_interval
+        self._sub_interpreters = {}
+        self._sub_interpreters_all = {}
 
     # ----- pointer resolution and movement -------------------------------------------
 

@@ -88,26 +88,19 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     ):
         if not is_rendered_compose(node_compose):
             node_compose = _rendered(node_compose)
-        args = (self, *extra_args)
-        kwargs = dict(extra_kwargs) if extra_kwargs else {}
-        passing = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
-        self._layer_init(node_compose, args, kwargs, passing, shape_of(args, kwargs), YIELD_INTERVAL)
+        self._layer_init(node_compose, extra_args, extra_kwargs, exception_ignored, __flags__.DISABLE_EXC_IGNORED,
+                         shape_of, YIELD_INTERVAL)
         if object_io is not None:
             self.object_io = object_io
-        self._sub_interpreters = {}
-        if parent_interpreter is None:
-            self._sub_interpreters_all = {}
-        else:
+        if parent_interpreter is not None:
             self._attach_to_tree(parent_interpreter)
 
-    def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
+    def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
         self._parent_interpreter = parent
-        if parent is None:
-            self._sub_interpreters_all = {}
-            return
         top = parent.top_interpreter
         self._top_interpreter = top
+        self._sub_interpreters_all = None
         top._sub_interpreters_all[self.id] = self
         parent._sub_interpreters[self.id] = self
 
