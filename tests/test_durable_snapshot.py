@@ -328,7 +328,9 @@ async def test_a_fun_block_child_parked_mid_run_is_restored_into_a_fresh_graph(n
 
 
 @pytest.mark.asyncio
-async def test_a_fun_block_whose_child_runs_elsewhere_refuses_and_changes_nothing():
+async def test_a_fun_block_step_restores_beside_the_run_it_was_taken_from():
+    """FUN_BLOCK children are kept per interpreter: a restore on the very graph whose block is still
+    parked in the original run gets children of its own and leaves the original's alone."""
     trace: list = []
     graph = fun_block_graph(trace)
     stream = SuspendObjectStream()
@@ -336,13 +338,16 @@ async def test_a_fun_block_whose_child_runs_elsewhere_refuses_and_changes_nothin
     task = await park(stream, interp.run, tag("y"))
     data = interp.snapshot()
     block = graph[1]
-    child = block._interpreter
-    with pytest.raises(RestoreError, match="running in another interpreter"):
-        WorkflowInterpreter.restore(graph, data)
-    assert block._interpreter is child
+    child = block._children[interp]
+    restored = WorkflowInterpreter.restore(graph, data)
+    assert block._children[interp] is child
+    del trace[:]
+    await restored.run()
+    restored_trace = list(trace)
+    del trace[:]
     stream.resume()
     await task
-    assert trace == ["a", "x", "y", "z", "b"]
+    assert restored_trace == trace == ["y", "z", "b"]
 
 
 def batch_graph(trace: list):

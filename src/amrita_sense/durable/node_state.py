@@ -2,11 +2,12 @@
 
 Two kinds:
 
-- sub-interpreters of a step in flight: FUN_BLOCK keeps its forked child in the
-  node (`_interpreter`), BATCH_RUN its children (`_interpreters`) while the step
-  runs; a snapshot taken while such a step waits (for example while a child is
-  parked at a suspend gate) stores the children's state, and restore forks new
-  children the way the node's `_pre_check` does and gives them that state;
+- sub-interpreters of a step in flight: FUN_BLOCK and BATCH_RUN keep the children
+  they forked for each interpreter that runs them (`_children` / `_forked`, keyed
+  by that interpreter); a snapshot taken while such a step waits (for example
+  while a child is parked at a suspend gate) stores the children's state, and
+  restore forks new children for the restored interpreter the way the node's
+  `_pre_check` does and gives them that state;
 - return addresses computed at a node's first execution and then kept: INT
   without `ret_to` and PUSH_CONTEXT(None).
 
@@ -42,12 +43,14 @@ def sub_graphs(node: Any) -> list[Any]:
     return []
 
 
-def step_children(node: Any) -> tuple[str, list[Any]] | None:
-    """`(kind, children)` when `node` is a FUN_BLOCK / BATCH_RUN step with sub-interpreters, else None."""
+def step_children(node: Any, interp: Any) -> tuple[str, list[Any]] | None:
+    """`(kind, children)` when `node` is a FUN_BLOCK / BATCH_RUN step with sub-interpreters of `interp`, else None."""
     if isinstance(node, _func_block()):
-        return ("fun_block", [node._interpreter]) if node._interpreter is not None else None
+        child = node._children.get(interp)
+        return ("fun_block", [child]) if child is not None else None
     if isinstance(node, _batch_run()):
-        return ("batch", list(node._interpreters)) if node._interpreters else None
+        children = node._forked.get(interp)
+        return ("batch", list(children)) if children else None
     return None
 
 
@@ -61,22 +64,21 @@ def child_standing(child: Any) -> str:
 
 
 def check_children_free(node: Any, kind: str, count: int) -> str | None:
-    """Why `node` cannot take restored children now (None when it can)."""
+    """Why `node` cannot take `count` restored children of `kind` (None when it can).
+
+    Children are kept per interpreter, so a freshly restored interpreter never
+    finds the slot taken: only the kind and the number of graphs are checked.
+    """
     if kind == "fun_block":
         if not isinstance(node, _func_block()):
             return "the slot is not a FUN_BLOCK"
         if count != 1:
             return "a FUN_BLOCK has one sub-interpreter"
-        current = node._interpreter
-        if current is not None and current.is_running:
-            return "its FUN_BLOCK sub-interpreter is running in another interpreter of this process"
         return None
     if not isinstance(node, _batch_run()):
         return "the slot is not a BATCH_RUN"
     if count != len(node._graphs):
         return f"the BATCH_RUN has {len(node._graphs)} graphs, the snapshot {count} children"
-    if node._interpreters:
-        return "its BATCH_RUN step is running in another interpreter of this process"
     return None
 
 
@@ -85,13 +87,13 @@ def child_graphs(node: Any, kind: str) -> list[Any]:
 
 
 def fork_children(node: Any, kind: str, parent: Any) -> list[Any]:
-    """New children for `node`'s step, forked from `parent` as its `_pre_check` would, and installed."""
+    """New children for `node`'s step, forked from `parent` as its `_pre_check` would, and installed for `parent`."""
     if kind == "fun_block":
         child = parent.fork_interpreter(compose=node._comp_rendered, middleware=node._mdw, object_io=node._io)
-        node._interpreter = child
+        node._children[parent] = node._interpreter = child
         return [child]
     children = [parent.fork_interpreter(graph, node._mdw, node._io or parent.object_io) for graph in node._graphs]
-    node._interpreters = children
+    node._forked[parent] = children
     return children
 
 

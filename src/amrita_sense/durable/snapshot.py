@@ -115,7 +115,7 @@ def position_of(interp: Any) -> str:
         return GATE
     if interp._middleware is not None and interp._node_calls == 0 and _current_task() is owner:
         return STEP
-    if node is not None and node_state.step_children(node) is not None:
+    if node is not None and node_state.step_children(node, interp) is not None:
         return NESTED
     raise SnapshotUnavailable("a node is running: take the snapshot at a suspend point or between nodes")
 
@@ -278,7 +278,7 @@ def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
 
 
 def _children_document(interp: Any, codec: Any, blobs: list[bytes]) -> tuple[dict, bool]:
-    kind, children = node_state.step_children(_node_at_pointer(interp))
+    kind, children = node_state.step_children(_node_at_pointer(interp), interp)
     items, parked = [], False
     for child in children:
         if child._panic_exc is not None:
