@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runtime_path import RUNTIME_DIR
 import amrita_sense
 
 ROOT = Path(__file__).resolve().parents[1]
 # The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).
-RUNTIME_DIR = str(Path(amrita_sense.__file__).resolve().parents[1])
 EXAMPLE = ROOT / "examples" / "debugger_session.py"
 
 COMMANDS = """\

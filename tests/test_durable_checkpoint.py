@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from durable_support import abandon, park, rec, tag
 
+from runtime_path import RUNTIME_DIR
 from amrita_sense import RESET, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
     CheckpointConflict,
@@ -248,7 +249,7 @@ print(sorted(m for m in sys.modules if m.startswith("amrita_sense.durable")))
 
 
 def test_a_run_without_checkpointing_never_loads_the_durable_code():
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": RUNTIME_DIR, "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", ZERO_COST], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runtime_path import RUNTIME_DIR
 from amrita_sense.durable import SQLiteCheckpointStore, inspect_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,7 +15,7 @@ SCRIPT = ROOT / "examples" / "durable_approval.py"
 
 
 def run(*args: str) -> list[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR)
     done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()

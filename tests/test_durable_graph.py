@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from durable_support import rec
 
+from runtime_path import RUNTIME_DIR
 from amrita_sense import ALIAS, IF, JMP, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import GraphMismatch, graph_fingerprint
 from amrita_sense.instructions import FUN_BLOCK
@@ -57,7 +58,7 @@ print(graph_fingerprint(build()))
 @pytest.mark.parametrize("core", ["cython", "python"])
 @pytest.mark.parametrize("seed", ["0", "12345"])
 def test_the_fingerprint_is_the_same_in_another_process_and_core(core, seed):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONHASHSEED=seed)
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR, PYTHONHASHSEED=seed)
     env.pop("AMRITA_SENSE_REQUIRE_EXTENSIONS", None)
     if core == "python":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"

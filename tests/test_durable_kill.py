@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from worker_support import ThisPackage
 
+from runtime_path import RUNTIME_DIR
 from amrita_sense import WorkflowInterpreter
 from amrita_sense.durable import CheckpointNotFound, SQLiteCheckpointStore, inspect_snapshot
 
@@ -53,7 +54,7 @@ def reference(spec: dict) -> list[str]:
 
 
 def start_worker(spec_file: Path, db: Path, sink: Path, core: str, loop: str = "asyncio") -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR)
     env.pop("AMRITA_SENSE_REQUIRE_EXTENSIONS", None)
     if core == "python":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from durable_support import rec
 
+from runtime_path import RUNTIME_DIR
 from amrita_sense import SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
     CheckpointConflict,
@@ -161,7 +162,7 @@ def test_several_processes_write_one_database(tmp_path):
     path = tmp_path / "runs.db"
     SQLiteCheckpointStore(path).save("shared", HALTED)
     script = WRITER.format(tests=str(ROOT / "tests"))
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": RUNTIME_DIR, "PATH": "/usr/bin:/bin"}
     procs = [
         subprocess.Popen([sys.executable, "-c", script, str(path), f"p{i}", "25"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

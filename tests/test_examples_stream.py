@@ -10,10 +10,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).
-RUNTIME_DIR = str(Path(importlib.import_module("amrita_sense").__file__).resolve().parents[1])
 EXAMPLES = ROOT / "examples"
 
 

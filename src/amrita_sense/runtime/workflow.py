@@ -21,7 +21,6 @@ from amrita_sense import _core
 from amrita_sense._unsafe import __flags__
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope
 from amrita_sense.exceptions import (
-    BreakLoop,
     DependsInjectFailed,
     DependsResolveFailed,
     IllegalState,
