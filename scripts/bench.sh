@@ -7,7 +7,7 @@
 #              reinstalled automatically when the sources changed since the last install
 #   .venv-ref  amrita-sense==1.1.3 (plus uvloop): the reference
 # then runs the comparison runner on the default scenario set:
-#   .venv/bin/python -m bench --against .venv-ref/bin/python --loop both --json bench-results.json
+#   .venv/bin/python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
 #
 # Options: --rebuild  reinstall both environments.
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
@@ -89,5 +89,5 @@ else
 fi
 
 say "running the benchmarks (progress below, then the table); JSON goes to $JSON"
-exec "$VENV/bin/python" -m bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
+exec "$VENV/bin/python" -m amrita_sense.bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
     ${RUNNER_ARGS[@]+"${RUNNER_ARGS[@]}"}

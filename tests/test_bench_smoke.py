@@ -1,4 +1,4 @@
-"""Smoke tests of the benchmark runner (`python -m bench`) and the scenario checks.
+"""Smoke tests of the benchmark runner (`python -m amrita_sense.bench`) and the scenario checks.
 
 They run our own builds only (no network, no reference venv) at the quick sizes
 and check the shape of the table and of the JSON, not any timing.
@@ -23,20 +23,17 @@ HAS_UVLOOP = sys.platform != "win32" and importlib.util.find_spec("uvloop") is n
 def _env() -> dict:
     env = dict(os.environ)
     inherited = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    paths = [str(ROOT)] + inherited
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONPATH"] = os.pathsep.join(inherited)  # absolute: the runs below change directory
     return env
 
 
 def run_bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=_env(),
+    return subprocess.run([sys.executable, "-m", "amrita_sense.bench", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True, timeout=600)
 
 
 def _scenarios():
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from bench import scenarios
+    from amrita_sense.bench import scenarios
 
     return scenarios
 

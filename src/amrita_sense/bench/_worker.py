@@ -1,7 +1,9 @@
 """Benchmark worker: one build on one event loop, driven by the runner over stdin/stdout.
 
-Started as a script (`python bench/_worker.py --loop asyncio --expect cython`) so it
-also runs under a foreign Python (the 1.1.3 reference venv). Protocol: one JSON
+Started as a script, by path (`python .../amrita_sense/bench/_worker.py --loop asyncio
+--expect cython`), so it also runs under a foreign Python whose `amrita_sense` has no
+`bench` package (the 1.1.3 reference venv): it loads its sibling `scenarios.py` by path
+too, so every build runs the very same scenario code. Protocol: one JSON
 command per line on stdin, one JSON reply per line on the original stdout. The
 process's own stdout (fd 1) is sent to /dev/null before anything is imported, so
 log output of the package under test cannot corrupt the protocol.
@@ -20,7 +22,22 @@ import os
 import sys
 import traceback
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_sibling(name: str):
+    """Import `HERE/<name>.py` under a private module name (registered, so dataclasses and
+    pickles defined in it resolve their module)."""
+    import importlib.util
+
+    module_name = f"_amrita_sense_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, os.path.join(HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _protocol_channel():
@@ -97,9 +114,7 @@ class Worker:
             info = _describe_build(self.expect)
         except Exception as exc:  # noqa: BLE001 - any import failure makes the build unavailable
             return {"status": "n/a", "reason": f"{type(exc).__name__}: {exc}"}
-        from bench import scenarios
-
-        self.scenarios = scenarios
+        self.scenarios = load_sibling("scenarios")
         info.update(status="ok", loop=self.loop_name)
         return info
 
@@ -152,9 +167,8 @@ def main() -> None:
     parser.add_argument("--path", action="append", default=[], help="extra sys.path entry (user workflows)")
     args = parser.parse_args()
     channel = _protocol_channel()
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    sys.path.insert(0, REPO_ROOT)
+    # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
     for extra in reversed(args.path):
         sys.path.append(extra)
     worker = Worker(args.loop, args.expect)

@@ -10,10 +10,10 @@ measurement is the best of the runs that fit in --budget seconds; the table
 quotes the median of the --repeats measurements and the ratios between them.
 
 Examples:
-  python -m bench --quick
-  python -m bench --against .venv-ref/bin/python --loop both --json bench-results.json
-  python -m bench --scenarios sync_chain,while_loop --repeats 9
-  python -m bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
+  python -m amrita_sense.bench --quick
+  python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
+  python -m amrita_sense.bench --scenarios sync_chain,while_loop --repeats 9
+  python -m amrita_sense.bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
 """
 
 from __future__ import annotations
@@ -33,10 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-if __package__ in (None, ""):  # run as a plain script: make `bench` importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench import scenarios as S  # noqa: E402
+from amrita_sense.bench import scenarios as S
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 BUILD_ORDER = ("compiled", "twin", "ref")
@@ -548,7 +545,7 @@ def write_plot(path: str, rows: list[dict], builds: list[Build]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__.split("\n\n")[0],
+        prog="python -m amrita_sense.bench", description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", metavar="PYTHON",
                         help="a Python (or venv directory) with amrita-sense==1.1.3 to compare with")
@@ -704,7 +701,7 @@ def _label_reference(builds: list[Build], build_info: dict) -> None:
 def _meta(args: argparse.Namespace, builds: list[Build], build_info: dict, loops: list[str],
           started: _dt.datetime) -> dict:
     return {
-        "command": [sys.executable, "-m", "bench"] + (sys.argv[1:] if sys.argv else []),
+        "command": [sys.executable, "-m", "amrita_sense.bench"] + (sys.argv[1:] if sys.argv else []),
         "started": started.isoformat(timespec="seconds"),
         "duration_s": round((_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(), 1),
         "machine": {"platform": platform.platform(), "machine": platform.machine(),
