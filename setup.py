@@ -19,6 +19,7 @@ classes report as `__module__`); only its file moves into the wheel's runtime di
 
 import os
 import platform
+import re
 import shutil
 
 from setuptools import Extension, find_packages, setup
@@ -214,7 +215,17 @@ def _extensions():
     return extensions
 
 
+def _version():
+    """`__version__` from src/amrita_sense/_version.py, without importing the package."""
+    with open(os.path.join("src", RUNTIME, "_version.py"), encoding="utf-8") as source:
+        match = re.search(r'^__version__ = "([^"]+)"$', source.read(), re.M)
+    if match is None:
+        raise RuntimeError(f"no __version__ in src/{RUNTIME}/_version.py")
+    return match.group(1)
+
+
 setup(
+    version=_version(),
     packages=_packages(),
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
