@@ -11,9 +11,13 @@ log output of the package under test cannot corrupt the protocol.
 Commands:
   {"op": "hello"}                                -> build description, or why it is unavailable
   {"op": "run", "scenario": NAME, "size": N, "budget": S}      -> one measurement of a scenario
-  {"op": "workflow", "spec": "mod:fn", "runs": N, "budget": S} -> one measurement of a user workflow
+  {"op": "trace", "spec": SPEC}                  -> the node trace of one run of a user workflow
+  {"op": "workflow", "spec": SPEC, "runs": N, "budget": S}     -> one measurement of a user workflow
+  {"op": "profile", "spec": SPEC, "runs": N}     -> the per-node profile of N runs
 A measurement is the best of as many runs as fit in `budget` seconds (at least one).
 Replies carry "status": "ok" | "n/a" | "fail" (count check) | "error".
+The runner sends "trace" first, before anything else has started a thread: the trace's
+profile hook then reaches every thread the workflow uses.
 """
 
 import argparse
@@ -65,7 +69,18 @@ def _make_loop(name: str):
     return loop
 
 
+def _distribution_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _describe_build(expect: str) -> dict:
+    """What this Python's `amrita_sense` is. `expect` "reference" (the --against column)
+    accepts any build: amrita-sense itself, or amrita-sense-turbo in another environment."""
     import platform
 
     import amrita_sense
@@ -76,33 +91,27 @@ def _describe_build(expect: str) -> dict:
         "executable": sys.executable,
         "module_path": os.path.dirname(amrita_sense.__file__),
     }
-    if expect == "reference":
-        if impl is not None:
-            raise RuntimeError(
-                f"the reference Python imports amrita-sense-turbo from {info['module_path']}; "
-                "check PYTHONPATH and the working directory")
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            info["version"] = version("amrita-sense")
-        except PackageNotFoundError:
-            info["version"] = "unknown"
-        info["implementation"] = "reference"
-        return info
     if impl is None:
-        raise RuntimeError(f"{info['module_path']} is not amrita-sense-turbo (no IMPLEMENTATION)")
-    if impl != expect:
+        if expect != "reference":
+            raise RuntimeError(f"{info['module_path']} is not amrita-sense-turbo (no IMPLEMENTATION)")
+        info.update(implementation="reference", version=_distribution_version("amrita-sense"))
+        return info
+    if expect not in ("reference", impl):
         raise RuntimeError(f"expected the {expect} core, but {impl} loaded")
-    info["implementation"] = impl
+    version = getattr(amrita_sense, "__version__", None) or _distribution_version("amrita-sense-turbo")
+    info.update(implementation=impl, version=version)
     return info
 
 
 class Worker:
-    def __init__(self, loop_name: str, expect: str) -> None:
+    def __init__(self, loop_name: str, expect: str, paths: list) -> None:
         self.loop_name = loop_name
         self.expect = expect
+        self.paths = paths
         self.loop = None
         self.scenarios = None
+        self.workload = None
+        self.workflows: dict = {}  # spec -> workload.Workflow, loaded once
         self.cached = None  # (key, plan): the last plan built, reused while the same scenario repeats
 
     def hello(self) -> dict:
@@ -115,33 +124,53 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - any import failure makes the build unavailable
             return {"status": "n/a", "reason": f"{type(exc).__name__}: {exc}"}
         self.scenarios = load_sibling("scenarios")
+        self.workload = load_sibling("workload")
+        self.workload.add_import_paths(self.paths)
         info.update(status="ok", loop=self.loop_name)
         return info
 
-    def _plan(self, key: tuple, make):
+    def workflow(self, spec: str):
+        if spec not in self.workflows:
+            self.workflows[spec] = self.workload.Workflow(spec)
+        return self.workflows[spec]
+
+    def answer(self, compute) -> dict:
+        """Run `compute()` (a coroutine function returning the reply's fields) on the loop."""
+        try:
+            fields = self.loop.run_until_complete(compute())
+        except self.scenarios.Unavailable as exc:
+            return {"status": "n/a", "reason": str(exc)}
+        except AssertionError as exc:  # a count check (scenarios.CountMismatch, workload.NothingRan)
+            return {"status": "fail", "reason": str(exc)}
+        except self.workload.WorkflowError as exc:
+            return {"status": "error", "reason": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8)}
+        return {"status": "ok", **fields}
+
+    async def _plan(self, key: tuple, make):
         if self.cached is None or self.cached[0] != key:
             self.cached = None
             plan = make()
             if hasattr(plan, "__await__"):
-                plan = self.loop.run_until_complete(plan)
+                plan = await plan
             self.cached = (key, plan)
         return self.cached[1]
 
     def measure(self, key: tuple, make, budget: float) -> dict:
-        s = self.scenarios
-        try:
-            plan = self._plan(key, make)
-            value, runs = self.loop.run_until_complete(s.measure_best(plan, budget))
-        except s.Unavailable as exc:
-            return {"status": "n/a", "reason": str(exc)}
-        except s.CountMismatch as exc:
+        async def compute() -> dict:
+            plan = await self._plan(key, make)
+            value, runs = await self.scenarios.measure_best(plan, budget)
+            return {"value": value, "ops": plan.ops, "runs": runs}
+
+        reply = self.answer(compute)
+        if reply["status"] != "ok":
             self.cached = None
-            return {"status": "fail", "reason": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
-            self.cached = None
-            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc(limit=8)}
-        return {"status": "ok", "value": value, "ops": plan.ops, "runs": runs}
+        return reply
+
+    async def _trace(self, spec: str) -> dict:
+        return {"trace": await self.workflow(spec).trace()}
 
     def handle(self, cmd: dict) -> dict:
         op = cmd.get("op")
@@ -153,10 +182,14 @@ class Worker:
         if op == "run":
             name, size = cmd["scenario"], cmd.get("size")
             return self.measure(("run", name, size), lambda: self.scenarios.build(name, size), budget)
+        spec, runs = cmd.get("spec", ""), int(cmd.get("runs") or 0)
+        if op == "trace":
+            return self.answer(lambda: self._trace(spec))
         if op == "workflow":
-            spec, runs = cmd["spec"], int(cmd.get("runs") or 0)
-            return self.measure(("workflow", spec, runs), lambda: self.scenarios.user_workflow(spec, runs),
-                                budget)
+            return self.measure(("workflow", spec, runs), lambda: self.workflow(spec).plan(runs), budget)
+        if op == "profile":
+            seconds = float(cmd.get("seconds") or 1.0)
+            return self.answer(lambda: self.workload.profile_runs(self.workflow(spec), runs, seconds))
         return {"status": "error", "reason": f"unknown op {op!r}"}
 
 
@@ -164,14 +197,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loop", default="asyncio")
     parser.add_argument("--expect", required=True, choices=["cython", "python", "reference"])
-    parser.add_argument("--path", action="append", default=[], help="extra sys.path entry (user workflows)")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a directory to import user workflows from (first on sys.path, after the build loaded)")
     args = parser.parse_args()
     channel = _protocol_channel()
     # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
-    for extra in reversed(args.path):
-        sys.path.append(extra)
-    worker = Worker(args.loop, args.expect)
+    worker = Worker(args.loop, args.expect, args.path)
     for line in sys.stdin:
         if not line.strip():
             continue
