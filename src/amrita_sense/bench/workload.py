@@ -179,14 +179,17 @@ def _site_dirs() -> set:
     return {os.path.abspath(paths[key]) for key in ("purelib", "platlib") if key in paths}
 
 
-def _engine_dirs() -> List[str]:
-    """Code that is never the user's even below a user root (a checkout holding the runtime)."""
+def _engine_dirs(roots: List[str]) -> List[str]:
+    """Code that is never the user's even below a user root (a checkout holding the runtime, a
+    project's own .venv): the runtime, this package, the standard library, and the environment's
+    site-packages unless the user's code is installed there."""
     import amrita_sense
 
     dirs = [os.path.abspath(d) for d in getattr(amrita_sense, "__path__", [])]
     dirs.append(os.path.dirname(os.path.abspath(__file__)))
     paths = sysconfig.get_paths()
     dirs += [os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if key in paths]
+    dirs += [d for d in _site_dirs() if not any(os.path.abspath(r).startswith(d + os.sep) for r in roots)]
     return [d + os.sep for d in dirs]
 
 
@@ -203,7 +206,7 @@ class NodeRecorder:
 
     def __init__(self, roots: List[str], timing: bool = False) -> None:
         self.roots = [r if r.endswith(".py") else r.rstrip(os.sep) + os.sep for r in roots]
-        self.engine = _engine_dirs()
+        self.engine = _engine_dirs(roots)
         self.timing = timing
         self.entries: List[list] = []  # [label, start, end, events before the body, events in it]
         self.events = 0
