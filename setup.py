@@ -143,6 +143,10 @@ class CoreBuildExt(build_ext):
         except Exception as exc:  # noqa: BLE001 - any toolchain failure
             _no_core(exc)
 
+    def build_extensions(self):
+        _drop_build_machine_rpath(self.compiler)
+        super().build_extensions()
+
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
@@ -163,6 +167,15 @@ class CoreBuildExt(build_ext):
             return path
         return os.path.join(self.build_lib, *RUNTIME_PARENT.split("."), os.path.relpath(path, self.build_lib))
 
+
+
+def _drop_build_machine_rpath(compiler):
+    """Link the core without the run-time search path some Pythons put in LDSHARED (pyenv's
+    `-Wl,-rpath,<prefix>/lib`): the core needs no library of the build machine's Python, and a
+    wheel must not carry that machine's paths (auditwheel keeps them)."""
+    linker = getattr(compiler, "linker_so", None)
+    if linker:
+        compiler.linker_so = [arg for arg in linker if not arg.startswith(("-Wl,-rpath", "-Wl,-R"))]
 
 
 class CoreNotBuilt(SetupError):
