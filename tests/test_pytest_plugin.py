@@ -1,8 +1,8 @@
 """The pytest plugin (`amrita_sense_turbo.pytest_plugin`, entry point `amrita_sense_bench`): a user's
 suite in a temporary directory, run by a separate pytest process on the core under test.
 
-The inner runs load the plugin with `-p` (a source checkout registers no entry point); the
-entry point itself is checked when the distribution is installed.
+An installed distribution loads the plugin through its entry point; in a source checkout (no
+entry point) the inner runs load it with `-p`.
 """
 
 from __future__ import annotations
@@ -56,9 +56,22 @@ def run_inner(tmp_path: Path, *args: str, first_path: Path | None = None, **env:
     child_env = {**os.environ, **env}
     inherited = [os.path.abspath(p) for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
     child_env["PYTHONPATH"] = os.pathsep.join(([str(first_path)] if first_path else []) + inherited)
+    load = [] if _installed_entry_point() and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in env else [
+        "-p", "amrita_sense_turbo.pytest_plugin"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "amrita_sense_turbo.pytest_plugin", "-q", "-p", "no:cacheprovider",
-         "--rootdir", str(tmp_path), *args], cwd=tmp_path, env=child_env, capture_output=True, text=True, timeout=300)
+        [sys.executable, "-m", "pytest", *load, "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), *args],
+        cwd=tmp_path, env=child_env, capture_output=True, text=True, timeout=300)
+
+
+def _installed_dist() -> importlib.metadata.Distribution | None:
+    """amrita-sense-turbo installed in this environment (a source checkout's egg-info has no RECORD)."""
+    return next((d for d in importlib.metadata.distributions()
+                 if (d.metadata["Name"] or "").lower() == "amrita-sense-turbo" and d.read_text("RECORD")), None)
+
+
+def _installed_entry_point() -> bool:
+    dist = _installed_dist()
+    return dist is not None and any(ep.group == "pytest11" for ep in dist.entry_points)
 
 
 def test_the_fixture_benchmarks_a_users_graph_on_the_loaded_core(tmp_path: Path) -> None:
@@ -95,8 +108,7 @@ def test_without_pytest_benchmark_only_the_fixtures_users_fail(tmp_path: Path) -
 
 
 def test_the_entry_point_registers_the_plugin() -> None:
-    dist = next((d for d in importlib.metadata.distributions()
-                 if (d.metadata["Name"] or "").lower() == "amrita-sense-turbo" and d.read_text("RECORD")), None)
+    dist = _installed_dist()
     if dist is None:
         pytest.skip("amrita-sense-turbo is not installed (a source checkout on PYTHONPATH)")
     points = {ep.name: ep.value for ep in dist.entry_points if ep.group == "pytest11"}

@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import traceback
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,6 +39,8 @@ def load_sibling(name: str):
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, os.path.join(HERE, f"{name}.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {name}.py from {HERE}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
@@ -54,9 +57,10 @@ def _protocol_channel():
     return channel
 
 
-def _make_loop(name: str):
+def _make_loop(name: str) -> Any:
     import asyncio
 
+    loop: Any
     if name == "uvloop":
         import uvloop  # ImportError is reported as "n/a" by hello
 
@@ -108,11 +112,11 @@ class Worker:
         self.loop_name = loop_name
         self.expect = expect
         self.paths = paths
-        self.loop = None
-        self.scenarios = None
-        self.workload = None
+        self.loop: Any = None
+        self.scenarios: Any = None  # scenarios.py and workload.py, loaded by path by hello
+        self.workload: Any = None
         self.workflows: dict = {}  # spec -> workload.Workflow, loaded once
-        self.cached = None  # (key, plan): the last plan built, reused while the same scenario repeats
+        self.cached: Any = None  # (key, plan): the last plan built, reused while the same scenario repeats
 
     def hello(self) -> dict:
         try:

@@ -139,9 +139,11 @@ class WorkerProcess:
     def request(self, cmd: dict, timeout: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             return {"status": "error", "reason": "worker is not running"}
+        stdin = self.proc.stdin
+        assert stdin is not None  # started with stdin=PIPE
         try:
-            self.proc.stdin.write(json.dumps(cmd) + "\n")
-            self.proc.stdin.flush()
+            stdin.write(json.dumps(cmd) + "\n")
+            stdin.flush()
             line = self.replies.get(timeout=timeout)
         except queue.Empty:
             self.stop()
@@ -160,7 +162,8 @@ class WorkerProcess:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             try:
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
                 proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
@@ -615,7 +618,8 @@ def profile_nodes(args: argparse.Namespace, builds: list[Build], loops: list[str
     """Profile the workflow on every build and loop, one fresh worker each; print the tables."""
     started = _dt.datetime.now(_dt.timezone.utc)
     progress = Progress(len(builds) * len(loops))
-    profiles, build_info = [], {}
+    profiles: list[dict] = []
+    build_info: dict = {}
     for loop in loops:
         for build in builds:
             profiles.append(_profile_one(build, loop, args, progress, build_info))

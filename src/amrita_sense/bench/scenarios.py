@@ -136,7 +136,7 @@ def need(module: str, *names: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def expect(what: str, counted: int, wanted: int) -> None:
+def expect(what: str, counted: Any, wanted: Any) -> None:
     """Raise `CountMismatch` unless `counted == wanted`."""
     if counted != wanted:
         raise CountMismatch(f"{what}: counted {counted}, expected {wanted}")
@@ -222,6 +222,13 @@ class _Holder:
     """Carries per-measurement state (interpreter, task, stream) from prepare to timed and check."""
 
     __slots__ = ("graph", "interp", "interps", "nbytes", "nodes", "stream", "task")
+    graph: Any
+    interp: Any
+    interps: Any
+    nbytes: int
+    nodes: Any
+    stream: Any
+    task: Any
 
 
 _ids = itertools.count()
@@ -325,7 +332,7 @@ def nested(n: int, depth: int = 50) -> Plan:
         raise ValueError(f"size {n} is not a multiple of the depth {depth}")
     tally = Tally()
     body = _counting_body(tally)
-    inner = None
+    inner: Any = None
     for _ in range(depth):
         level = [_sync(Node, body) for _ in range(n // depth)]
         inner = NodeCompose(*level) if inner is None else NodeCompose(*level, inner)
@@ -666,6 +673,7 @@ _DI = (Target("vs_ref", ">=", 20), _TWIN)
 @scenario("event_dispatch", "event dispatch to 1 handler", unit="event", size=10_000, quick=200,
           floor="floor_await", targets=(Target("vs_ref", ">=", 20),))
 def event_dispatch(n: int) -> Plan:
+    BaseEvent: Any
     BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
     tally = Tally()
     event_type = f"bench.event.{next(_ids)}"

@@ -279,7 +279,7 @@ class NodeRecorder:
     def stop(self) -> None:
         self._active = False
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         clear_all = getattr(threading, "setprofile_all_threads", None)
         if clear_all is not None:
             clear_all(None)

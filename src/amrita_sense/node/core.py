@@ -132,6 +132,11 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
     """A compiled graph segment; the top-level one also owns `calc` and the node table."""
 
     __slots__ = ("_calc", "_collected_hooks", "_graph", "_original", "_program", "alias2vector_map")
+    _calc: AddressCalculator
+    _collected_hooks: Any  # the top graph's post-compile hooks while it is being built, else None
+    _graph: list[Any]
+    _original: Any
+    _program: Any
 
     def __init__(self, original_graph: Any):
         self._original = original_graph
