@@ -11,7 +11,8 @@
 #
 # Options: --rebuild  reinstall both environments.
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
-#          --loop asyncio, --repeats 9, --plot bench.png (needs the `plot` extra), --help.
+#          --loop asyncio, --repeats 9, --targets, --plot bench-results.png (installs matplotlib),
+#          --workflow mymodule:factory, --profile-nodes, --help.
 # Environment: PYTHON (default python3), VENV (default .venv), REF_VENV (default .venv-ref),
 #              BENCH_JSON (default bench-results.json).
 set -euo pipefail
@@ -87,6 +88,14 @@ if [ "$REBUILD" = 1 ] || ! reference_ready; then
 else
     say "reusing $REF_VENV (amrita-sense 1.1.3)"
 fi
+
+case " ${RUNNER_ARGS[*]-} " in
+    *" --plot"*)
+        "$VENV/bin/python" -c "import matplotlib" 2>/dev/null || {
+            say "installing matplotlib into $VENV for --plot"
+            "$VENV/bin/python" -m pip install -q "matplotlib>=3.7"
+        } ;;
+esac
 
 say "running the benchmarks (progress below, then the table); JSON goes to $JSON"
 exec "$VENV/bin/python" -m amrita_sense.bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
