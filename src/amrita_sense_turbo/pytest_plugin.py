@@ -100,7 +100,7 @@ class WorkflowBenchmark:
 
     @staticmethod
     def _one_run(workload: Any, workflow: Any, extra_args: tuple, extra_kwargs: dict) -> Callable[[], Any]:
-        graph = workload._as_rendered(workflow)
+        graph = workload.as_graph(workflow)
         if graph is None:
             if extra_args or extra_kwargs:
                 raise TypeError("extra_args / extra_kwargs go to the interpreter of a graph, not to a callable")

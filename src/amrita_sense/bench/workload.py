@@ -124,7 +124,8 @@ def _load_file(path: str) -> Any:
     return module
 
 
-def _as_rendered(obj: Any) -> Any:
+def as_graph(obj: Any) -> Any:
+    """`obj` as a rendered graph (a compose or a self-compiling instruction is rendered), or None."""
     if getattr(obj, "__rendered_compose__", False):
         return obj
     if hasattr(obj, "extract"):  # a self-compiling instruction
@@ -136,7 +137,7 @@ def _as_rendered(obj: Any) -> Any:
 
 def one_run(made: Any, what: str = "the factory") -> Callable[[], Any]:
     """An async function that runs what the factory made once."""
-    graph = _as_rendered(made)
+    graph = as_graph(made)
     if graph is not None:
         from amrita_sense import WorkflowInterpreter
 
@@ -273,7 +274,9 @@ class NodeRecorder:
 
     def start(self) -> None:
         self._active = True
-        threading.setprofile(self.hook)
+        # 3.12+: every thread, running ones too; before, only the threads started from now on
+        set_all = getattr(threading, "setprofile_all_threads", None)
+        (set_all or threading.setprofile)(self.hook)
         sys.setprofile(self.hook)
 
     def stop(self) -> None:
@@ -285,7 +288,7 @@ class NodeRecorder:
             clear_all(None)
 
 
-_YIELDS = {dis.opmap[name] for name in ("YIELD_VALUE",) if name in dis.opmap}
+_YIELDS = {dis.opmap[name] for name in ("YIELD_VALUE", "YIELD_FROM") if name in dis.opmap}  # YIELD_FROM: 3.10
 
 
 def _suspends(frame: Any) -> bool:
