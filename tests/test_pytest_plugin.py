@@ -80,6 +80,7 @@ def test_the_fixture_benchmarks_a_users_graph_on_the_loaded_core(tmp_path: Path)
     proc = run_inner(tmp_path, f"--benchmark-json={out}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
+    assert "PytestAssertRewriteWarning" not in proc.stdout + proc.stderr  # the installed hook, imported early
     doc = json.loads(out.read_text())
     turns = {b["name"]: b for b in doc["benchmarks"]}
     turn = turns["test_a_turn"]

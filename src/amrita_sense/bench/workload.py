@@ -29,6 +29,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 TRACE_LIMIT = 100_000  # node entries kept per trace (a longer run compares its first entries)
+PROFILE_LIMIT = 1_000_000  # node entries kept while profiling (no new run starts past half of it)
 
 
 class WorkflowError(Exception):
@@ -205,7 +206,8 @@ class NodeRecorder:
     time into bodies and engine overhead.
     """
 
-    def __init__(self, roots: List[str], timing: bool = False) -> None:
+    def __init__(self, roots: List[str], timing: bool = False, limit: int = TRACE_LIMIT) -> None:
+        self.limit = limit
         self.roots = [r if r.endswith(".py") else r.rstrip(os.sep) + os.sep for r in roots]
         self.engine = _engine_dirs(roots)
         self.timing = timing
@@ -257,7 +259,7 @@ class NodeRecorder:
         caller = frame.f_back
         if caller is not None and self.is_user(caller.f_code):
             return
-        if not self._fresh(frame) or len(self.entries) >= TRACE_LIMIT:
+        if not self._fresh(frame) or len(self.entries) >= self.limit:
             return
         entry = [self.label(code), 0.0, 0.0, self.events, 0]
         self.entries.append(entry)
@@ -385,12 +387,18 @@ async def profile_runs(workflow: Workflow, runs: int = 0, seconds: float = 1.0) 
     the median plain run, divided by the median run's events, so the parts add up to a plain
     run. Nothing runs before the profiler starts, so every worker thread the workflow starts
     is profiled (before Python 3.12 a profile hook reaches only threads started after it)."""
-    recorder = NodeRecorder(workflow.roots, timing=True)
+    recorder = NodeRecorder(workflow.roots, timing=True, limit=PROFILE_LIMIT)
     bounds: List[tuple] = []
     deadline = time.perf_counter() + seconds
+
+    def another_run() -> bool:
+        if len(recorder.entries) >= PROFILE_LIMIT // 2:
+            return False
+        return len(bounds) < 2 * runs if runs > 0 else (len(bounds) < 6 or time.perf_counter() < deadline)
+
     recorder.start()
     try:
-        while len(bounds) < 2 * runs if runs > 0 else (len(bounds) < 6 or time.perf_counter() < deadline):
+        while another_run():
             bounds.append((time.perf_counter(), recorder.events, len(recorder.entries)))
             await workflow.run()
             bounds.append((time.perf_counter(), recorder.events, len(recorder.entries)))
