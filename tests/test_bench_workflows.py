@@ -138,6 +138,19 @@ def test_a_module_on_pythonpath_is_found_for_every_build(tmp_path: Path) -> None
     assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
 
 
+def test_the_console_script_finds_a_module_in_the_current_directory(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("amrita-sense-bench")
+    if not script.exists():
+        pytest.skip("the amrita-sense-bench script is installed with the distribution")
+    write(tmp_path, "here_flows.py", FLOWS)
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([str(script), "--quick", "--builds", "twin", "--workflow", "here_flows:build",
+                           "--workflow-runs", "2", "--json", str(out)], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
+
+
 @needs_ref
 def test_the_reference_loads_the_users_module_too(tmp_path: Path) -> None:
     # The bug this replaces: a module found through PYTHONPATH broke the 1.1.3 column.

@@ -19,6 +19,7 @@ workers load it by path, under any build.
 import asyncio
 import dis
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -59,8 +60,8 @@ def is_file_target(target: str) -> bool:
 def resolve(spec: str) -> Tuple[str, List[str]]:
     """SPEC with an absolute file path, and the directories a worker must import it from.
 
-    Runs in the runner's environment, so a module is found where the user's own
-    `python -c "import module"` would find it.
+    Runs in the runner's environment, so a module is found where `python -m` would find
+    it: the current directory first (also for the console script), then `sys.path`.
     """
     target, attr = split_spec(spec)
     if is_file_target(target):
@@ -70,7 +71,8 @@ def resolve(spec: str) -> Tuple[str, List[str]]:
         return f"{path}:{attr}", [os.path.dirname(path)]
     top = target.split(".")[0]
     try:
-        found = importlib.util.find_spec(top)
+        # The current directory first, as `python -m` has it (a console script's sys.path does not).
+        found = importlib.machinery.PathFinder.find_spec(top, [os.getcwd()]) or importlib.util.find_spec(top)
     except (ImportError, ValueError) as exc:
         raise WorkflowError(f"--workflow {spec}: cannot look up {top!r}: {exc}") from None
     if found is None or not found.origin or found.origin in ("built-in", "frozen"):
