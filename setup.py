@@ -128,7 +128,7 @@ class _AlsoWritesHook:
         return self._strategy.__exit__(*exc_info)
 
 
-# ----- the optional compiled core ----------------------------------------------------------
+# ----- the compiled core ----------------------------------------------------------------
 
 
 class CoreBuildExt(build_ext):
@@ -166,7 +166,6 @@ class CoreBuildExt(build_ext):
         if self.inplace or not _is_runtime(ext_name):
             return path
         return os.path.join(self.build_lib, *RUNTIME_PARENT.split("."), os.path.relpath(path, self.build_lib))
-
 
 
 def _drop_build_machine_rpath(compiler):
