@@ -53,9 +53,10 @@ def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for word in ("event loop: asyncio", "scenario", "compiled", "twin", "floor", "sync_chain", "render"):
         assert word in proc.stdout
+    table = proc.stdout.split("\nnotes:")[0]  # the notes may name floor_call (a build that is n/a there)
     for word in ("x floor", "targets met", "MISS", "floor_call"):  # the project's own goals: --targets only
-        assert word not in proc.stdout
-    assert max(len(line) for line in proc.stdout.splitlines()) <= 120
+        assert word not in table
+    assert max(len(line) for line in table.splitlines()) <= 120
     assert "sync_chain" in proc.stderr  # progress went to stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == 1
