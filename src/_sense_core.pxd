@@ -5,6 +5,15 @@ cdef class SuspendFlag:
     cdef public bint pending
 
 
+cdef class CallPlan:
+    cdef readonly tuple srcs
+    cdef readonly object names
+    cdef readonly bint slow
+    cdef readonly object entry
+    cdef Py_ssize_t n
+    cdef Py_ssize_t *cidx
+
+
 cdef class Program:
     # Everything the step loop indexes without bounds checks is fixed at construction: the per-row
     # tables are tuples (read-only from Python), the address maps and operands are not exposed.
@@ -21,12 +30,14 @@ cdef class Program:
     cdef readonly tuple ops
     cdef tuple operands
     cdef tuple landings
+    cdef dict tables  # plan tables by pool shape (`_table_for`)
     cdef int *cbits
     cdef int *cops
     cdef int *crows
 
     cdef int _alloc_rows(self, Py_ssize_t nrows) except -1
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
+    cdef list _table_for(self, object shape)
 
 
 cdef class PointerVector:
@@ -62,14 +73,15 @@ cdef class InterpreterCore:
     cdef readonly Program _prog
     cdef PointerVector _pointer
     cdef object _ret_addr_stack
-    cdef object _context_stack
+    cdef object _context_stack_v  # a Stack, or None until the `_context_stack` property makes one
     cdef public int _flag_bits
     cdef object _middleware
     cdef public bint _outer_interpreting
     cdef public bint _pending_stop
     cdef InterpretLock _interpret_lock
     cdef list _plans
-    cdef dict _plan_cache
+    cdef public object _exc_plans
+    cdef public object _shape
     cdef public bint _plans_valid
     cdef public object _run_task
     cdef SuspendFlag _signal
@@ -77,17 +89,41 @@ cdef class InterpreterCore:
     cdef public bint _squashed_loops
     cdef double _yield_interval
     cdef public object _exc_ignored
+    cdef public object _ava_args_v
     cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer
+    # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
+    cdef public object _args_hash
+    cdef public object _dep_store_v
+    cdef public object _di_cache
+    cdef public object _glob_lock_v
+    cdef public object _graph
+    cdef public object _interpreter_id
+    cdef public object _lifecycles_v
+    cdef public object _object_io
+    cdef object _panic_exc
+    cdef public object _parent_interpreter
+    cdef public object _provider_values
+    cdef public object _sub_interpreters
+    cdef public object _sub_interpreters_all
+    cdef public object _top_interpreter
+    cdef public object _values_key
+    cdef public object _waiter
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
     cdef int _check_row(self, Py_ssize_t row) except -1
     cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
+    cdef object _exc_plan(self, Py_ssize_t row)
     cdef object _ready_plan(self, Py_ssize_t row)
+    cdef tuple _plan_values(self, CallPlan plan, object extra)
+    cdef object _call_plan(self, object func, CallPlan plan, object extra)
+    cdef int _refresh_tables(self) except -1
+    cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2
+    cdef object _batch_plan(self, Py_ssize_t row)
     cdef bint _inline_callable(self, Py_ssize_t row)
-    cdef object _call_inline(self, Py_ssize_t row, tuple plan)
+    cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra)
     cdef int _push_ret(self, object item) except -1
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
@@ -103,7 +139,7 @@ cdef class InterpreterCore:
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps)
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
-    cdef object _subcall_inline(self, Py_ssize_t row, object plan)
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra)
     cdef int _native_branch(self, Py_ssize_t row) except -1
     cdef int _native_else(self, Py_ssize_t row) except -1
     cdef int _native_while(self, Py_ssize_t row) except -1
@@ -111,9 +147,9 @@ cdef class InterpreterCore:
     cdef int _native_do_check(self, Py_ssize_t row) except -1
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
-    cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1
+    cdef int _call_body(self, Py_ssize_t target, CallPlan plan) except -1
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
-    cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1
+    cdef bint _run_near_inline(self, tuple part, object exc_kwargs) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
     cdef int _native_if(self, Py_ssize_t row) except -1

@@ -45,7 +45,11 @@ class ClassMemo:
             self.forever[cls] = value
             return value
         key = id(cls)
-        self._refs[key] = weakref.ref(cls, lambda _ref, key=key: self._forget(key))
+
+        def forget(_ref: weakref.ref, key: int = key) -> None:
+            self._forget(key)
+
+        self._refs[key] = weakref.ref(cls, forget)
         self._by_id[key] = value
         return value
 

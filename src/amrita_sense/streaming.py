@@ -26,7 +26,7 @@ import inspect
 import math
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Coroutine
 from functools import wraps
 from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
@@ -173,7 +173,7 @@ class _Channel:
     A size of 0 makes every put wait for the reader (a rendezvous).
     """
 
-    __slots__ = ("_closed_message", "_getters", "_guard", "_items", "_putters", "_size", "done")
+    __slots__ = ("_closed_message", "_getters", "_guard", "_items", "_putters", "_reader_gone", "_size", "done")
 
     def __init__(self, size: float, closed_message: str) -> None:
         self._guard = threading.Lock()
@@ -182,6 +182,7 @@ class _Channel:
         self._getters: deque[_Waiter] = deque()
         self._putters: deque[_Waiter] = deque()
         self._closed_message = closed_message
+        self._reader_gone = False
         self.done = False
 
     async def put(self, item: Any, timeout: float | None) -> None:
@@ -250,9 +251,18 @@ class _Channel:
             self.done = True
             self._fail_all(self._getters, _CLOSED)
 
+    def set_done(self, done: bool) -> None:
+        """`close()` for True; for False accept items again, unless the reader has gone."""
+        if done:
+            self.close()
+            return
+        with self._guard:
+            self.done = self._reader_gone
+
     def detach_reader(self) -> None:
         """The reader has gone: drop the queue and fail blocked and later writers."""
         with self._guard:
+            self._reader_gone = True
             self.done = True
             self._items.clear()
             self._fail_all(self._putters, _BROKEN)
@@ -329,13 +339,13 @@ class _Reader(AsyncGenerator[Any, None]):
     def __aiter__(self) -> _Reader:
         return self
 
-    def __anext__(self) -> Awaitable[Any]:
+    def __anext__(self) -> Coroutine[Any, Any, Any]:
         return self._items.__anext__()
 
-    def asend(self, value: Any) -> Awaitable[Any]:
+    def asend(self, value: Any) -> Coroutine[Any, Any, Any]:
         return self._items.asend(value)
 
-    def athrow(self, *args: Any) -> Awaitable[Any]:
+    def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
         return self._items.athrow(*args)
 
     async def aclose(self) -> None:
@@ -380,7 +390,7 @@ def _check_callback(func: Any, what: str, optional: bool = True) -> None:
 
 
 def _name_of(func: Any) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return getattr(func, "__name__", None) or repr(func)
 
 
 def _find_stream(args: tuple, kwargs: dict) -> SuspendObjectStream | None:
@@ -477,8 +487,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             stream = _find_stream(args, kwargs)
             if stream is None:
                 raise TypeError(
-                    f"{_name_of(func)} was called without a SuspendObjectStream argument "
-                    f"(positional types: {[type(a).__name__ for a in args]}, keywords: {list(kwargs)})"
+                    f"No SuspendObjectStream parameter found in function '{_name_of(func)}'. "
+                    f"Args types: {[type(a).__name__ for a in args]}, Kwargs keys: {list(kwargs)}"
                 )
             await stream._wait_for_continue(tag)
             return await func(*args, **kwargs)
@@ -582,15 +592,10 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         if not self._suspend_flag.pending:
             return False
         with self._state_lock:
-            request = self._request
+            request = self._request_to_park_for(tag)
             if request is None:
                 return False
-            tags = self._request_tags
-            if tags and (tag is None or tag not in tags):
-                return False
             fired = self._request_fired
-            if not fired and request.done():
-                return False  # the requester was cancelled or timed out: nobody would resume us
             fut = asyncio.get_running_loop().create_future()
             here = get_ident()
             entry = (fut, here)
@@ -617,6 +622,25 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             raise
         return True
 
+    def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
+        """The pending request a gate tagged `tag` parks for, or None (call with the state lock held)."""
+        request = self._request
+        if request is None:
+            return None
+        tags = self._request_tags
+        if tags and (tag is None or tag not in tags):
+            return None
+        if not self._request_fired and request.done():
+            return None  # the requester was cancelled or timed out: nobody would resume a gate
+        return request
+
+    def _would_park(self, tag: str | None = None) -> bool:
+        """Whether `_wait_for_continue(tag)` called now would park (the checkpointer asks before it saves)."""
+        if not self._suspend_flag.pending:
+            return False
+        with self._state_lock:
+            return self._request_to_park_for(tag) is not None
+
     # ----- producer to consumer ------------------------------------------------------------
 
     async def push_object(self, obj: ObjectTypeT) -> None:
@@ -632,7 +656,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             await self._wait_for_continue(SUSPEND_ON_PUSH)
         callback = self._callback_fun_sending
         if callback is None:
-            await self._forward.put(obj, self._q_tout)
+            await self._put_to_queue(obj)
             return
         async with self._callback_sending_lock:
             await _deliver(callback, obj)
@@ -651,7 +675,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             await self._wait_for_continue(SUSPEND_ON_YIELD)
         callback = self._callback_fun
         if callback is None:
-            await self._forward.put(response, self._q_tout)
+            await self._put_to_queue(response)
             return
         async with self._callback_lock:
             await _deliver(callback, response)
@@ -688,7 +712,20 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @property
     def _queue_done(self) -> bool:
+        """True once the forward queue is done. Assigning True marks it done as `set_queue_done()`
+        does (AmritaCore assigns it when `set_queue_done()` timed out on 1.1.3); False opens it
+        again for senders while its reader is still there."""
         return self._forward.done
+
+    @_queue_done.setter
+    def _queue_done(self, done: bool) -> None:
+        self._forward.set_done(done)
+
+    async def _put_to_queue(self, item: Any) -> None:
+        """Queue `item` for the consumer, past the suspend gate and the callbacks, waiting up to
+        `queue_timeout` seconds for room (`TimeoutError`; `StreamStateError` once the queue is
+        done or its reader has gone). `push_object` and `yield_response` send through it."""
+        await self._forward.put(item, self._q_tout)
 
     # ----- consumer to producer ----------------------------------------------------------------
 
@@ -700,7 +737,12 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                 producer's input generator has ended (fails at once).
             TimeoutError: the reverse queue stayed full for `queue_timeout` seconds.
         """
-        await self._reverse.put(obj, self._q_tout)
+        await self._peer_put_to_queue(obj)
+
+    async def _peer_put_to_queue(self, item: Any) -> None:
+        """Queue `item` for the producer (the reverse channel), as `_put_to_queue` does for the
+        consumer; `send_to_producer` sends through it."""
+        await self._reverse.put(item, self._q_tout)
 
     async def send_done_to_producer(self) -> None:
         """Close the reverse channel (idempotent); the producer's generator ends once drained."""
@@ -733,7 +775,12 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @property
     def _peer_done(self) -> bool:
+        """True once the reverse channel is done; assignable like `_queue_done`."""
         return self._reverse.done
+
+    @_peer_done.setter
+    def _peer_done(self, done: bool) -> None:
+        self._reverse.set_done(done)
 
     @staticmethod
     def _read(channel: _Channel) -> AsyncGenerator[Any, None]:
@@ -752,7 +799,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "callback", optional=False)
         with self._state_lock:
             if self._callback_fun is not None:
-                raise StreamStateError("A response callback is already set on this stream.")
+                raise StreamStateError("The callback function of this chat object has already been set!")
             if self._has_consumer:
                 raise StreamStateError("Response is already being consumed.")
             self._callback_fun = func
@@ -767,7 +814,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "receive_callback", optional=False)
         with self._state_lock:
             if self._callback_fun_sending is not None:
-                raise StreamStateError("A push callback is already set on this stream.")
+                raise StreamStateError("The callback function for sending-side responses has already been set!")
             self._callback_fun_sending = func
 
 

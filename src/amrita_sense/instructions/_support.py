@@ -31,10 +31,13 @@ def require_node(value: Any, what: str) -> Any:
     return value
 
 
-def require_part(value: Any, what: str) -> Any:
-    """`value` if a graph can hold it (a node, a source compose or an instruction), else `TypeError`."""
+def require_part(value: Any, what: str, *, payload: bool = False) -> Any:
+    """`value` if a graph can hold it (a node, a source compose or an instruction), else `TypeError`
+    (`payload`: with 1.1.3's message for a native clause's operand first)."""
     if not isinstance(value, (BaseNode, AbstractComposeOriginal, SelfCompileInstruction)):
-        raise TypeError(f"{what} needs a node, a NodeCompose or an instruction, not {type(value).__name__}")
+        kind = type(value).__name__
+        detail = f"{what} needs a node, a NodeCompose or an instruction, not {kind}"
+        raise TypeError(f"Unsupported payload type: {kind} ({detail})" if payload else detail)
     return value
 
 

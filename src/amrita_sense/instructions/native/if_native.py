@@ -28,16 +28,16 @@ class _ELIFClause:
     __slots__ = ("body", "condition")
 
     def __init__(self, condition: Node[bool], body: Any) -> None:
-        self.condition = require_part(condition, "NATIVE_IF ELIF(condition)")
-        self.body = require_part(body, "NATIVE_IF ELIF(body)")
+        self.condition = require_part(condition, "NATIVE_IF ELIF(condition)", payload=True)
+        self.body = require_part(body, "NATIVE_IF ELIF(body)", payload=True)
 
 
 class NativeIfClause(SelfCompileInstruction):
     """`NATIVE_IF(cond, body)` with fluent `.ELIF(cond, body)` and a single `.ELSE(body)`."""
 
     def __init__(self, condition: Node[bool], body: Any) -> None:
-        self._condition = require_part(condition, "NATIVE_IF(condition)")
-        self._body = require_part(body, "NATIVE_IF(body)")
+        self._condition = require_part(condition, "NATIVE_IF(condition)", payload=True)
+        self._body = require_part(body, "NATIVE_IF(body)", payload=True)
         self._elifs: list[_ELIFClause] = []
         self._else_body: Any = None
 
@@ -50,7 +50,7 @@ class NativeIfClause(SelfCompileInstruction):
         """Set the ELSE branch (once)."""
         if self._else_body is not None:
             raise TypeError("ELSE branch already defined")
-        self._else_body = body if body is None else require_part(body, "NATIVE_IF ELSE(body)")
+        self._else_body = body if body is None else require_part(body, "NATIVE_IF ELSE(body)", payload=True)
         return self
 
     def extract(self) -> NodeCompose:
