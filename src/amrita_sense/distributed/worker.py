@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import time
 import traceback
 from collections import OrderedDict
 from typing import Any
@@ -119,7 +120,8 @@ class SenseWorker:
     # ----- about this worker ------------------------------------------------------------------
 
     async def info(self) -> dict:
-        """Where this worker runs: its label, process id, node, core and how many runs it holds."""
+        """Where this worker runs: its label, process id, node, core, how many runs and workflows it holds,
+        and the CPU time its process has used."""
         import ray
 
         context = ray.get_runtime_context()
@@ -131,6 +133,7 @@ class SenseWorker:
             "core": _core.IMPLEMENTATION,
             "runs": len(self._runs),
             "workflows": len(self._workflows),
+            "cpu_seconds": time.process_time(),
         }
 
     async def watch(self) -> None:
