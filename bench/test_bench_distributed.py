@@ -5,6 +5,7 @@ import os
 import pytest
 
 
+@pytest.mark.ray
 def test_the_distributed_bench_runs():
     if os.environ.get("AMRITA_SENSE_REQUIRE_RAY", "") in ("", "0"):
         pytest.importorskip("ray", reason="Ray is not installed (pip install 'amrita-sense-turbo[ray]')")
