@@ -11,11 +11,12 @@ pools built by the setup factory from the run's input, as a worker does):
 - `short`: 10 such nodes of about 20 us each (about 0.2 ms per run: the rate is
   bound by the cost of a remote run, not by the work).
 
-For each workload, rounds alternate three ways of doing the same runs: `local`
+For each workload, rounds alternate five ways of doing the same runs: `local`
 (one after the other in this process), `1 worker` and `2 workers`
 (`RemoteWorkflow.map` over a pool started beforehand; each round's map is
-timed whole, from the first submission to the last result). The table quotes the
-median runs per second over the rounds and the ratios of those medians.
+timed whole, from the first submission to the last result), and the same two
+with `chunk_size=16` (16 runs per remote call). The table quotes the median
+runs per second over the rounds and the ratios of those medians.
 
 CPU: the driver's and the workers' CPU time per remote run (from the processes'
 own clocks, so it holds on a loaded machine), against the run's work.
@@ -128,11 +129,12 @@ def local_rate(graph: Any, loops: int, runs: int, cpu: list | None = None) -> fl
     return runs / (time.perf_counter() - started)
 
 
-def remote_rate(workflow: Any, loops: int, runs: int, cpu: list | None = None) -> float:
-    """Runs per second of a fan-out of `runs` runs; appends (driver, workers) CPU seconds per run to `cpu`."""
+def remote_rate(workflow: Any, loops: int, runs: int, chunk: int = 1, cpu: list | None = None) -> float:
+    """Runs per second of a fan-out of `runs` runs, `chunk` per call; appends (driver, workers) CPU
+    seconds per run to `cpu`."""
     before = _cpu(workflow.pool)
     started = time.perf_counter()
-    results = list(workflow.map([loops] * runs))
+    results = list(workflow.map([loops] * runs, chunk_size=chunk))
     elapsed = time.perf_counter() - started
     assert len(results) == runs
     if cpu is not None:
@@ -166,6 +168,12 @@ def latencies(graph: Any, workflow: Any, runs: int) -> tuple[float, float]:
     return statistics.median(local), statistics.median(remote)
 
 
+CHUNK = 16
+WAYS = [("local", 0, 1), ("1 worker", 1, 1), ("2 workers", 2, 1),
+        (f"1 worker, batches of {CHUNK}", 1, CHUNK), (f"2 workers, batches of {CHUNK}", 2, CHUNK)]
+"""(name, workers (0: this process), runs per call)."""
+
+
 def measure(quick: bool, rounds: int, runs: int) -> dict:
     import ray
 
@@ -182,23 +190,22 @@ def measure(quick: bool, rounds: int, runs: int) -> dict:
     with SensePool(1, name="bench-1", **options) as one, SensePool(2, name="bench-2", **options) as two:
         flows = {1: one.workflow(graph, setup), 2: two.workflow(graph, setup)}
         for flow in flows.values():
-            remote_rate(flow, 1, 2 * flow.pool.capacity // 8 or 4)  # warm: workers started, graph shipped
+            remote_rate(flow, 1, flow.pool.capacity)  # warm: workers started, graph shipped
         for name, micros in WORKLOADS.items():
             loops = max(1, round(micros * per_us))
             count = runs if name == "cpu" else runs * 4
-            rates: dict[str, list[float]] = {"local": [], "1 worker": [], "2 workers": []}
-            cpu: list[tuple[float, float]] = []
-            local_cpu: list[float] = []
+            rates: dict[str, list[float]] = {way: [] for way, _, _ in WAYS}
+            cpu: dict[str, list] = {way: [] for way, _, _ in WAYS}
             for _ in range(rounds):
-                rates["local"].append(local_rate(graph, loops, count, local_cpu))
-                rates["1 worker"].append(remote_rate(flows[1], loops, count, cpu))
-                rates["2 workers"].append(remote_rate(flows[2], loops, count, cpu))
-            report[name] = {key: statistics.median(values) for key, values in rates.items()}
-            report[name]["all"] = rates
-            report[name]["work_ms_per_run"] = micros * NODES / 1000
-            report[name]["local_cpu_ms_per_run"] = 1000 * statistics.median(local_cpu)
-            report[name]["driver_cpu_ms_per_run"] = 1000 * statistics.median(c[0] for c in cpu)
-            report[name]["worker_cpu_ms_per_run"] = 1000 * statistics.median(c[1] for c in cpu)
+                for way, workers, chunk in WAYS:
+                    if workers:
+                        rates[way].append(remote_rate(flows[workers], loops, count, chunk, cpu[way]))
+                    else:
+                        rates[way].append(local_rate(graph, loops, count, cpu[way]))
+            report[name] = {"work_ms_per_run": micros * NODES / 1000, "ways": {
+                way: {"runs_per_s": statistics.median(rates[way]), "all": rates[way], "cpu_ms_per_run": _cpu_ms(cpu[way])}
+                for way, _, _ in WAYS
+            }}
         single = make_graph(1)
         local, remote = latencies(single, one.workflow(single, setup), 20 if quick else 100)
         report["latency"] = {"local_s": local, "remote_s": remote, "added_s": remote - local}
@@ -206,22 +213,31 @@ def measure(quick: bool, rounds: int, runs: int) -> dict:
     return report
 
 
+def _cpu_ms(samples: list) -> Any:
+    """Median CPU milliseconds per run: one number (local) or (driver, workers)."""
+    if samples and isinstance(samples[0], tuple):
+        return tuple(1000 * statistics.median(s[i] for s in samples) for i in range(2))
+    return 1000 * statistics.median(samples)
+
+
 def print_report(report: dict) -> None:
     print(f"{report['runs']} runs per round (x4 for short), {report['rounds']} rounds, {report['nodes']} nodes per run")
     print(f"load average before {report['loadavg_before'][0]:.2f}, after {report['loadavg_after'][0]:.2f}")
-    print(f"{'workload':<9} {'work/run':>8} {'local':>9} {'1 worker':>9} {'2 workers':>9} {'2w/1w':>6} {'2w/local':>8}"
-          f" {'cpu/run: local':>14} {'driver':>8} {'workers':>8}")
     for name in WORKLOADS:
-        row = report[name]
-        print(
-            f"{name:<9} {row['work_ms_per_run']:>6.1f}ms {row['local']:>7.0f}/s {row['1 worker']:>7.0f}/s "
-            f"{row['2 workers']:>7.0f}/s {row['2 workers'] / row['1 worker']:>5.2f}x "
-            f"{row['2 workers'] / row['local']:>7.2f}x {row['local_cpu_ms_per_run']:>12.2f}ms"
-            f" {row['driver_cpu_ms_per_run']:>6.2f}ms {row['worker_cpu_ms_per_run']:>6.2f}ms"
-        )
+        ways = report[name]["ways"]
+        local = ways["local"]["runs_per_s"]
+        print(f"\n{name}: {report[name]['work_ms_per_run']:.1f} ms of work per run")
+        print(f"  {'':<26} {'runs/s':>8} {'vs local':>9} {'cpu/run: driver':>16} {'workers':>9}")
+        for way, _, _ in WAYS:
+            rate, cpu = ways[way]["runs_per_s"], ways[way]["cpu_ms_per_run"]
+            cpu_text = f"{cpu:>16.2f}ms" if not isinstance(cpu, tuple) else f"{cpu[0]:>14.2f}ms {cpu[1]:>7.2f}ms"
+            print(f"  {way:<26} {rate:>8.0f} {rate / local:>8.2f}x {cpu_text}")
+        plain = ways["2 workers"]["runs_per_s"] / ways["1 worker"]["runs_per_s"]
+        batched = ways[WAYS[4][0]]["runs_per_s"] / ways[WAYS[3][0]]["runs_per_s"]
+        print(f"  2 workers / 1 worker: {plain:.2f}x (batches of {CHUNK}: {batched:.2f}x)")
     latency = report["latency"]
     print(
-        f"latency per run: local {latency['local_s'] * 1e6:.0f} us, remote {latency['remote_s'] * 1e6:.0f} us, "
+        f"\nlatency per run: local {latency['local_s'] * 1e6:.0f} us, remote {latency['remote_s'] * 1e6:.0f} us, "
         f"added {latency['added_s'] * 1e6:.0f} us"
     )
 

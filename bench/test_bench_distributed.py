@@ -20,5 +20,5 @@ def test_the_distributed_bench_runs():
         if started_here:
             ray.shutdown()
     for workload in distributed.WORKLOADS:
-        assert all(report[workload][key] > 0 for key in ("local", "1 worker", "2 workers"))
+        assert all(way["runs_per_s"] > 0 for way in report[workload]["ways"].values())
     assert report["latency"]["remote_s"] > 0

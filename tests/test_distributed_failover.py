@@ -40,8 +40,14 @@ def _pool(dist: object, **options: object) -> object:
 
 
 def _submit(pool: object, sink: Path, values: range) -> list:
-    spec = {"steps": STEPS, "delay": DELAY, "sink": str(sink)}
-    return [pool.submit(ds.counting, {**spec, "value": v}, setup=ds.job_setup) for v in values]
+    """The first half of the runs one by one, the second half in batches of 5 (one call per batch)."""
+    specs = [{"steps": STEPS, "delay": DELAY, "sink": str(sink), "value": v} for v in values]
+    half = len(specs) // 2
+    handles = [pool.submit(ds.counting, spec, setup=ds.job_setup) for spec in specs[:half]]
+    workflow = pool.workflow(ds.counting, ds.job_setup)
+    for start in range(half, len(specs), 5):
+        handles += workflow.submit_batch(specs[start:start + 5])
+    return handles
 
 
 def _wait_for_lines(sink: Path, count: int, timeout: float = 60.0) -> None:
@@ -81,7 +87,8 @@ def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path):
         old_pid = _kill(pool, victim)
         for handle, value in zip(handles, range(40)):
             assert handle.result(120) == ds.expected(value, STEPS)
-        assert any(h.outcome().attempts == 2 for h in handles)
+        assert any(h.outcome().attempts == 2 for h in handles[:20])
+        assert any(h.outcome().attempts == 2 for h in handles[20:])  # batched runs go on one by one
         assert not parked.done(), parked.outcome()
         assert parked.worker is not None  # still parked, on a live worker
         parked.resume().wait(60)

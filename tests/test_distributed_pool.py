@@ -76,6 +76,17 @@ def test_fan_out_failure_raises_where_it_comes(pool, dist):
     assert [o.status for o in outcomes] == ["finished", "panicked", "finished"]
 
 
+def test_fan_out_in_batches(counting, dist):
+    assert list(counting.map(range(100), chunk_size=8, max_in_flight=24)) == [ds.expected(v) for v in range(100)]
+    handles = counting.submit_batch([1, 2, 3])
+    assert [h.result(30) for h in handles] == [ds.expected(1), ds.expected(2), ds.expected(3)]
+    assert len({h.run_id for h in handles}) == 3
+    with pytest.raises(ValueError, match="does not fit"):
+        counting.submit_batch(range(33))
+    with pytest.raises(ValueError, match="chunk_size"):
+        list(counting.map(range(3), chunk_size=0))
+
+
 @pytest.mark.asyncio
 async def test_async_fan_out(counting):
     results = [r async for r in counting.amap(range(60), ordered=False, max_in_flight=16)]
@@ -230,3 +241,21 @@ def test_an_unpicklable_node_is_refused_at_submission(pool, dist):
     with pytest.raises(dist.NotPicklable, match="the run's input"):
         pool.submit(ds.counting, threading.Lock(), setup=ds.job_setup)
     assert [w["deaths"] for w in pool.workers()] == deaths
+
+
+def test_progress_on_a_terminal_and_off_elsewhere(counting, monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # the standard-library line, even where tqdm is installed
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert len(list(counting.map(range(10), progress=True))) == 10
+    shown = sys.stderr.getvalue()
+    assert shown.startswith("\r") and shown.endswith("\n") and "\r10/10 runs, " in shown
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert len(list(counting.map(range(3), progress=True))) == 3
+    assert sys.stderr.getvalue() == ""

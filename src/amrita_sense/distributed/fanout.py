@@ -5,7 +5,8 @@
     async for result in workflow.amap(inputs):          # from an event loop
 
 Back-pressure: at most `max_in_flight` runs (default: the pool's capacity) are
-submitted and not yet taken by the caller; the next input is read from the
+submitted and not yet taken by the caller (`chunk_size` > 1 sends that many
+runs to a worker in one call, see `RemoteWorkflow.submit_batch`: for short runs); the next input is read from the
 iterable (which may be a generator of unknown length) only when a result was
 taken. Closing the iterator early (`break`, an exception) cancels the runs in
 flight. A run that did not finish raises its `RunFailed` where its result would
@@ -21,6 +22,7 @@ unknown length).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import sys
 import time
@@ -29,19 +31,20 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 
-def map_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_in_flight: int | None, progress: Any,
-             outcomes: bool) -> Iterator[Any]:
-    window = _window(workflow, max_in_flight)
-    return _map(workflow, inputs, ordered, window, make_progress(progress, _length(inputs)), outcomes)
+def map_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_in_flight: int | None, chunk_size: int,
+             progress: Any, outcomes: bool) -> Iterator[Any]:
+    window, chunk = _window(workflow, max_in_flight, chunk_size)
+    return _map(workflow, inputs, ordered, window, chunk, make_progress(progress, _length(inputs)), outcomes)
 
 
-def _map(workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, bar: Any, outcomes: bool) -> Iterator[Any]:
+def _map(workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, chunk: int, bar: Any,
+         outcomes: bool) -> Iterator[Any]:
     source = iter(inputs)
     pending: deque[Any] = deque()
     finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
     try:
         while True:
-            _fill(workflow, source, pending, window, None if ordered else finished.put)
+            _fill(workflow, source, pending, window, chunk, None if ordered else finished.put)
             if not pending:
                 return
             if ordered:
@@ -58,9 +61,9 @@ def _map(workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, bar: 
 
 
 async def amap_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_in_flight: int | None,
-                    progress: Any, outcomes: bool) -> AsyncIterator[Any]:
+                    chunk_size: int, progress: Any, outcomes: bool) -> AsyncIterator[Any]:
     """The async twin of `map_runs` (the handles resolve on the caller's loop)."""
-    window = _window(workflow, max_in_flight)
+    window, chunk = _window(workflow, max_in_flight, chunk_size)
     bar = make_progress(progress, _length(inputs))
     source = iter(inputs)
     pending: deque[Any] = deque()
@@ -72,7 +75,7 @@ async def amap_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_
 
     try:
         while True:
-            _fill(workflow, source, pending, window, None if ordered else on_done)
+            _fill(workflow, source, pending, window, chunk, None if ordered else on_done)
             if not pending:
                 return
             if ordered:
@@ -88,12 +91,14 @@ async def amap_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_
         bar.close()
 
 
-def _window(workflow: Any, max_in_flight: int | None) -> int:
-    if max_in_flight is None:
-        return workflow.pool.capacity
-    if type(max_in_flight) is not int or max_in_flight < 1:
+def _window(workflow: Any, max_in_flight: int | None, chunk_size: int) -> tuple[int, int]:
+    """(runs in flight at most, runs per batch)."""
+    if max_in_flight is not None and (type(max_in_flight) is not int or max_in_flight < 1):
         raise ValueError(f"max_in_flight must be None or an int >= 1, not {max_in_flight!r}")
-    return max_in_flight
+    if type(chunk_size) is not int or not 1 <= chunk_size <= workflow.pool.runs_per_worker:
+        raise ValueError(f"chunk_size must be an int from 1 to runs_per_worker, not {chunk_size!r}")
+    window = workflow.pool.capacity if max_in_flight is None else max_in_flight
+    return window, min(chunk_size, window)
 
 
 def _length(inputs: Iterable[Any]) -> int | None:
@@ -103,17 +108,17 @@ def _length(inputs: Iterable[Any]) -> int | None:
         return None
 
 
-def _fill(workflow: Any, source: Iterator[Any], pending: deque, window: int, on_done: Any) -> None:
-    """Submit runs until `window` are pending or the inputs are exhausted."""
-    while len(pending) < window:
-        try:
-            value = next(source)
-        except StopIteration:
+def _fill(workflow: Any, source: Iterator[Any], pending: deque, window: int, chunk: int, on_done: Any) -> None:
+    """Submit runs, `chunk` at a time, while a whole chunk fits in `window` (or nothing is pending)."""
+    while window - len(pending) >= chunk or not pending:
+        values = list(itertools.islice(source, chunk))
+        if not values:
             return
-        handle = workflow.submit(value)
-        pending.append(handle)
+        handles = workflow.submit_batch(values) if len(values) > 1 else [workflow.submit(values[0])]
+        pending.extend(handles)
         if on_done is not None:
-            handle.add_done_callback(on_done)
+            for handle in handles:
+                handle.add_done_callback(on_done)
 
 
 def _cancel_all(handles: Iterable[Any]) -> None:

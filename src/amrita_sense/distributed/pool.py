@@ -116,6 +116,14 @@ class _RunState:
         self.requests = asyncio.Lock()  # requests reach the worker one after the other, in the order made
 
 
+def _checked_run_id(run_id: Any) -> str:
+    if run_id is None:
+        return uuid.uuid4().hex
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 512:
+        raise ValueError(f"a run id is a non-empty string of at most 512 characters, not {run_id!r:.60}")
+    return run_id
+
+
 def _shippable_store(store: Any) -> Any:
     """What the workers get to open the checkpoint store: a picklable store, or a factory of one."""
     from amrita_sense.durable import MemoryCheckpointStore, SQLiteCheckpointStore
@@ -290,24 +298,32 @@ class SensePool:
             infos.append({**info, "index": worker.index, "generation": worker.generation, "deaths": worker.deaths})
         return infos
 
-    async def _acquire(self, state: _RunState) -> _Worker:
-        """A live worker with a free slot (the least busy), the run placed on it."""
+    async def _acquire(self, states: list[_RunState]) -> tuple[_Worker, list[_RunState]]:
+        """A live worker with room for the runs of `states` not cancelled (the least busy such worker),
+        and those runs, now placed on it; `CancelledError` when the pool closes or every run was cancelled."""
         async with self._slots:
             while True:
-                if self._closed or state.cancelled:
+                live = [state for state in states if not state.cancelled]
+                if self._closed or not live:
                     raise asyncio.CancelledError
-                free = [w for w in self._workers if w.alive and len(w.active) < self.runs_per_worker]
+                free = [w for w in self._workers if w.alive and len(w.active) + len(live) <= self.runs_per_worker]
                 if free:
                     worker = min(free, key=lambda w: len(w.active))
-                    worker.active[state.run_id] = state
-                    return worker
+                    for state in live:
+                        worker.active[state.run_id] = state
+                        state.worker, state.generation = worker, worker.generation
+                        state.attempts += 1
+                        state.placed.set()
+                    return worker, live
                 await self._slots.wait()
 
-    async def _release(self, worker: _Worker, state: _RunState) -> None:
-        if worker.active.get(state.run_id) is state:
-            del worker.active[state.run_id]
+    async def _release(self, worker: _Worker, states: list[_RunState]) -> None:
+        for state in states:
+            state.placed.clear()
+            if worker.active.get(state.run_id) is state:
+                del worker.active[state.run_id]
         async with self._slots:
-            self._slots.notify()
+            self._slots.notify_all()
 
     # ----- workflows and runs -----------------------------------------------------------------------
 
@@ -348,42 +364,41 @@ class SensePool:
             return graph
         return self.workflow(graph, setup)
 
-    def _launch(self, workflow: RemoteWorkflow, value: Any, run_id: str | None, stream: bool, resume: bool,
-                resume_from: bytes | None) -> RunHandle:
+    def _launch(self, workflow: RemoteWorkflow, values: list, run_ids: list, stream: bool, resume: bool,
+                resume_from: bytes | None) -> list[RunHandle]:
+        """Register one run per value and start them (together, on one worker, when there are several)."""
         if resume and resume_from is not None:
             raise ValueError("resume=True continues the run's checkpoint; resume_from gives a snapshot: not both")
         if resume and self._store is None:
             raise ValueError("resume=True needs a pool with a checkpoint_store")
         if resume_from is not None and not isinstance(resume_from, (bytes, bytearray)):
             raise TypeError("resume_from takes snapshot bytes (RunOutcome.snapshot, RunHandle.snapshot())")
-        if run_id is None:
-            run_id = uuid.uuid4().hex
-        elif not isinstance(run_id, str) or not run_id or len(run_id) > 512:
-            raise ValueError(f"a run id is a non-empty string of at most 512 characters, not {run_id!r:.60}")
-        payload = pickling.dumps_checked(value, "the run's input")
-        state = _RunState(workflow, run_id, payload, stream, CONTINUE if resume else FRESH,
-                          None if resume_from is None else bytes(resume_from))
+        mode, snapshot = CONTINUE if resume else FRESH, None if resume_from is None else bytes(resume_from)
+        states = [
+            _RunState(workflow, _checked_run_id(run_id), pickling.dumps_checked(value, "the run's input"), stream,
+                      mode, snapshot)
+            for value, run_id in zip(values, run_ids)
+        ]
         with self._lock:
             if self._closing:
                 raise PoolClosed("the pool is closed")
-            if run_id in self._runs:
-                raise ValueError(f"a run with id {run_id!r} is already in this pool")
-            self._runs[run_id] = state
-        self._bridge.call(self._begin, state)
-        return RunHandle(self, state)
+            taken = [s.run_id for s in states if s.run_id in self._runs]
+            if taken or len({s.run_id for s in states}) < len(states):
+                raise ValueError(f"a run with id {(taken or [states[0].run_id])[0]!r} is already in this pool")
+            self._runs.update((s.run_id, s) for s in states)
+        if len(states) == 1:
+            self._bridge.call(self._begin, states[0])
+        elif states:
+            self._bridge.call(self._begin_batch, states)
+        return [RunHandle(self, state) for state in states]
 
     def _begin(self, state: _RunState) -> None:
         asyncio.ensure_future(self._drive(state))
 
-    async def _drive(self, state: _RunState) -> None:
-        """Run `state` to an outcome, across worker deaths; always resolves its future."""
-        try:
-            outcome = await self._attempts(state)
-        except asyncio.CancelledError:
-            reason = "the pool was closed" if self._closed else "cancelled"
-            outcome = RunOutcome(state.run_id, CANCELLED, extra={"reason": reason})
-        except Exception as exc:  # noqa: BLE001 - a failure of the pool itself, reported on the run
-            outcome = RunOutcome(state.run_id, ERROR, exception=exc)
+    def _begin_batch(self, states: list[_RunState]) -> None:
+        asyncio.ensure_future(self._drive_batch(states))
+
+    def _finish(self, state: _RunState, outcome: RunOutcome) -> None:
         outcome.attempts = state.attempts
         state.ended.set()
         if state.buffer is not None:
@@ -392,14 +407,24 @@ class SensePool:
             self._runs.pop(state.run_id, None)
         state.future.set_result(outcome)
 
-    async def _attempts(self, state: _RunState) -> RunOutcome:
-        mode = state.mode
+    async def _drive(self, state: _RunState, mode: str | None = None) -> None:
+        """Run `state` to an outcome, across worker deaths; always resolves its future."""
+        try:
+            outcome = await self._attempts(state, state.mode if mode is None else mode)
+        except asyncio.CancelledError:
+            outcome = self._cancelled(state)
+        except Exception as exc:  # noqa: BLE001 - a failure of the pool itself, reported on the run
+            outcome = RunOutcome(state.run_id, ERROR, exception=exc)
+        self._finish(state, outcome)
+
+    def _cancelled(self, state: _RunState) -> RunOutcome:
+        reason = "the pool was closed" if self._closed else "cancelled"
+        return RunOutcome(state.run_id, CANCELLED, extra={"reason": reason})
+
+    async def _attempts(self, state: _RunState, mode: str) -> RunOutcome:
         while True:
-            worker = await self._acquire(state)
+            worker, _ = await self._acquire([state])
             generation = worker.generation
-            state.worker, state.generation = worker, generation
-            state.attempts += 1
-            state.placed.set()
             try:
                 return await self._run_on(worker, state, mode)
             except RayActorError as exc:
@@ -407,16 +432,53 @@ class SensePool:
                 lost = self._lost(state, worker, exc)
                 if lost is not None:
                     return lost
-                mode = FAILOVER if self._store is not None else mode
+                mode = self._failover_mode(mode)
             finally:
-                state.placed.clear()
-                await self._release(worker, state)
+                await self._release(worker, [state])
 
-    async def _run_on(self, worker: _Worker, state: _RunState, mode: str) -> RunOutcome:
+    def _failover_mode(self, mode: str) -> str:
+        """How a run whose worker died starts again: from its checkpoint, or as before (restart_lost)."""
+        return FAILOVER if self._store is not None else mode
+
+    async def _drive_batch(self, states: list[_RunState]) -> None:
+        """Start `states` on one worker with one call (their outcomes come back together); a run whose
+        worker dies then goes on alone (`_drive`)."""
+        try:
+            worker, live = await self._acquire(states)
+        except asyncio.CancelledError:
+            live = []
+        for state in states:
+            if state not in live:
+                self._finish(state, self._cancelled(state))
+        if not live:
+            return
+        generation = worker.generation
+        try:
+            datas = await worker.actor.run_batch.remote([self._call_args(state, state.mode) for state in live])
+        except RayActorError as exc:
+            await self._release(worker, live)
+            await self._worker_died(worker, generation, exc)
+            for state in live:
+                lost = self._lost(state, worker, exc)
+                if lost is not None:
+                    self._finish(state, lost)
+                else:
+                    asyncio.ensure_future(self._drive(state, self._failover_mode(state.mode)))
+            return
+        except Exception as exc:  # noqa: BLE001 - the worker's method failed: reported on every run
+            datas = [self._method_failed(worker, state, exc) for state in live]
+        await self._release(worker, live)
+        for state, data in zip(live, datas):
+            self._finish(state, data if isinstance(data, RunOutcome) else self._unpack(worker, state, data))
+
+    def _call_args(self, state: _RunState, mode: str) -> tuple:
         workflow = state.workflow
         opts = {"mode": mode, "suspend": state.suspended,
                 "resume_from": None if mode == FAILOVER else state.resume_from}
-        args = (workflow.key, [workflow.ref], state.run_id, state.payload, opts)
+        return workflow.key, [workflow.ref], state.run_id, state.payload, opts
+
+    async def _run_on(self, worker: _Worker, state: _RunState, mode: str) -> RunOutcome:
+        args = self._call_args(state, mode)
         try:
             if state.buffer is None:
                 data = await worker.actor.run.remote(*args)
@@ -424,9 +486,16 @@ class SensePool:
                 data = await self._read_stream(worker.actor.run_streaming.options(
                     num_returns="streaming", _generator_backpressure_num_objects=STREAM_BUFFER
                 ).remote(*args), state.buffer)
-        except RayTaskError as exc:  # the worker's method itself failed (a BaseException from a node...)
-            return RunOutcome(state.run_id, ERROR, exception=exc.cause if exc.cause is not None else exc,
-                              traceback=str(exc), worker=f"{self.name} {worker.label}")
+        except RayTaskError as exc:
+            return self._method_failed(worker, state, exc)
+        return self._unpack(worker, state, data)
+
+    def _method_failed(self, worker: _Worker, state: _RunState, exc: BaseException) -> RunOutcome:
+        """The outcome when the worker's method itself failed (a BaseException from a node, a bug)."""
+        cause = getattr(exc, "cause", None) or exc
+        return RunOutcome(state.run_id, ERROR, exception=cause, traceback=str(exc), worker=f"{self.name} {worker.label}")
+
+    def _unpack(self, worker: _Worker, state: _RunState, data: bytes) -> RunOutcome:
         try:
             return pickling.loads(data)
         except Exception as exc:  # noqa: BLE001 - e.g. the result's class is not importable here
@@ -621,23 +690,42 @@ class RemoteWorkflow:
 
         Raises `NotPicklable` (the input), `PoolClosed`, `ValueError` (a run id in use).
         """
-        return self.pool._launch(self, value, run_id, stream, resume, resume_from)
+        return self.pool._launch(self, [value], [run_id], stream, resume, resume_from)[0]
+
+    def submit_batch(self, values: Iterable[Any]) -> list[RunHandle]:
+        """Start one run per value, sent together to one worker in one call; their handles.
+
+        For many short runs: a remote call costs about as much as a short run, and a batch pays it
+        once. The batch's outcomes come back together, when its last run ends; each run is still
+        its own (its own id, cancel, requests, checkpoints, failover). A batch must fit in one
+        worker (`runs_per_worker`).
+        """
+        values = list(values)
+        if len(values) > self.pool.runs_per_worker:
+            raise ValueError(f"a batch of {len(values)} runs does not fit in one worker ({self.pool.runs_per_worker} slots)")
+        return self.pool._launch(self, values, [None] * len(values), False, False, None)
 
     def map(self, inputs: Iterable[Any], *, ordered: bool = True, max_in_flight: int | None = None,
-            progress: Any = False, outcomes: bool = False) -> Iterator[Any]:
-        """Run the workflow once per input; the results as they come (see `amrita_sense.distributed.fanout`)."""
+            chunk_size: int = 1, progress: Any = False, outcomes: bool = False) -> Iterator[Any]:
+        """Run the workflow once per input; the results as they come (see `amrita_sense.distributed.fanout`).
+
+        `ordered`: in input order (else as they complete); `max_in_flight`: runs submitted and not yet
+        taken (default: the pool's capacity); `chunk_size`: runs sent to a worker per call;
+        `progress`: True for a bar on a terminal, or a callable `(done, total, failed)`; `outcomes`:
+        yield every `RunOutcome` instead of results (a failed run does not raise then).
+        """
         from amrita_sense.distributed.fanout import map_runs
 
-        return map_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, progress=progress,
-                        outcomes=outcomes)
+        return map_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, chunk_size=chunk_size,
+                        progress=progress, outcomes=outcomes)
 
     def amap(self, inputs: Iterable[Any], *, ordered: bool = True, max_in_flight: int | None = None,
-             progress: Any = False, outcomes: bool = False) -> AsyncIterator[Any]:
+             chunk_size: int = 1, progress: Any = False, outcomes: bool = False) -> AsyncIterator[Any]:
         """`map` as an async iterator (for code running in an event loop)."""
         from amrita_sense.distributed.fanout import amap_runs
 
-        return amap_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, progress=progress,
-                         outcomes=outcomes)
+        return amap_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, chunk_size=chunk_size,
+                         progress=progress, outcomes=outcomes)
 
     def __repr__(self) -> str:
         return f"<RemoteWorkflow {self.key} ({self.size} bytes)>"

@@ -192,6 +192,11 @@ class SenseWorker:
         run = await self._start(key, box, run_id, payload, opts, streaming=False)
         return _pack(await run.task)
 
+    async def run_batch(self, items: list[tuple]) -> list[bytes]:
+        """Several runs at once (each item: `run`'s arguments); their pickled outcomes, in order, once all ended."""
+        runs = [await self._start(*item, streaming=False) for item in items]
+        return [_pack(outcome) for outcome in await asyncio.gather(*(run.task for run in runs))]
+
     async def run_streaming(self, key: str, box: list, run_id: str, payload: bytes, opts: dict):
         """A Ray streaming generator: `BATCH` + a pickled list of items, as the run streams them, then
         `OUTCOME` + the pickled outcome. Closing the generator early cancels the run."""
