@@ -117,6 +117,8 @@ halting = (first >> SUSPEND >> second).render()
 @Node()
 async def talk(pc: WorkflowInterpreter, job: Job) -> None:
     for i in range(job.steps):
+        if job.delay:
+            await asyncio.sleep(job.delay)
         await pc.object_io.yield_response(f"{job.value}:{i}")
         job.record(f"said {i}")
 

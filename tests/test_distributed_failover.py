@@ -125,9 +125,18 @@ def test_without_a_store_each_run_finishes_or_is_reported_lost(dist, tmp_path):
 def test_restart_lost_starts_the_lost_runs_again(dist, tmp_path):
     sink = tmp_path / "effects"
     with _pool(dist, restart_lost=True) as pool:
+        streamed = pool.submit(ds.talking, {"value": 7, "steps": 40, "delay": DELAY}, setup=ds.job_setup, stream=True)
+        items = iter(streamed.stream())
+        before = [next(items) for _ in range(5)]
         handles = _submit(pool, sink, range(20))
         _wait_for_lines(sink, 30)
-        _kill(pool, 1)
+        _kill(pool, streamed.worker)
         for handle, value in zip(handles, range(20)):
             assert handle.result(120) == ds.expected(value, STEPS)
         assert any(h.outcome().attempts == 2 for h in handles)
+        seen = before + list(items)
+        wanted = [f"7:{i}" for i in range(40)]
+        restart = len(seen) - seen[::-1].index("7:0") - 1  # the run started again: its stream starts again
+        assert seen[:restart] == wanted[:restart] and seen[restart:] == wanted
+        assert streamed.result(60) == (7, [f"said {i}" for i in range(40)])
+        assert streamed.outcome().attempts == 2

@@ -259,3 +259,19 @@ def test_progress_on_a_terminal_and_off_elsewhere(counting, monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert len(list(counting.map(range(3), progress=True))) == 3
     assert sys.stderr.getvalue() == ""
+
+
+def test_closing_without_waiting_cancels_what_is_left(dist, ray_instance):
+    pool = dist.SensePool(1, runs_per_worker=1, actor_options={"num_cpus": 0}, name="closing")
+    busy = pool.submit(ds.sleeper, 1, setup=ds.job_setup, stream=True)
+    next(iter(busy.stream()))
+    queued = pool.submit(ds.gated, 2, setup=ds.job_setup)
+    parking = queued.suspend("gate:second")  # waits for the run to get a worker
+    pool.close(wait=False)
+    assert busy.outcome(30).status == "cancelled"
+    assert (queued.outcome(30).status, queued.outcome().extra["reason"]) == ("cancelled", "the pool was closed")
+    with pytest.raises(dist.RunEnded):
+        parking.wait(30)
+    with pytest.raises(dist.PoolClosed):
+        pool.submit(ds.counting, 3, setup=ds.job_setup)
+    pool.close()  # again: nothing happens

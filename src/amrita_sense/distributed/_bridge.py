@@ -54,14 +54,32 @@ class PoolLoop:
                 self.thread.join()
 
 
+def _closed() -> Exception:
+    from amrita_sense.distributed.errors import PoolClosed
+
+    return PoolClosed("the pool was closed before the request was answered")
+
+
 def wait_for(future: concurrent.futures.Future[T], timeout: float | None, bridge: PoolLoop) -> T:
     """`future.result(timeout)`, refused on the pool's own thread (it would wait for itself)."""
     if bridge.on_loop():
         raise RuntimeError("a blocking call on the pool's own thread would wait forever: await the reply instead")
     try:
         return future.result(timeout)
+    except concurrent.futures.CancelledError:
+        raise _closed() from None
     except concurrent.futures.TimeoutError:
         raise TimeoutError(f"no answer within {timeout} seconds") from None
+
+
+async def wait_async(future: concurrent.futures.Future[T]) -> T:
+    """Await `future` on the caller's loop; `PoolClosed` when the pool dropped it."""
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        if future.cancelled():
+            raise _closed() from None
+        raise
 
 
 class Reply(Generic[T]):
@@ -78,7 +96,7 @@ class Reply(Generic[T]):
         self._bridge = bridge
 
     def __await__(self) -> Any:
-        return asyncio.wrap_future(self._future).__await__()
+        return wait_async(self._future).__await__()
 
     def wait(self, timeout: float | None = None) -> T:
         """Block until the answer comes (`TimeoutError` after `timeout` seconds); raises what the request raised."""
@@ -91,4 +109,4 @@ class Reply(Generic[T]):
         return f"<Reply {'done' if self._future.done() else 'pending'}>"
 
 
-__all__ = ["PoolLoop", "Reply", "wait_for"]
+__all__ = ["PoolLoop", "Reply", "wait_async", "wait_for"]

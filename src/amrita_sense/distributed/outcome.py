@@ -26,7 +26,8 @@ class RunSetup:
         close: called (and awaited if it returns an awaitable) after the run, however it ended:
             release what the factory opened (a client, a connection).
 
-    Nothing here travels: the factory runs on the worker, so clients and connections stay there.
+    Nothing here travels: the factory runs on the worker, so clients and connections stay there. The
+    factory may be a coroutine function (a sync one runs on the worker's event loop: keep it short).
     """
 
     args: tuple = ()

@@ -26,7 +26,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from amrita_sense.distributed import pickling
-from amrita_sense.distributed._bridge import PoolLoop, Reply, wait_for
+from amrita_sense.distributed._bridge import PoolLoop, Reply, wait_async, wait_for
 from amrita_sense.distributed.errors import PoolClosed, RunEnded
 from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
@@ -94,7 +94,7 @@ class _RunState:
 
     __slots__ = (
         "attempts", "buffer", "cancelled", "ended", "future", "generation", "mode", "payload", "placed", "requests",
-        "resume_from", "run_id", "suspended", "worker", "workflow",
+        "resume_from", "run_id", "suspended", "waiter", "worker", "workflow",
     )
 
     def __init__(self, workflow: RemoteWorkflow, run_id: str, payload: bytes, streaming: bool, mode: str,
@@ -114,6 +114,7 @@ class _RunState:
         self.suspended: tuple | None = None
         self.buffer = _Buffer() if streaming else None
         self.requests = asyncio.Lock()  # requests reach the worker one after the other, in the order made
+        self.waiter: tuple | None = None  # (the runs, their future) while they wait for a slot
 
 
 def _checked_run_id(run_id: Any) -> str:
@@ -238,7 +239,7 @@ class SensePool:
         self._runs: dict[str, _RunState] = {}
         self._workflows: dict[tuple[int, int], RemoteWorkflow] = {}
         self._bridge = PoolLoop(name)
-        self._slots: asyncio.Condition | None = None
+        self._waiting: deque[tuple[list[_RunState], asyncio.Future]] = deque()  # runs waiting for slots, in order
         self._workers = [_Worker(i) for i in range(workers)]
         wait_for(self._bridge.submit(self._start_workers()), None, self._bridge)
 
@@ -250,7 +251,6 @@ class SensePool:
         return len(self._workers) * self.runs_per_worker
 
     async def _start_workers(self) -> None:
-        self._slots = asyncio.Condition()
         for worker in self._workers:
             self._spawn(worker)
 
@@ -281,8 +281,7 @@ class SensePool:
         except Exception:  # noqa: BLE001 - it is gone already
             pass
         self._spawn(worker)
-        async with self._slots:
-            self._slots.notify_all()
+        self._dispatch()
 
     def workers(self, timeout: float | None = 60.0) -> list[dict]:
         """What each worker says about itself (label, pid, node, core, runs...), plus its deaths so far."""
@@ -300,30 +299,48 @@ class SensePool:
 
     async def _acquire(self, states: list[_RunState]) -> tuple[_Worker, list[_RunState]]:
         """A live worker with room for the runs of `states` not cancelled (the least busy such worker),
-        and those runs, now placed on it; `CancelledError` when the pool closes or every run was cancelled."""
-        async with self._slots:
-            while True:
-                live = [state for state in states if not state.cancelled]
-                if self._closed or not live:
-                    raise asyncio.CancelledError
-                free = [w for w in self._workers if w.alive and len(w.active) + len(live) <= self.runs_per_worker]
-                if free:
-                    worker = min(free, key=lambda w: len(w.active))
-                    for state in live:
-                        worker.active[state.run_id] = state
-                        state.worker, state.generation = worker, worker.generation
-                        state.attempts += 1
-                        state.placed.set()
-                    return worker, live
-                await self._slots.wait()
+        and those runs, now placed on it. Runs get slots first come, first served; `CancelledError`
+        when the pool closes or every run of `states` was cancelled while waiting."""
+        waiter = asyncio.get_running_loop().create_future()
+        entry = (states, waiter)
+        self._waiting.append(entry)
+        for state in states:
+            state.waiter = entry
+        self._dispatch()
+        try:
+            return await waiter
+        finally:
+            for state in states:
+                state.waiter = None
 
-    async def _release(self, worker: _Worker, states: list[_RunState]) -> None:
+    def _dispatch(self) -> None:
+        """Give free slots to the waiting runs, in order (a batch that does not fit yet waits at the head)."""
+        while self._waiting:
+            states, waiter = self._waiting[0]
+            live = [state for state in states if not state.cancelled]
+            if waiter.done() or self._closed or not live:
+                self._waiting.popleft()
+                if not waiter.done():
+                    waiter.cancel()
+                continue
+            free = [w for w in self._workers if w.alive and len(w.active) + len(live) <= self.runs_per_worker]
+            if not free:
+                return
+            self._waiting.popleft()
+            worker = min(free, key=lambda w: len(w.active))
+            for state in live:
+                worker.active[state.run_id] = state
+                state.worker, state.generation = worker, worker.generation
+                state.attempts += 1
+                state.placed.set()
+            waiter.set_result((worker, live))
+
+    def _release(self, worker: _Worker, states: list[_RunState]) -> None:
         for state in states:
             state.placed.clear()
             if worker.active.get(state.run_id) is state:
                 del worker.active[state.run_id]
-        async with self._slots:
-            self._slots.notify_all()
+        self._dispatch()
 
     # ----- workflows and runs -----------------------------------------------------------------------
 
@@ -399,6 +416,8 @@ class SensePool:
         asyncio.ensure_future(self._drive_batch(states))
 
     def _finish(self, state: _RunState, outcome: RunOutcome) -> None:
+        if state.ended.is_set():
+            return  # a run cancelled while it waited is finished at once, and again when its task ends
         outcome.attempts = state.attempts
         state.ended.set()
         if state.buffer is not None:
@@ -434,7 +453,7 @@ class SensePool:
                     return lost
                 mode = self._failover_mode(mode)
             finally:
-                await self._release(worker, [state])
+                self._release(worker, [state])
 
     def _failover_mode(self, mode: str) -> str:
         """How a run whose worker died starts again: from its checkpoint, or as before (restart_lost)."""
@@ -456,7 +475,7 @@ class SensePool:
         try:
             datas = await worker.actor.run_batch.remote([self._call_args(state, state.mode) for state in live])
         except RayActorError as exc:
-            await self._release(worker, live)
+            self._release(worker, live)
             await self._worker_died(worker, generation, exc)
             for state in live:
                 lost = self._lost(state, worker, exc)
@@ -467,7 +486,7 @@ class SensePool:
             return
         except Exception as exc:  # noqa: BLE001 - the worker's method failed: reported on every run
             datas = [self._method_failed(worker, state, exc) for state in live]
-        await self._release(worker, live)
+        self._release(worker, live)
         for state, data in zip(live, datas):
             self._finish(state, data if isinstance(data, RunOutcome) else self._unpack(worker, state, data))
 
@@ -564,9 +583,12 @@ class SensePool:
         if state.ended.is_set() or state.cancelled:
             return False
         state.cancelled = True
-        if not state.placed.is_set():
-            async with self._slots:
-                self._slots.notify_all()  # a run waiting for a slot gives up
+        if not state.placed.is_set():  # waiting for a slot (or between two attempts): it ends now
+            self._finish(state, self._cancelled(state))
+            if state.waiter is not None:
+                states, waiter = state.waiter
+                if all(s.cancelled for s in states):
+                    waiter.cancel()  # its driver task ends now; the entry is dropped when its turn comes
             return True
         try:
             await self._deliver(state, "cancel")
@@ -625,8 +647,7 @@ class SensePool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
             worker.alive = False
-        async with self._slots:
-            self._slots.notify_all()
+        self._dispatch()
         if futures:
             await asyncio.wait(futures, timeout=30)
         others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
@@ -785,7 +806,7 @@ class RunHandle:
         return self.outcome(timeout).unwrap()
 
     async def aoutcome(self) -> RunOutcome:
-        return await asyncio.wrap_future(self._state.future)
+        return await wait_async(self._state.future)
 
     async def aresult(self) -> Any:
         return (await self.aoutcome()).unwrap()
@@ -873,7 +894,7 @@ class RunStream:
         while not self._items:
             if self._ended:
                 raise StopAsyncIteration
-            self._fill(await asyncio.wrap_future(self._bridge.submit(self._buffer.get())))
+            self._fill(await wait_async(self._bridge.submit(self._buffer.get())))
         return self._take()
 
     def _fill(self, batch: list | None) -> None:
