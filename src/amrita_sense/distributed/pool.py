@@ -399,9 +399,9 @@ class SensePool:
         with self._lock:
             if self._closing:
                 raise PoolClosed("the pool is closed")
-            taken = [s.run_id for s in states if s.run_id in self._runs]
-            if taken or len({s.run_id for s in states}) < len(states):
-                raise ValueError(f"a run with id {(taken or [states[0].run_id])[0]!r} is already in this pool")
+            taken = [s.run_id for s in states if s.run_id in self._runs]  # (a batch's ids are new ones)
+            if taken:
+                raise ValueError(f"a run with id {taken[0]!r} is already in this pool")
             self._runs.update((s.run_id, s) for s in states)
         if len(states) == 1:
             self._bridge.call(self._begin, states[0])
