@@ -73,13 +73,19 @@ async def plain(value: int) -> int:
     return value
 
 
-def test_frames_and_node_tables_stay_behind(pickling):
+def test_frames_node_tables_and_weak_maps_stay_behind(pickling):
+    import weakref
+
     graph = (plain >> NodeCompose(plain)).render()
     WorkflowInterpreter(graph)  # compiles its node table
     assert graph._program is not None and plain.fun_frame is not None
+    anchor = WorkflowInterpreter(graph)
+    live = weakref.WeakKeyDictionary({anchor: 1})
     copy = pickling.loads(pickling.dumps_graph(graph))
+    live_copy = pickling.loads(pickling.dumps(live))
     assert copy._program is None and copy[0].fun_frame is None
     assert plain.fun_frame is not None  # the original keeps its frame
+    assert type(live_copy) is weakref.WeakKeyDictionary and len(live_copy) == 0 and len(live) == 1
     assert asyncio.run(_run_one(copy)) == [1]
 
 

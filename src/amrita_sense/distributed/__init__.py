@@ -33,7 +33,7 @@ Importing this module imports Ray; `import amrita_sense` never does.
 from __future__ import annotations
 
 try:
-    import ray  # noqa: F401
+    import ray  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by the no-Ray test run
     raise ImportError(
         "amrita_sense.distributed needs Ray: pip install 'amrita-sense-turbo[ray]'"

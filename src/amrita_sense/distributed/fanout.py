@@ -213,7 +213,7 @@ def make_progress(progress: Any, total: int | None) -> Any:
     if not progress or not sys.stderr.isatty():
         return _NoProgress()
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         return _TextProgress(total, sys.stderr)
     return _TqdmProgress(total, tqdm)

@@ -12,6 +12,10 @@ A rendered graph needs two things dropped on the way:
   node has `fun_frame = None`;
 - the graph's compiled node table (`_program`, a core object): the worker
   compiles its own on first use, on whichever core it loaded.
+
+Weak mappings and sets (what FUN_BLOCK and BATCH_RUN nodes keep of the
+interpreters running them here) arrive empty: they refer only to live
+objects of this process, never to the graph's definition.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from __future__ import annotations
 import io
 import pickle
 import types
+import weakref
 from typing import Any
 
-from ray import cloudpickle
+from ray import cloudpickle  # type: ignore[import-not-found,unused-ignore]
 
 from amrita_sense import _core
 from amrita_sense.distributed.errors import NotPicklable
@@ -35,6 +40,7 @@ def _program_types() -> tuple[type, ...]:
 
 
 _DROPPED: tuple[type, ...] = (types.FrameType, *_program_types())
+_EMPTIED: tuple[type, ...] = (weakref.WeakKeyDictionary, weakref.WeakValueDictionary, weakref.WeakSet)
 
 
 def _dropped() -> None:
@@ -45,6 +51,8 @@ class _Pickler(cloudpickle.CloudPickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, _DROPPED):
             return _dropped, ()
+        if isinstance(obj, _EMPTIED):
+            return type(obj), ()
         return super().reducer_override(obj)
 
 

@@ -22,8 +22,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
-import ray
-from ray.exceptions import RayActorError, RayTaskError
+import ray  # type: ignore[import-not-found,unused-ignore]
+from ray.exceptions import RayActorError, RayTaskError  # type: ignore[import-not-found,unused-ignore]
 
 from amrita_sense.distributed import pickling
 from amrita_sense.distributed._bridge import PoolLoop, Reply, wait_async, wait_for
@@ -557,6 +557,7 @@ class SensePool:
         while True:
             await self._placed(state)
             worker, generation = state.worker, state.generation
+            assert worker is not None  # placed runs have a worker
             try:
                 return await getattr(worker.actor, method).remote(state.run_id, *args)
             except RayActorError as exc:

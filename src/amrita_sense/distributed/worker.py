@@ -63,6 +63,8 @@ async def _settle(value: Any) -> Any:
 class _Run:
     """One run on this worker."""
 
+    task: asyncio.Future[RunOutcome]
+    """Set by `SenseWorker._start` right after the run is made: builds, runs and concludes it."""
     __slots__ = (
         "cancelled", "interp", "opts", "outputs", "parking", "policy", "pump", "room", "run_id", "setup",
         "started", "stream", "streaming", "task", "wake",
@@ -74,10 +76,9 @@ class _Run:
         self.streaming = streaming
         self.cancelled = False
         self.interp: Any = None
-        self.setup: RunSetup | None = None
+        self.setup = RunSetup()  # the factory's, once it ran
         self.stream: Any = None
         self.policy: Any = None
-        self.task: asyncio.Future | None = None
         self.pump: asyncio.Task | None = None
         self.parking: asyncio.Future | None = None
         self.outputs: list[Any] = []
@@ -122,7 +123,7 @@ class SenseWorker:
     async def info(self) -> dict:
         """Where this worker runs: its label, process id, node, core, how many runs and workflows it holds,
         and the CPU time its process has used."""
-        import ray
+        import ray  # type: ignore[import-not-found,unused-ignore]
 
         context = ray.get_runtime_context()
         return {
@@ -192,7 +193,7 @@ class SenseWorker:
         run = await self._start(key, box, run_id, payload, opts, streaming=False)
         return _pack(await run.task)
 
-    async def run_batch(self, items: list[tuple]) -> list[bytes]:
+    async def run_batch(self, items: list[tuple[str, list, str, bytes, dict]]) -> list[bytes]:
         """Several runs at once (each item: `run`'s arguments); their pickled outcomes, in order, once all ended."""
         runs = [await self._start(*item, streaming=False) for item in items]
         return [_pack(outcome) for outcome in await asyncio.gather(*(run.task for run in runs))]
@@ -274,7 +275,9 @@ class SenseWorker:
         from amrita_sense.runtime.workflow import WorkflowInterpreter
 
         setup, opts = run.setup, run.opts
-        pools = {} if self._codec is not None else {"extra_args": setup.args, "extra_kwargs": setup.kwargs or {}}
+        pools: dict[str, Any] = {}
+        if self._codec is None:  # a codec restores the snapshot's pools; else the factory's are used
+            pools = {"extra_args": setup.args, "extra_kwargs": setup.kwargs or {}}
         store = self._checkpoint_store()
         policy = None if store is None else Checkpointing(store, run.run_id, **self._checkpoint_options)
         run.policy = policy
@@ -288,8 +291,9 @@ class SenseWorker:
             except CheckpointNotFound:
                 interp = None  # it died before its first save: nothing of it ran
             else:
-                if policy.last.status in _ENDED_STATUSES[opts["mode"]]:
-                    opts["ended"] = policy.last.status
+                status = policy.last.status if policy.last is not None else ""
+                if status in _ENDED_STATUSES[opts["mode"]]:
+                    opts["ended"] = status
                 return interp
         else:
             interp = None
@@ -341,7 +345,7 @@ class SenseWorker:
 
     @staticmethod
     async def _close_setup(run: _Run, outcome: RunOutcome) -> None:
-        close = getattr(run.setup, "close", None)
+        close = run.setup.close
         if close is not None:
             try:
                 await _settle(close())
