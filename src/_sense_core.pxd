@@ -68,8 +68,9 @@ cdef class InterpretLock:
 
 
 cdef class InterpreterCore:
-    # The fields without `public` are properties of the same name whose setters check the value
-    # (see "kept attributes" in the .pyx): the loop reads them unchecked.
+    # The loop reads its fields unchecked, so every field Python can write is a property of the same
+    # name whose setter checks the value ("checked at the write" in the .pyx); the bint and int fields
+    # are public (any value is one), the core's own bookkeeping is readonly or private.
     cdef readonly Program _prog
     cdef PointerVector _pointer
     cdef object _ret_addr_stack
@@ -80,35 +81,35 @@ cdef class InterpreterCore:
     cdef public bint _pending_stop
     cdef InterpretLock _interpret_lock
     cdef list _plans
-    cdef public object _exc_plans
-    cdef public object _shape
-    cdef public bint _plans_valid
-    cdef public object _run_task
+    cdef list _exc_plans
+    cdef object _shape
+    cdef readonly bint _plans_valid
+    cdef readonly object _run_task
     cdef SuspendFlag _signal
-    cdef public bint _force_inline
-    cdef public bint _squashed_loops
+    cdef readonly bint _force_inline
+    cdef readonly bint _squashed_loops
     cdef double _yield_interval
-    cdef public object _exc_ignored
-    cdef public object _ava_args_v
-    cdef public object _ava_kwargs_v
+    cdef object _exc_ignored
+    cdef object _ava_args_v
+    cdef object _ava_kwargs_v
     cdef PointerVector _spare_pointer
     # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
-    cdef public object _args_hash
-    cdef public object _dep_store_v
-    cdef public object _di_cache
-    cdef public object _glob_lock_v
-    cdef public object _graph
-    cdef public object _interpreter_id
-    cdef public object _lifecycles_v
-    cdef public object _object_io
+    cdef object _args_hash
+    cdef object _dep_store_v
+    cdef object _di_cache
+    cdef object _glob_lock_v
+    cdef object _graph
+    cdef object _interpreter_id
+    cdef object _lifecycles_v
+    cdef object _object_io
     cdef object _panic_exc
-    cdef public object _parent_interpreter
-    cdef public object _provider_values
-    cdef public object _sub_interpreters
-    cdef public object _sub_interpreters_all
-    cdef public object _top_interpreter
-    cdef public object _values_key
-    cdef public object _waiter
+    cdef object _parent_interpreter
+    cdef object _provider_values
+    cdef object _sub_interpreters
+    cdef object _sub_interpreters_all
+    cdef object _top_interpreter
+    cdef object _values_key
+    cdef object _waiter
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1

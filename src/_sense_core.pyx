@@ -14,7 +14,9 @@ checks every index and None access and keeps the assertions. `DEBUG_BUILD` says 
 import asyncio
 import contextvars
 import functools
+import importlib
 import threading
+from collections.abc import Mapping
 
 import sniffio
 
@@ -146,6 +148,9 @@ cdef class CallPlan:
         self.names = names
         self.slow = slow
         self.entry = entry
+        self.n = 0
+        PyMem_Free(self.cidx)  # a second __init__ replaces the first one's indices
+        self.cidx = NULL
         self.n = len(srcs)
         self.cidx = <Py_ssize_t *> PyMem_Malloc((self.n + 1) * sizeof(Py_ssize_t))
         if self.cidx == NULL:
@@ -167,9 +172,14 @@ cdef class Program:
     def __init__(self, graph, list nodes, list funcs, list bits, list static_plans,
                  list ops, list operands, list rows, list landings, list addrs, row_of, dict seg_row):
         cdef Py_ssize_t i, k, nrows = len(nodes)
+        if self.cbits != NULL:  # interpreters index the tables they were made with
+            raise TypeError("a Program is initialised once")
         for table in (funcs, bits, static_plans, ops, operands, rows, landings, addrs):
             if len(table) != nrows:
                 raise ValueError(f"Program: every per-row table needs {nrows} rows, one has {len(table)}")
+        for plan in static_plans:
+            if plan is not None and type(plan) is not CallPlan:
+                raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
         if row_of is not None:
             row_of = _row_map(row_of, nrows)
         self.graph = graph
@@ -195,11 +205,8 @@ cdef class Program:
 
     @cython.final
     cdef int _alloc_rows(self, Py_ssize_t nrows) except -1:
-        """The C arrays for `nrows` rows (freeing those of an earlier `__init__`)."""
+        """The C arrays for `nrows` rows."""
         self.nrows = 0
-        PyMem_Free(self.cbits)
-        PyMem_Free(self.cops)
-        PyMem_Free(self.crows)
         self.cbits = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
         self.cops = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
         self.crows = <int *> PyMem_Malloc((4 * nrows + 1) * sizeof(int))
@@ -258,8 +265,9 @@ cdef class Program:
         return <list> table
 
     def table_for(self, shape):
-        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
-        return self._table_for(shape)
+        """A copy of the row table of plans for pools of `shape` (the core's own is not writable from
+        Python: the loop runs its plans unchecked)."""
+        return tuple(self._table_for(shape))
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none."""
@@ -900,6 +908,88 @@ cdef object _checked_middleware(object value, str name):
     return value
 
 
+# ----- checked at the write: what the fields Python can write may hold -----------------------------
+# (the same functions in the twin; the pools' checks are also the Python layer's)
+
+cdef dict _LATE = {}
+
+
+cdef object _late(str spec):
+    """The object `module:name` names, imported on first use (those modules import this one)."""
+    found = _LATE.get(spec)
+    if found is None:
+        module, _, name = spec.partition(":")
+        found = _LATE[spec] = getattr(importlib.import_module(module), name)
+    return found
+
+
+cdef object _optional(object value, object kind, str name, str what):
+    """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+    return value
+
+
+def args_pool(value, str name):
+    """A positional injection pool: a tuple (a list or another iterable becomes one); `TypeError`
+    naming `name` otherwise."""
+    if type(value) is tuple:
+        return value
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+
+
+def kwargs_pool(value, str name):
+    """A keyword injection pool: a dict (kept), or another mapping (copied); `TypeError` naming `name`
+    otherwise."""
+    if type(value) is dict:
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+    return dict(value)
+
+
+def exception_types(value, str name):
+    """Exception classes that pass through the workflow's handlers (`exception_ignored`), as a tuple."""
+    kinds = args_pool(value, name)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+    return kinds
+
+
+def check_stream(stream, str name):
+    """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
+    `_wait_for_continue`), else `TypeError` naming `name`."""
+    if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) \
+            and not callable(getattr(stream, "_wait_for_continue", None)):
+        raise TypeError(
+            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+            f"not {type(stream).__name__}"
+        )
+    return stream
+
+
+cdef object _checked_waiter(object value):
+    """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
+    if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
+        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+    return value
+
+
+cdef object _checked_graph(object value, str name):
+    if getattr(value, "__rendered_compose__", False) is not True:
+        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+    return value
+
+
+cdef object _PoolShape = None  # runtime.plans.PoolShape, imported by the first `_layer_init`
+
+
 cdef object _support():
     from amrita_sense.instructions import _support as support
     return support
@@ -974,16 +1064,31 @@ cdef class InterpreterCore:
 
     def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, bint no_passing, shape_of,
                     double yield_interval):
-        """The Python layer's first fields in one call (the others start as None): the graph, the
-        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
-        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
-        args = (self,) + tuple(extra_args)
-        kwargs = dict(extra_kwargs) if extra_kwargs else {}
+        """The Python layer's first fields in one call (the others start as None): the graph (the
+        program's), the pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`),
+        the pass-through exception types (none with `no_passing`), the pools' shape (`shape_of`, which
+        must give a PoolShape), the tree's child maps. The arguments are checked as `args_pool` /
+        `kwargs_pool` / `exception_types` do."""
+        global _PoolShape
+        if graph is not self._prog.graph:
+            raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
+        args = (self,) + (<tuple> extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args"))
+        if extra_kwargs is None:
+            kwargs = {}
+        else:
+            kwargs = dict(extra_kwargs if type(extra_kwargs) is dict else kwargs_pool(extra_kwargs, "extra_kwargs"))
+        if type(exception_ignored) is not tuple or exception_ignored:
+            exception_ignored = exception_types(exception_ignored, "exception_ignored")
+        shape = shape_of(args, kwargs)
+        if _PoolShape is None:
+            _PoolShape = _late("amrita_sense.runtime.plans:PoolShape")
+        if type(shape) is not _PoolShape:
+            raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
         self._graph = graph
         self._ava_args_v = args
         self._ava_kwargs_v = kwargs
-        self._exc_ignored = () if no_passing else tuple(exception_ignored) + (InterruptNotice, BreakLoop)
-        self._shape = shape_of(args, kwargs)
+        self._exc_ignored = () if no_passing else <tuple> exception_ignored + (InterruptNotice, BreakLoop)
+        self._shape = shape
         self._yield_interval = yield_interval
         self._sub_interpreters = {}
         self._sub_interpreters_all = {}
@@ -1112,6 +1217,266 @@ cdef class InterpreterCore:
     @_panic_exc.deleter
     def _panic_exc(self):
         _refuse_delete("_panic_exc")
+
+    @property
+    def _shape(self):
+        """The pools' shape (a runtime.plans.PoolShape), or None while the pools are not trusted."""
+        return self._shape
+
+    @_shape.setter
+    def _shape(self, value):
+        self._shape = _optional(value, _late("amrita_sense.runtime.plans:PoolShape"), "_shape", "a PoolShape")
+
+    @_shape.deleter
+    def _shape(self):
+        _refuse_delete("_shape")
+
+    @property
+    def _exc_ignored(self):
+        """The exception classes that pass through the workflow's handlers (a tuple)."""
+        return self._exc_ignored
+
+    @_exc_ignored.setter
+    def _exc_ignored(self, value):
+        self._exc_ignored = exception_types(value, "_exc_ignored")
+
+    @_exc_ignored.deleter
+    def _exc_ignored(self):
+        _refuse_delete("_exc_ignored")
+
+    @property
+    def _ava_args_v(self):
+        """The positional injection pool (a tuple; the interpreter first)."""
+        return self._ava_args_v
+
+    @_ava_args_v.setter
+    def _ava_args_v(self, value):
+        self._ava_args_v = args_pool(value, "_ava_args_v")
+
+    @_ava_args_v.deleter
+    def _ava_args_v(self):
+        _refuse_delete("_ava_args_v")
+
+    @property
+    def _ava_kwargs_v(self):
+        """The keyword injection pool (a dict)."""
+        return self._ava_kwargs_v
+
+    @_ava_kwargs_v.setter
+    def _ava_kwargs_v(self, value):
+        self._ava_kwargs_v = kwargs_pool(value, "_ava_kwargs_v")
+
+    @_ava_kwargs_v.deleter
+    def _ava_kwargs_v(self):
+        _refuse_delete("_ava_kwargs_v")
+
+    @property
+    def _args_hash(self):
+        """The pools' type fingerprint (an int), or None until asked for."""
+        return self._args_hash
+
+    @_args_hash.setter
+    def _args_hash(self, value):
+        self._args_hash = _optional(value, int, "_args_hash", "an int")
+
+    @_args_hash.deleter
+    def _args_hash(self):
+        _refuse_delete("_args_hash")
+
+    @property
+    def _dep_store_v(self):
+        """The values of workflow-scoped providers (a DependencyStore), or None until made."""
+        return self._dep_store_v
+
+    @_dep_store_v.setter
+    def _dep_store_v(self, value):
+        self._dep_store_v = _optional(value, _late("amrita_sense.di:DependencyStore"), "_dep_store_v", "a DependencyStore")
+
+    @_dep_store_v.deleter
+    def _dep_store_v(self):
+        _refuse_delete("_dep_store_v")
+
+    @property
+    def _di_cache(self):
+        """The interpreter's own record of plans (a DICache), or None until made."""
+        return self._di_cache
+
+    @_di_cache.setter
+    def _di_cache(self, value):
+        self._di_cache = _optional(value, _late("amrita_sense.types:DICache"), "_di_cache", "a DICache")
+
+    @_di_cache.deleter
+    def _di_cache(self):
+        _refuse_delete("_di_cache")
+
+    @property
+    def _glob_lock_v(self):
+        """The lock of the interpreter tree (an InterpretLock, on the top interpreter), or None until made."""
+        return self._glob_lock_v
+
+    @_glob_lock_v.setter
+    def _glob_lock_v(self, value):
+        self._glob_lock_v = _optional(value, InterpretLock, "_glob_lock_v", "an InterpretLock")
+
+    @_glob_lock_v.deleter
+    def _glob_lock_v(self):
+        _refuse_delete("_glob_lock_v")
+
+    @property
+    def _graph(self):
+        """The rendered graph the interpreter runs."""
+        return self._graph
+
+    @_graph.setter
+    def _graph(self, value):
+        self._graph = _checked_graph(value, "_graph")
+
+    @_graph.deleter
+    def _graph(self):
+        _refuse_delete("_graph")
+
+    @property
+    def _interpreter_id(self):
+        """The interpreter's id (a string), or None until asked for."""
+        return self._interpreter_id
+
+    @_interpreter_id.setter
+    def _interpreter_id(self, value):
+        self._interpreter_id = _optional(value, str, "_interpreter_id", "a string")
+
+    @_interpreter_id.deleter
+    def _interpreter_id(self):
+        _refuse_delete("_interpreter_id")
+
+    @property
+    def _lifecycles_v(self):
+        """The lifecycle scopes of the runs (a dict), or None until made."""
+        return self._lifecycles_v
+
+    @_lifecycles_v.setter
+    def _lifecycles_v(self, value):
+        self._lifecycles_v = _optional(value, dict, "_lifecycles_v", "a dict")
+
+    @_lifecycles_v.deleter
+    def _lifecycles_v(self):
+        _refuse_delete("_lifecycles_v")
+
+    @property
+    def _provider_values(self):
+        """The `use_cache` provider results (a dict by plan), or None."""
+        return self._provider_values
+
+    @_provider_values.setter
+    def _provider_values(self, value):
+        self._provider_values = _optional(value, dict, "_provider_values", "a dict")
+
+    @_provider_values.deleter
+    def _provider_values(self):
+        _refuse_delete("_provider_values")
+
+    @property
+    def _sub_interpreters(self):
+        """The child interpreters by id (a dict)."""
+        return self._sub_interpreters
+
+    @_sub_interpreters.setter
+    def _sub_interpreters(self, value):
+        self._sub_interpreters = _checked(value, dict, "_sub_interpreters", "a dict")
+
+    @_sub_interpreters.deleter
+    def _sub_interpreters(self):
+        _refuse_delete("_sub_interpreters")
+
+    @property
+    def _sub_interpreters_all(self):
+        """Every interpreter of the tree by id (a dict, on the top interpreter), else None."""
+        return self._sub_interpreters_all
+
+    @_sub_interpreters_all.setter
+    def _sub_interpreters_all(self, value):
+        self._sub_interpreters_all = _optional(value, dict, "_sub_interpreters_all", "a dict")
+
+    @_sub_interpreters_all.deleter
+    def _sub_interpreters_all(self):
+        _refuse_delete("_sub_interpreters_all")
+
+    @property
+    def _top_interpreter(self):
+        """The top interpreter of the tree (an interpreter), None on the top one itself."""
+        return self._top_interpreter
+
+    @_top_interpreter.setter
+    def _top_interpreter(self, value):
+        self._top_interpreter = _optional(value, InterpreterCore, "_top_interpreter", "an interpreter")
+
+    @_top_interpreter.deleter
+    def _top_interpreter(self):
+        _refuse_delete("_top_interpreter")
+
+    @property
+    def _values_key(self):
+        """The shape key the `use_cache` results were made for (a tuple), or None."""
+        return self._values_key
+
+    @_values_key.setter
+    def _values_key(self, value):
+        self._values_key = _optional(value, tuple, "_values_key", "a tuple")
+
+    @_values_key.deleter
+    def _values_key(self):
+        _refuse_delete("_values_key")
+
+    @property
+    def _waiter(self):
+        """The run's future, RUNNING while nobody asked for it yet, None while idle."""
+        return self._waiter
+
+    @_waiter.setter
+    def _waiter(self, value):
+        self._waiter = _checked_waiter(value)
+
+    @_waiter.deleter
+    def _waiter(self):
+        _refuse_delete("_waiter")
+
+    @property
+    def _object_io(self):
+        """The suspend/resume stream, or None until made."""
+        return self._object_io
+
+    @_object_io.setter
+    def _object_io(self, value):
+        """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
+        if value is None:
+            self._signal = NEVER_PENDING
+        else:
+            check_stream(value, "_object_io")
+            flag = getattr(value, "_suspend_flag", None)
+            self._signal = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
+        self._object_io = value
+
+    @_object_io.deleter
+    def _object_io(self):
+        _refuse_delete("_object_io")
+
+    @property
+    def _parent_interpreter(self):
+        """The interpreter this one was forked from, or None."""
+        return self._parent_interpreter
+
+    @_parent_interpreter.setter
+    def _parent_interpreter(self, value):
+        _optional(value, InterpreterCore, "_parent_interpreter", "an interpreter")
+        ancestor = value
+        while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
+            if ancestor is self:
+                raise ValueError("_parent_interpreter would make a cycle")
+            ancestor = (<InterpreterCore> ancestor)._parent_interpreter
+        self._parent_interpreter = value
+
+    @_parent_interpreter.deleter
+    def _parent_interpreter(self):
+        _refuse_delete("_parent_interpreter")
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -1422,9 +1787,10 @@ cdef class InterpreterCore:
 
     # ----- worker-thread batches (see the twin for the protocol) -------------------------
 
-    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan, base, fut):
+    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan not None, base, fut):
         """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
         may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        self._check_row(row)
         cdef Program prog = self._prog
         while True:
             result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
@@ -1434,7 +1800,7 @@ cdef class InterpreterCore:
             plan = self._batch_plan(row)
             self._pointer._set_row(prog, row)
 
-    def _run_plan_call(self, func, CallPlan plan):
+    def _run_plan_call(self, func, CallPlan plan not None):
         return self._call_plan(func, plan, None)
 
     @cython.final
@@ -1470,7 +1836,7 @@ cdef class InterpreterCore:
             plan = (<list> self._plans)[row]
         return plan
 
-    def _offload_plan(self, func, CallPlan plan):
+    def _offload_plan(self, func, CallPlan plan not None):
         """`_offload` of `func` with the plan's values."""
         values = self._plan_values(plan, None)
         if plan.names is None:
@@ -1511,7 +1877,7 @@ cdef class InterpreterCore:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
-    async def _finish_native(self, int status, tuple operands):
+    async def _finish_native(self, int status, operands):
         """A called node jumped: call the body relative to the new pointer, as the Python function does."""
         do_offset = operands[4]
         if status == C_NATIVE_CALL_BODY:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
+from operator import attrgetter
 
 from amrita_sense import _unsafe
 import sniffio
@@ -144,6 +147,11 @@ class Program:
     def __init__(
         self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row
     ):
+        if hasattr(self, "nrows"):  # interpreters index the tables they were made with
+            raise TypeError("a Program is initialised once")
+        for plan in static_plans:
+            if plan is not None and type(plan) is not CallPlan:
+                raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
@@ -177,6 +185,11 @@ class Program:
         self._successor = value
 
     def table_for(self, shape):
+        """A copy of the row table of plans for pools of `shape` (the core's own is kept from Python,
+        as in the compiled core, whose loop runs its plans unchecked)."""
+        return tuple(self._table_for(shape))
+
+    def _table_for(self, shape):
         """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
         table = self.tables.get(shape)
         if table is None:
@@ -715,6 +728,99 @@ def _checked_middleware(value, name):
     return value
 
 
+# ----- checked at the write: what the fields Python can write may hold -----------------------------
+# (as in the compiled core; the pools' checks are also the Python layer's)
+
+_LATE = {}
+
+
+def _late(spec):
+    """The object `module:name` names, imported on first use (those modules import this one)."""
+    found = _LATE.get(spec)
+    if found is None:
+        module, _, name = spec.partition(":")
+        found = _LATE[spec] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def _optional(value, kind, name, what):
+    """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+    return value
+
+
+def args_pool(value, name):
+    """A positional injection pool: a tuple (a list or another iterable becomes one); `TypeError`
+    naming `name` otherwise."""
+    if type(value) is tuple:
+        return value
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+
+
+def kwargs_pool(value, name):
+    """A keyword injection pool: a dict (kept), or another mapping (copied); `TypeError` naming `name`
+    otherwise."""
+    if type(value) is dict:
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+    return dict(value)
+
+
+def exception_types(value, name):
+    """Exception classes that pass through the workflow's handlers (`exception_ignored`), as a tuple."""
+    kinds = args_pool(value, name)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+    return kinds
+
+
+def check_stream(stream, name):
+    """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
+    `_wait_for_continue`), else `TypeError` naming `name`."""
+    if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) and not callable(
+        getattr(stream, "_wait_for_continue", None)
+    ):
+        raise TypeError(
+            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+            f"not {type(stream).__name__}"
+        )
+    return stream
+
+
+def _checked_waiter(value):
+    """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
+    if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
+        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+    return value
+
+
+def _checked_graph(value, name):
+    if getattr(value, "__rendered_compose__", False) is not True:
+        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+    return value
+
+
+def _row_outside(prog, row):
+    """For the coroutines Python can call with a row (as the compiled core checks it)."""
+    raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
+
+
+def _checked_call_plan(plan):
+    """A plan the Python layer made for a table (`_shared_plan`), or one given to a step: a CallPlan
+    (the compiled core's loop reads it unchecked)."""
+    if type(plan) is not CallPlan:
+        raise TypeError(f"an injection plan is a CallPlan, not {type(plan).__name__}")
+    return plan
+
+
 def _support():
     from amrita_sense.instructions import _support as support
 
@@ -739,7 +845,7 @@ class InterpreterCore:
         "_exc_ignored",
         "_exc_plans",
         "_flag_bits",
-        "_force_inline",
+        "_force_inline_v",
         "_glob_lock_v",
         "_graph",
         "_interpret_lock_v",
@@ -751,16 +857,16 @@ class InterpreterCore:
         "_panic_exc_v",
         "_parent_interpreter",
         "_pending_stop",
-        "_plans",
-        "_plans_valid",
+        "_plans_v",
+        "_plans_valid_v",
         "_pointer_v",
-        "_prog",
+        "_prog_v",
         "_provider_values",
         "_ret_addr_stack_v",
-        "_run_task",
+        "_run_task_v",
         "_shape",
-        "_signal",
-        "_squashed_loops",
+        "_signal_v",
+        "_squashed_loops_v",
         "_sub_interpreters",
         "_sub_interpreters_all",
         "_top_interpreter",
@@ -770,7 +876,7 @@ class InterpreterCore:
     )
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
-        self._prog = _checked(prog, Program, "the program", "a Program")
+        self._prog_v = _checked(prog, Program, "the program", "a Program")
         self._pointer_v = _start_pointer(prog)
         self._ret_addr_stack_v = Stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
         self._context_stack_v = (
@@ -781,17 +887,17 @@ class InterpreterCore:
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock_v = InterpretLock()
-        self._plans = None
+        self._plans_v = None
         self._exc_plans = None
         self._shape = None
-        self._plans_valid = False
-        self._run_task = None
-        self._signal = NEVER_PENDING
-        self._force_inline = False
-        self._squashed_loops = False
+        self._plans_valid_v = False
+        self._run_task_v = None
+        self._signal_v = NEVER_PENDING
+        self._force_inline_v = False
+        self._squashed_loops_v = False
         self._yield_interval_v = 0.001
-        for name in _LAYER_FIELDS:
-            setattr(self, name, None)
+        for slot in _LAYER_SLOTS:  # past the checks: they start as None
+            slot.__set__(self, None)
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
     # The core itself reads and writes the `_v` slots.
@@ -863,6 +969,33 @@ class InterpreterCore:
             raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
         self._panic_exc_v = value
 
+    @property
+    def _plans(self):
+        """A copy of the per-row injection plans (None when there are none)."""
+        return None if self._plans_v is None else list(self._plans_v)
+
+    @_plans.setter
+    def _plans(self, value):
+        if value is not None:
+            raise TypeError("_plans can only be reset to None")
+        self._plans_v = None
+
+    @property
+    def _signal(self):
+        """The suspend-request flag of the stream (a SuspendFlag)."""
+        return self._signal_v
+
+    @_signal.setter
+    def _signal(self, value):
+        self._signal_v = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
+
+    # The core's own bookkeeping: read-only from Python.
+    _prog = property(attrgetter("_prog_v"), doc="The node table the interpreter runs (a Program).")
+    _run_task = property(attrgetter("_run_task_v"), doc="The task driving the current run, or None.")
+    _plans_valid = property(attrgetter("_plans_valid_v"), doc="Plans are cached in this run.")
+    _force_inline = property(attrgetter("_force_inline_v"), doc="This run calls worker-thread nodes inline.")
+    _squashed_loops = property(attrgetter("_squashed_loops_v"), doc="This run runs native loops as nodes.")
+
     def _start_run(self, flags):
         """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
         (`Depends` in the pools, the preload) must be awaited next."""
@@ -873,11 +1006,11 @@ class InterpreterCore:
             if self._waiter is not waiter:
                 raise IllegalState("Cannot start a new workflow while one is already running")
             self._waiter = RUNNING
-        task = self._run_task = _current_task()
+        task = self._run_task_v = _current_task()
         pin_async_library(task)
-        self._force_inline = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
-        self._squashed_loops = bool(flags.SQUASHED_LOOP)
-        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
+        self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
+        self._squashed_loops_v = bool(flags.SQUASHED_LOOP)
+        self._plans_valid_v = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
         self._refresh_plans()
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
@@ -890,11 +1023,11 @@ class InterpreterCore:
         """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
         torn down next (then `restore_async_library()` is the caller's), else the run is over."""
         lock = self._interpret_lock_v
-        if lock._owner is not None and lock._owner is self._run_task:
-            lock._release_held_by(self._run_task)  # a KeyboardInterrupt cut the loop's last release short
+        if lock._owner is not None and lock._owner is self._run_task_v:
+            lock._release_held_by(self._run_task_v)  # a KeyboardInterrupt cut the loop's last release short
         fut = self._waiter
         self._waiter = None
-        self._run_task = None
+        self._run_task_v = None
         if fut is not None and fut is not RUNNING and not fut.done():
             if isinstance(outcome, Exception):
                 fut.set_exception(outcome)
@@ -908,16 +1041,25 @@ class InterpreterCore:
         return False
 
     def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, no_passing, shape_of, yield_interval):
-        """The Python layer's first fields in one call (the others start as None): the graph, the
-        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
-        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
-        args = (self, *extra_args)
-        kwargs = dict(extra_kwargs) if extra_kwargs else {}
+        """The Python layer's first fields in one call (the others start as None): the graph (the
+        program's), the pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`),
+        the pass-through exception types (none with `no_passing`), the pools' shape (`shape_of`, which
+        must give a PoolShape), the tree's child maps. The arguments are checked as `args_pool` /
+        `kwargs_pool` / `exception_types` do."""
+        if graph is not self._prog_v.graph:
+            raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
+        args = (self, *(extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args")))
+        kwargs = {} if extra_kwargs is None else dict(kwargs_pool(extra_kwargs, "extra_kwargs"))
+        if type(exception_ignored) is not tuple or exception_ignored:
+            exception_ignored = exception_types(exception_ignored, "exception_ignored")
+        shape = shape_of(args, kwargs)
+        if type(shape) is not _late("amrita_sense.runtime.plans:PoolShape"):
+            raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
         self._graph = graph
         self._ava_args_v = args
         self._ava_kwargs_v = kwargs
         self._exc_ignored = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
-        self._shape = shape_of(args, kwargs)
+        self._shape = shape
         self._yield_interval = yield_interval
         self._sub_interpreters = {}
         self._sub_interpreters_all = {}
@@ -927,9 +1069,9 @@ class InterpreterCore:
     def _locate_current(self):
         """`(row, exact)` for the current pointer; row -1 when it resolves to nothing."""
         ptr = self._pointer_v
-        if ptr._items is None and ptr._prog is self._prog:
+        if ptr._items is None and ptr._prog is self._prog_v:
             return ptr._row, True
-        return self._prog.locate(ptr._list())
+        return self._prog_v.locate(ptr._list())
 
     def _descend_current(self):
         """Move the pointer onto the row it designates (entering segments) and return it."""
@@ -937,9 +1079,9 @@ class InterpreterCore:
         if row < 0:
             raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
-            self._pointer_v._set_row(self._prog, row)
-        if self._prog.bits[row] & ROW_EMPTY:
-            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
+            self._pointer_v._set_row(self._prog_v, row)
+        if self._prog_v.bits[row] & ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog_v.addrs[row])} not found")
         return row
 
     def advance_pointer(self, ptr=None):
@@ -948,22 +1090,22 @@ class InterpreterCore:
             ptr = self._pointer_v
         elif not isinstance(ptr, PointerVector):
             raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
-        if ptr._items is None and ptr._prog is self._prog:
+        if ptr._items is None and ptr._prog is self._prog_v:
             row, exact = ptr._row, True
         else:
             items = ptr._list()
             if not items:
                 return False
-            row, exact = self._prog.locate(items)
+            row, exact = self._prog_v.locate(items)
             if row < 0:
-                return self._prog.graph.calc.advance(ptr)
+                return self._prog_v.graph.calc.advance(ptr)
         if not exact:
             items.append(0)
             return True
-        if row + 1 < self._prog.nrows:
-            landing = self._prog.landings[row + 1]
+        if row + 1 < self._prog_v.nrows:
+            landing = self._prog_v.landings[row + 1]
             if landing is None:
-                ptr._set_row(self._prog, row + 1)
+                ptr._set_row(self._prog_v, row + 1)
             else:
                 ptr._items = list(landing)
             return True
@@ -979,16 +1121,16 @@ class InterpreterCore:
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
-        prog = self._prog
+        prog = self._prog_v
         while prog._successor is not None:
             prog = prog._successor
-        self._prog = prog
+        self._prog_v = prog
         self._refresh_plans()
 
     def _refresh_plans(self):
         """Take the program's plan table for the pools' shape, or none when plans are off."""
         shape = self._shape
-        self._plans = self._prog.table_for(shape) if self._plans_valid and shape is not None else None
+        self._plans_v = self._prog_v._table_for(shape) if self._plans_valid_v and shape is not None else None
         self._exc_plans = None
 
     def _mark_jump(self):
@@ -1001,9 +1143,9 @@ class InterpreterCore:
 
     def _move_to(self, addr):
         """Point at `addr` (a list), binding to a row when the address is a node."""
-        row, exact = self._prog.locate(addr)
+        row, exact = self._prog_v.locate(addr)
         if row >= 0 and exact:
-            self._pointer_v._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog_v, row)
         else:
             self._pointer_v.far_to(addr)
 
@@ -1012,8 +1154,8 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             return
         addr = address_list(addr, "jump_to(addr)")
-        row, _ = self._prog.locate(addr)
-        if row < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
+        row, _ = self._prog_v.locate(addr)
+        if row < 0 and self._prog_v.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
         self._mark_jump()
         self._move_to(addr)
@@ -1069,20 +1211,20 @@ class InterpreterCore:
     def _row_plan(self, row):
         """The plan of `row`: its static one, or the shared one for the pools' shape (made on
         first use and kept in the program's table); None when the Python layer resolves it."""
-        plan = self._prog.static_plans[row]
+        plan = self._prog_v.static_plans[row]
         if plan is not None:
             return plan
-        table = self._plans
+        table = self._plans_v
         if table is None:
             return None
         plan = table[row]
         if plan is None:
-            plan = table[row] = self._shared_plan(self._prog.nodes[row], False)
+            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))
         return plan
 
     def _cached_plan(self, row):
         """The plan of `row` (providers included) unless a suspend signal is pending."""
-        if self._signal.pending:
+        if self._signal_v.pending:
             return None
         return self._row_plan(row)
 
@@ -1090,12 +1232,12 @@ class InterpreterCore:
         """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
         table = self._exc_plans
         if table is None:
-            if self._plans is None:
+            if self._plans_v is None:
                 return None
-            table = self._exc_plans = self._prog.table_for(self._shape.with_exc)
+            table = self._exc_plans = self._prog_v._table_for(self._shape.with_exc)
         plan = table[row]
         if plan is None:
-            plan = table[row] = self._shared_plan(self._prog.nodes[row], True)
+            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], True))
         return plan
 
     def _ready_plan(self, row):
@@ -1122,9 +1264,11 @@ class InterpreterCore:
 
     async def _run_row(self, row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
-        prog = self._prog
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         bits = prog.bits[row]
-        if self._signal.pending:
+        if self._signal_v.pending:
             await self._gate(prog.nodes[row].tag)
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
@@ -1136,7 +1280,7 @@ class InterpreterCore:
         func = prog.funcs[row]
         if bits & ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline:
+        if bits & ROW_THREAD and not self._force_inline_v:
             return await self._offload(func, *self._plan_args(plan, None))
         return self._call_plan(func, plan, None)
 
@@ -1144,14 +1288,14 @@ class InterpreterCore:
 
     def _enter_step(self):
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        recompiled = self._prog._successor is not None
+        recompiled = self._prog_v._successor is not None
         if recompiled:
             self._adopt_successor()
         ptr = self._pointer_v
         if ptr._items is not None and not ptr._items:
-            if not self._prog.nrows:
+            if not self._prog_v.nrows:
                 return STEP_END
-            self._pointer_v = _start_pointer(self._prog)
+            self._pointer_v = _start_pointer(self._prog_v)
         self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT
@@ -1164,7 +1308,7 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             self._flag_bits &= ~FLAG_JMP
             return True
-        if self._prog._successor is not None:
+        if self._prog_v._successor is not None:
             return self._advance_recompiled()
         return self.advance_pointer()
 
@@ -1174,12 +1318,12 @@ class InterpreterCore:
         that address is gone, to the next position after it (beside it, else after its segment)."""
         self._adopt_successor()
         addr = self._pointer_v._list()
-        if not addr or self._prog.locate(addr)[0] >= 0:
+        if not addr or self._prog_v.locate(addr)[0] >= 0:
             return self.advance_pointer()
         addr = list(addr)
         while addr:
             addr[-1] += 1
-            if self._prog.locate(addr)[0] >= 0:
+            if self._prog_v.locate(addr)[0] >= 0:
                 self._move_to(addr)
                 return True
             addr.pop()
@@ -1194,12 +1338,12 @@ class InterpreterCore:
 
     async def _run_fast(self, row):
         """`_run_row` with the cached-plan path and the native opcodes inlined."""
-        op = self._prog.ops[row]
-        if op != OP_CALL and not self._signal.pending:
+        op = self._prog_v.ops[row]
+        if op != OP_CALL and not self._signal_v.pending:
             if op == OP_NOP:
                 return None
             if op == OP_TRY:
-                operands = self._prog.operands[row]
+                operands = self._prog_v.operands[row]
                 outcome = self._native_try_now(row, operands)
                 if outcome is NOT_NOW:
                     return await self._native_try(row, None, self._outer_interpreting)
@@ -1209,29 +1353,32 @@ class InterpreterCore:
                 return None
             if status == NATIVE_NOT_READY:
                 return await self._run_row(row)
-            return await self._finish_native(status, self._prog.operands[row])
+            return await self._finish_native(status, self._prog_v.operands[row])
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
         if plan.slow:
-            if self._prog.bits[row] & ROW_PRECHECK:
-                self._prog.nodes[row]._pre_check(self)
-            outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
+            if self._prog_v.bits[row] & ROW_PRECHECK:
+                self._prog_v.nodes[row]._pre_check(self)
+            outcome = self._invoke_slow_now(self._prog_v.nodes[row], plan)
             if outcome is NOT_NOW:
-                return await self._invoke_slow(self._prog.nodes[row], plan)
+                return await self._invoke_slow(self._prog_v.nodes[row], plan)
             return None if outcome is None else await outcome
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):
         """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
-        prog = self._prog
+        _checked_call_plan(plan)
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         bits = prog.bits[row]
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
         if bits & ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline:
+        if bits & ROW_THREAD and not self._force_inline_v:
             batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
             return await self._offload_batch(batch)
         return self._call_plan(func, plan, None)
@@ -1249,7 +1396,10 @@ class InterpreterCore:
     def _batch_in_worker(self, row, plan, base, fut):
         """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
         may go on (`fut`: the future the run awaits). Returns the last node's result."""
-        prog = self._prog
+        _checked_call_plan(plan)
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         while True:
             result = base.copy().run(self._call_plan, prog.funcs[row], plan, None)
             following = self._batch_successor(row, fut)
@@ -1260,12 +1410,12 @@ class InterpreterCore:
 
     def _batch_successor(self, row, fut):
         """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
-        if fut.done() or self._signal.pending or self._pending_stop or self._middleware_v is not None:
+        if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
             return None
         lock = self._interpret_lock_v
-        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+        if lock._waiters or lock._owner is not self._run_task_v or self._flag_bits & (FLAG_JMP | FLAG_HLT):
             return None
-        prog = self._prog
+        prog = self._prog_v
         ptr = self._pointer_v
         following = row + 1
         if (not _still_at(ptr, prog, row) or prog._successor is not None or following >= prog.nrows or prog.landings[following] is not None
@@ -1273,8 +1423,8 @@ class InterpreterCore:
                 or not prog.bits[following] & ROW_THREAD or prog.ops[following] != OP_CALL):
             return None
         plan = prog.static_plans[following]
-        if plan is None and self._plans is not None:
-            plan = self._plans[following]
+        if plan is None and self._plans_v is not None:
+            plan = self._plans_v[following]
         if plan is None or plan.slow:
             return None
         return following, plan
@@ -1292,14 +1442,14 @@ class InterpreterCore:
         plan = self._ready_plan(row)
         if plan is None:
             return None
-        bits = self._prog.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline):
+        bits = self._prog_v.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v):
             return None
         return plan
 
     def _callee_plan(self, row):
         """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
-        if self._prog.ops[row] == OP_JUMP:
+        if self._prog_v.ops[row] == OP_JUMP:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
@@ -1317,15 +1467,15 @@ class InterpreterCore:
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
-            self._jump_at(self._prog.rows[row][0], row, -1)
+            self._jump_at(self._prog_v.rows[row][0], row, -1)
         elif op == OP_BRANCH:
             return self._native_branch(row)
         elif op == OP_ELSE:
             return self._native_else(row)
         elif op == OP_WHILE:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_while(row)
         elif op == OP_DO:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_do(row)
         elif op == OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == OP_CALLSUB:
@@ -1337,7 +1487,7 @@ class InterpreterCore:
         elif op == OP_LOOP_HEAD:
             return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog.operands[row])
+            self._native_loop_control(self._prog_v.operands[row])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
         return NATIVE_DONE
@@ -1346,7 +1496,7 @@ class InterpreterCore:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         row, exact, addr = target[0], target[1], target[2]
         if row >= 0 and exact:
-            self._pointer_v._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog_v, row)
         else:
             self._pointer_v._items = list(addr)
 
@@ -1359,19 +1509,19 @@ class InterpreterCore:
         `target_row` when the target is one row, else through its descriptor."""
         if self._mark_jump():
             if target_row >= 0:
-                self._pointer_v._set_row(self._prog, target_row)
+                self._pointer_v._set_row(self._prog_v, target_row)
             else:
-                operands = self._prog.operands[row]
+                operands = self._prog_v.operands[row]
                 self._goto(operands if k < 0 else operands[k])
 
     def _subcall_inline(self, row, plan, extra=None):
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog.rows[row][0], row, -1)
+            return self._jump_at(self._prog_v.rows[row][0], row, -1)
         stack = self._ret_addr_stack_v
         stack.push(self._pointer_v)
-        self._pointer_v = _bound_pointer(self._prog, row)
+        self._pointer_v = _bound_pointer(self._prog_v, row)
         self._outer_interpreting = True
         try:
             return self._call_inline(row, plan, extra)
@@ -1383,7 +1533,7 @@ class InterpreterCore:
                 self._rebase_to(saved)
 
     def _call_inline(self, row, plan, extra=None):
-        prog = self._prog
+        prog = self._prog_v
         if prog.bits[row] & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         return self._call_plan(prog.funcs[row], plan, extra)
@@ -1400,7 +1550,7 @@ class InterpreterCore:
     def _resume_at(self, row, k, near):
         """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
         the segment; else an offset from the current slot)."""
-        slot = self._prog.operands[row][k]
+        slot = self._prog_v.operands[row][k]
         if near:
             _support().resume_near(self, slot)
         else:
@@ -1409,7 +1559,7 @@ class InterpreterCore:
     # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `rows`).
 
     def _native_branch(self, row):
-        cond, body, false_row, then_row = self._prog.rows[row]
+        cond, body, false_row, then_row = self._prog_v.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
@@ -1424,7 +1574,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_else(self, row):
-        body, _, _, then_row = self._prog.rows[row]
+        body, _, _, then_row = self._prog_v.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
@@ -1433,7 +1583,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_while(self, row):
-        cond, body, exit_row, checkup_row = self._prog.rows[row]
+        cond, body, exit_row, checkup_row = self._prog_v.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
@@ -1452,7 +1602,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_do(self, row):
-        body, _, exit_row, check_row = self._prog.rows[row]
+        body, _, exit_row, check_row = self._prog_v.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
@@ -1465,7 +1615,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_do_check(self, row):
-        cond, _, exit_row, back_row = self._prog.rows[row]
+        cond, _, exit_row, back_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
@@ -1477,7 +1627,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_if(self, row):
-        cond, body, false_row, then_row = self._prog.rows[row]
+        cond, body, false_row, then_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
@@ -1496,7 +1646,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_invoke(self, row):
-        target = self._prog.rows[row][0]
+        target = self._prog_v.rows[row][0]
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
@@ -1504,7 +1654,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_loop_head(self, row):
-        cond, head, exit_row, body_row = self._prog.rows[row]
+        cond, head, exit_row, body_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
@@ -1512,10 +1662,10 @@ class InterpreterCore:
         if not truthy:
             self._jump_at(exit_row, row, 3)
         elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
-            head_slot = self._prog.operands[row][4]
+            head_slot = self._prog_v.operands[row][4]
             self._ret_addr_stack_v.push(PointerVector([*self._pointer_v.base_addr[:-1], head_slot]))
         else:
-            self._ret_addr_stack_v.push(_bound_pointer(self._prog, head))
+            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, head))
             self._jump_at(body_row, row, 2)
         return NATIVE_DONE
 
@@ -1523,11 +1673,11 @@ class InterpreterCore:
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
         entry = self._ret_addr_stack_v.pop()
         slot, targets = operands
-        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog:
+        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog_v:
             target = targets.get(entry._row)
             if target is None:
                 addr = [*entry.base_addr[:-1], slot]
-                target = targets[entry._row] = (*self._prog.locate(addr), addr)
+                target = targets[entry._row] = (*self._prog_v.locate(addr), addr)
             self._native_jump(target)
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
@@ -1539,10 +1689,10 @@ class InterpreterCore:
             return None
         if not with_exc:
             return self._inline_plan(row)
-        bits = self._prog.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline) or self._signal.pending:
+        bits = self._prog_v.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
             return None
-        plan = self._prog.static_plans[row]
+        plan = self._prog_v.static_plans[row]
         if plan is None:
             if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
                 return None
@@ -1570,7 +1720,7 @@ class InterpreterCore:
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         _, escape_slot, _, on_success, on_exit, catches = operands
-        body_row, _, _, escape_row = self._prog.rows[row]
+        body_row, _, _, escape_row = self._prog_v.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
         plan = self._near_plan(body_row, False)
@@ -1597,7 +1747,9 @@ class InterpreterCore:
 
     async def _native_try(self, row, raised, as_subcall):
         """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
-        escape, escape_slot, body, on_success, on_exit, catches = self._prog.operands[row]
+        if row < 0 or row >= self._prog_v.nrows:
+            _row_outside(self._prog_v, row)
+        escape, escape_slot, body, on_success, on_exit, catches = self._prog_v.operands[row]
         try:
             try:
                 if raised is None:
@@ -1623,11 +1775,11 @@ class InterpreterCore:
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        target_row, return_row, _, _ = self._prog.rows[row]
+        target_row, return_row, _, _ = self._prog_v.rows[row]
         if return_row >= 0:
-            self._ret_addr_stack_v.push(_bound_pointer(self._prog, return_row))
+            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, return_row))
         else:
-            self._ret_addr_stack_v.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
+            self._ret_addr_stack_v.push(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
         self._jump_at(target_row, row, -1)
 
     def _native_ret(self):
@@ -1637,8 +1789,8 @@ class InterpreterCore:
 
     async def _take_lock(self):
         lock = self._interpret_lock_v
-        if not lock._try_take(self._run_task):
-            await lock._park(self._run_task, None)
+        if not lock._try_take(self._run_task_v):
+            await lock._park(self._run_task_v, None)
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
@@ -1646,13 +1798,13 @@ class InterpreterCore:
         steps = 0
         last_yield = time.monotonic()
         while True:
-            if self._signal.pending:
+            if self._signal_v.pending:
                 await self._gate(PC_CHECKPOINT)
             if self._pending_stop:
                 self._pending_stop = False
                 return
-            if not lock._try_take(self._run_task):
-                await lock._park(self._run_task, None)
+            if not lock._try_take(self._run_task_v):
+                await lock._park(self._run_task_v, None)
             try:
                 state = self._enter_step()
                 if state == STEP_END:
@@ -1672,3 +1824,81 @@ class InterpreterCore:
                 if now - last_yield >= self._yield_interval_v:
                     await asyncio.sleep(0)
                     last_yield = time.monotonic()
+
+
+# ----- checked at the write: the Python layer's fields (properties in the compiled core) ---------
+
+
+class _Checked:
+    """A field kept in a slot, whose writes are checked: `check(interp, value, name)` gives what to store."""
+
+    __slots__ = ("_check", "_name", "_slot")
+
+    def __init__(self, slot, name, check):
+        self._slot = slot
+        self._name = name
+        self._check = check
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else self._slot.__get__(obj, owner)
+
+    def __set__(self, obj, value):
+        self._slot.__set__(obj, self._check(obj, value, self._name))
+
+    def __delete__(self, obj):
+        raise AttributeError(f"{self._name} cannot be deleted")
+
+
+def _optional_of(kind, what):
+    """A check for a field that holds None or a `kind` (a class, or a late `module:name`)."""
+    if isinstance(kind, str):
+        return lambda interp, value, name: _optional(value, _late(kind), name, what)
+    return lambda interp, value, name: _optional(value, kind, name, what)
+
+
+def _check_stream_field(interp, value, name):
+    """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
+    if value is None:
+        interp._signal_v = NEVER_PENDING
+    else:
+        check_stream(value, name)
+        flag = getattr(value, "_suspend_flag", None)
+        interp._signal_v = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
+    return value
+
+
+def _check_parent(interp, value, name):
+    _optional(value, InterpreterCore, name, "an interpreter")
+    ancestor = value
+    while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
+        if ancestor is interp:
+            raise ValueError(f"{name} would make a cycle")
+        ancestor = ancestor._parent_interpreter
+    return value
+
+
+_LAYER_SLOTS = tuple(InterpreterCore.__dict__[name] for name in _LAYER_FIELDS)
+_FIELD_CHECKS = {
+    "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
+    "_exc_ignored": lambda interp, value, name: exception_types(value, name),
+    "_ava_args_v": lambda interp, value, name: args_pool(value, name),
+    "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
+    "_args_hash": _optional_of(int, "an int"),
+    "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
+    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
+    "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
+    "_graph": lambda interp, value, name: _checked_graph(value, name),
+    "_interpreter_id": _optional_of(str, "a string"),
+    "_lifecycles_v": _optional_of(dict, "a dict"),
+    "_object_io": _check_stream_field,
+    "_parent_interpreter": _check_parent,
+    "_provider_values": _optional_of(dict, "a dict"),
+    "_sub_interpreters": lambda interp, value, name: _checked(value, dict, name, "a dict"),
+    "_sub_interpreters_all": _optional_of(dict, "a dict"),
+    "_top_interpreter": _optional_of(InterpreterCore, "an interpreter"),
+    "_values_key": _optional_of(tuple, "a tuple"),
+    "_waiter": lambda interp, value, name: _checked_waiter(value),
+}
+for _name, _check in _FIELD_CHECKS.items():
+    setattr(InterpreterCore, _name, _Checked(InterpreterCore.__dict__[_name], _name, _check))
+del _name, _check

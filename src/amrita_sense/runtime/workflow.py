@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
 from typing import Any, Generic, TypeVar
 from uuid import uuid4
@@ -75,44 +75,6 @@ def _current_task() -> asyncio.Task | None:
         return None
 
 
-def _args_pool(value: Any, name: str) -> tuple:
-    """A positional injection pool: a tuple (a list or another iterable becomes one)."""
-    if type(value) is tuple:
-        return value
-    if value is None or isinstance(value, (str, bytes, dict)):
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
-    try:
-        return tuple(value)
-    except TypeError:
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
-
-
-def _kwargs_pool(value: Any, name: str) -> dict:
-    """A keyword injection pool: a dict (kept), or another mapping (copied)."""
-    if type(value) is dict:
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
-    return dict(value)
-
-
-def _exception_types(value: Any) -> tuple:
-    """`exception_ignored`: exception classes that pass through the workflow's handlers."""
-    kinds = _args_pool(value, "exception_ignored")
-    for kind in kinds:
-        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
-            raise TypeError(f"exception_ignored holds exception classes, not {kind!r}")
-    return kinds
-
-
-def _check_stream(stream: Any, name: str) -> None:
-    if not isinstance(stream, SuspendObjectStream) and not callable(getattr(stream, "_wait_for_continue", None)):
-        raise TypeError(
-            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
-            f"not {type(stream).__name__}"
-        )
-
-
 def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
     """The options of a forked interpreter (FUN_BLOCK, BATCH_RUN, `fork_interpreter`): `middleware`
     UNSET (inherit), None or a callable; `object_io` None (the parent's stream) or a stream."""
@@ -122,7 +84,7 @@ def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
             f"not {type(middleware).__name__}"
         )
     if object_io is not None:
-        _check_stream(object_io, f"{what}: object_io")
+        _core.check_stream(object_io, f"{what}: object_io")
 
 
 _ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
@@ -156,16 +118,6 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     ):
         if not is_rendered_compose(node_compose):
             node_compose = _rendered(node_compose)
-        if parent_interpreter is not None and not isinstance(parent_interpreter, WorkflowInterpreter):
-            raise TypeError(
-                f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent_interpreter).__name__}"
-            )
-        if type(extra_args) is not tuple:
-            extra_args = _args_pool(extra_args, "extra_args")
-        if extra_kwargs is not None and type(extra_kwargs) is not dict:
-            extra_kwargs = _kwargs_pool(extra_kwargs, "extra_kwargs")
-        if type(exception_ignored) is not tuple or exception_ignored:
-            exception_ignored = _exception_types(exception_ignored)
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
         self._layer_init(node_compose, extra_args, extra_kwargs, exception_ignored, __flags__.DISABLE_EXC_IGNORED,
                          shape_of, YIELD_INTERVAL)
@@ -181,6 +133,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._attach_to_tree(parent_interpreter)
 
     def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
+        if not isinstance(parent, WorkflowInterpreter):
+            raise TypeError(f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}")
         self._parent_interpreter = parent
         top = parent.top_interpreter
         self._top_interpreter = top
@@ -256,10 +210,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @object_io.setter
     def object_io(self, stream: Any) -> None:
-        _check_stream(stream, "object_io")
-        self._object_io = stream
-        flag = getattr(stream, "_suspend_flag", None)
-        self._signal = flag if isinstance(flag, _core.SuspendFlag) else _core.ALWAYS_PENDING
+        self._object_io = _core.check_stream(stream, "object_io")  # the core takes its suspend flag
 
     # ----- status register ------------------------------------------------------------
 
@@ -360,7 +311,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if not isinstance(ctx, InterpreterContext):
             raise TypeError(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
         ptr = ctx.ptr if isinstance(ctx.ptr, PointerVector) else address_list(ctx.ptr, "the context's ptr")
-        ignored = _exception_types(ctx.exception_ignored)
+        ignored = _core.exception_types(ctx.exception_ignored, "the context's exception_ignored")
         stack = ctx.stack or self._ret_addr_stack
         if not isinstance(stack, Stack):
             raise TypeError(f"the context's stack must be a Stack, not {type(stack).__name__}")
@@ -369,7 +320,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         bits = _flag_bits(ctx.flags, "the context's flags")
         pools = None
         if ctx.s_args and ctx.s_kwargs:
-            pools = _args_pool(ctx.s_args, "the context's s_args"), _kwargs_pool(ctx.s_kwargs, "the context's s_kwargs")
+            pools = _core.args_pool(ctx.s_args, "the context's s_args"), _core.kwargs_pool(ctx.s_kwargs, "the context's s_kwargs")
         self.rebase_ptr(ptr)
         self._exc_ignored = ignored
         if pools is not None:
@@ -588,7 +539,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_args.setter
     def _ava_args(self, value: tuple) -> None:
-        value = _args_pool(value, "_ava_args")
+        value = _core.args_pool(value, "_ava_args")
         self._untrust_di()
         self._ava_args_v = value
 
@@ -598,7 +549,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_kwargs.setter
     def _ava_kwargs(self, value: dict) -> None:
-        value = _kwargs_pool(value, "_ava_kwargs")
+        value = _core.kwargs_pool(value, "_ava_kwargs")
         self._untrust_di()
         self._ava_kwargs_v = value
 
@@ -1089,10 +1040,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             middleware = None if __flags__.NO_SHARED_MIDDLEWARE else self._middleware
         args = self._ava_args_v
         if ava_args is not None:
-            args = (*_args_pool(ava_args, "ava_args"), *args[1:])
+            args = (*_core.args_pool(ava_args, "ava_args"), *args[1:])
         kwargs = self._ava_kwargs_v
         if ava_kwargs is not None:
-            kwargs = {**kwargs, **_kwargs_pool(ava_kwargs, "ava_kwargs")}
+            kwargs = {**kwargs, **_core.kwargs_pool(ava_kwargs, "ava_kwargs")}
         return WorkflowInterpreter(
             compose if compose is not None else self._graph,
             object_io=object_io or self.object_io,
