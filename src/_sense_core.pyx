@@ -59,17 +59,13 @@ cdef enum:
     C_OP_LOOP_HEAD = 12
     C_OP_LOOP_CONTROL = 13
     C_OP_INVOKE = 14
-    C_NATIVE_DONE = 0
-    C_NATIVE_CALL_BODY = 1
-    C_NATIVE_CALL_LOOP_BODY = 2
-    C_NATIVE_NOT_READY = 3
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
     CHECK_CLOCK_EVERY = 64
 
 JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
-NOT_NOW = ("not now",)  # `_invoke_with_factories_now` did nothing: call `_invoke_with_factories`
+NOT_NOW = ("not now",)  # `_invoke_with_factories_now` or a native opcode did nothing: run the node the general way
 
 OP_CALL = C_OP_CALL
 OP_NOP = C_OP_NOP
@@ -813,8 +809,9 @@ cdef class InterpreterCore:
         return _apply(func, plan)
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
-    # (see the twin for the protocol: ops run only when every called node is ready to
-    # run synchronously; a called node that jumped makes the loop finish the op.)
+    # (see the twin for the protocol: ops run only when every called node is ready to run
+    # synchronously; after each callee, unless the pointer is still on the op's row with no
+    # jump marked, the node's own `_after_condition` / `_after_body` finishes the op.)
 
     @cython.final
     cdef int _push_ret(self, object item) except -1:
@@ -846,20 +843,28 @@ cdef class InterpreterCore:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
-    async def _finish_native(self, int status, tuple operands):
-        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
-        do_offset = operands[4]
-        if status == C_NATIVE_CALL_BODY:
-            await self.call_offset(do_offset)
-            return
-        try:
-            await self.call_offset(do_offset)
-        except BreakLoop:
-            pass
+    @cython.final
+    cdef inline bint _still_at(self, Py_ssize_t row) except -1:
+        """True when no jump is marked and the pointer is on `row`, where the running opcode left it."""
+        cdef PointerVector ptr = self._pointer
+        if self._flag_bits & C_FLAG_JMP:
+            return False
+        if ptr._items is None:
+            return ptr._row == row and ptr._prog is self._prog
+        return tuple(ptr._items) == self._prog.addrs[row]
 
     @cython.final
-    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
-        """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
+    cdef bint _jump_from(self, Py_ssize_t row, Py_ssize_t target_row, int k) except -1:
+        """`_jump_at` while the pointer is still on `row` (`_still_at`); False, doing nothing, when not."""
+        if not self._still_at(row):
+            return False
+        self._jump_at(target_row, row, k)
+        return True
+
+    @cython.final
+    cdef object _run_native_sync(self, Py_ssize_t row, int op):
+        """Run the opcode of `row` (not TRY): None when done, NOT_NOW when it did nothing, or an
+        awaitable that finishes it."""
         if op == C_OP_JUMP:
             self._jump_at(self._prog.crows[4 * row], row, -1)
         elif op == C_OP_BRANCH:
@@ -867,9 +872,9 @@ cdef class InterpreterCore:
         elif op == C_OP_ELSE:
             return self._native_else(row)
         elif op == C_OP_WHILE:
-            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
+            return NOT_NOW if self._squashed_loops else self._native_while(row)
         elif op == C_OP_DO:
-            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
+            return NOT_NOW if self._squashed_loops else self._native_do(row)
         elif op == C_OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == C_OP_CALLSUB:
@@ -884,7 +889,7 @@ cdef class InterpreterCore:
             self._native_loop_control(self._prog.operands[row])
         elif op == C_OP_INVOKE:
             return self._native_invoke(row)
-        return C_NATIVE_DONE
+        return None
 
     @cython.final
     cdef int _goto(self, tuple target) except -1:
@@ -986,126 +991,134 @@ cdef class InterpreterCore:
     # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `crows`).
 
     @cython.final
-    cdef int _native_branch(self, Py_ssize_t row) except -1:
+    cdef object _native_branch(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_BODY if taken else C_NATIVE_DONE
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, taken)
         if not taken:
             self._jump_at(rows[2], row, 2)
-            return C_NATIVE_DONE
+            return None
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        self._jump_at(rows[3], row, 3)
-        return C_NATIVE_DONE
+        if not self._jump_from(row, rows[3], 3):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     @cython.final
-    cdef int _native_else(self, Py_ssize_t row) except -1:
+    cdef object _native_else(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         self._call_resuming(rows[0], body_plan, row, 2, False)
-        self._jump_at(rows[3], row, 1)
-        return C_NATIVE_DONE
+        if not self._jump_from(row, rows[3], 1):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     @cython.final
-    cdef int _native_while(self, Py_ssize_t row) except -1:
+    cdef object _native_while(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, truthy)
         if not truthy:
             self._jump_at(rows[2], row, 3)
-            return C_NATIVE_DONE
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_LOOP_BODY
+            return None
         try:
             self._call_resuming(rows[1], body_plan, row, 5, True)
         except BreakLoop:
-            self._jump_at(rows[2], row, 3)
-            return C_NATIVE_DONE
-        self._jump_at(rows[3], row, 2)
-        return C_NATIVE_DONE
+            if not self._jump_from(row, rows[2], 3):
+                self._prog.nodes[row]._after_body(self, True)
+            return None
+        if not self._jump_from(row, rows[3], 2):
+            self._prog.nodes[row]._after_body(self, False)
+        return None
 
     @cython.final
-    cdef int _native_do(self, Py_ssize_t row) except -1:
+    cdef object _native_do(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         try:
             self._call_resuming(rows[0], body_plan, row, 3, True)
         except BreakLoop:
-            self._jump_at(rows[2], row, 2)
-            return C_NATIVE_DONE
-        self._jump_at(rows[3], row, 1)
-        return C_NATIVE_DONE
+            if not self._jump_from(row, rows[2], 2):
+                self._prog.nodes[row]._after_body(self, True)
+            return None
+        if not self._jump_from(row, rows[3], 1):
+            self._prog.nodes[row]._after_body(self, False)
+        return None
 
     @cython.final
-    cdef int _native_do_check(self, Py_ssize_t row) except -1:
+    cdef object _native_do_check(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         again = self._call_resuming(rows[0], cond_plan, row, 3, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, again)
         if again:
             self._jump_at(rows[3], row, 1)
         else:
             self._jump_at(rows[2], row, 2)
-        return C_NATIVE_DONE
+        return None
 
     @cython.final
-    cdef int _native_if(self, Py_ssize_t row) except -1:
+    cdef object _native_if(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         cdef bint compose_body = rows[1] < 0
         cond_plan = self._callee_plan(rows[0])
         body_plan = None if compose_body else self._callee_plan(rows[1])
         if cond_plan is None or (not compose_body and body_plan is None):
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, taken)
         if not taken:
             self._jump_at(rows[2], row, 2)
-            return C_NATIVE_DONE
+            return None
         if compose_body:  # entered by a jump
             self._jump_at(rows[3], row, 3)
-            return C_NATIVE_DONE
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_BODY
+            return None
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        self._jump_at(rows[3], row, 3)
-        return C_NATIVE_DONE
+        if not self._jump_from(row, rows[3], 3):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     @cython.final
-    cdef int _native_invoke(self, Py_ssize_t row) except -1:
+    cdef object _native_invoke(self, Py_ssize_t row):
         cdef Py_ssize_t target = self._prog.crows[4 * row]
         plan = self._callee_plan(target)
         if plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         self._subcall_inline(target, plan)
-        return C_NATIVE_DONE
+        return None
 
     @cython.final
-    cdef int _native_loop_head(self, Py_ssize_t row) except -1:
+    cdef object _native_loop_head(self, Py_ssize_t row):
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
-            return C_NATIVE_NOT_READY
+            return NOT_NOW
         truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, truthy)
         if not truthy:
             self._jump_at(rows[2], row, 3)
-        elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens
-            head_slot = (<tuple> self._prog.operands[row])[4]
-            self._push_ret(PointerVector(_beside(self._pointer._list(), head_slot)))
         else:
             self._push_ret(self._pointer_at(rows[1]))
             self._jump_at(rows[3], row, 2)
-        return C_NATIVE_DONE
+        return None
 
     @cython.final
     cdef int _native_loop_control(self, tuple operands) except -1:
@@ -1128,28 +1141,36 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
-    cdef object _near_plan(self, Py_ssize_t row, bint with_exc):
-        """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
-        not ready, or exception keywords could change it (the node takes parameters)."""
-        if self._flag_bits & C_FLAG_JMP:
+    cdef object _near_plan(self, Py_ssize_t row, Py_ssize_t target, bint with_exc):
+        """The plan for running `call_near` of `target` (a part of the Try block at `row`) inline,
+        or None: the pointer left `row` (`_still_at`), the plan is not ready, or exception keywords
+        could change it (the node takes parameters)."""
+        if not self._still_at(row):
             return None
-        plan = self._inline_plan(row)
+        plan = self._inline_plan(target)
         if plan is None or not with_exc:
             return plan
-        if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs_v):
+        if self._prog.static_plans[target] is not None and not _clashes(self._ava_kwargs_v):
             return plan
         return None
 
     @cython.final
-    cdef bint _run_near_inline(self, tuple part, bint with_exc) except -1:
-        """`call_near` of a Try block's `(slot, row)` part, run inline when it can be; False when
-        it cannot."""
+    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, bint with_exc) except -1:
+        """`call_near` of a part `(slot, row)` of the Try block at `row`, run inline when it can
+        be; False when it cannot."""
         cdef Py_ssize_t target = part[1]
-        plan = self._near_plan(target, with_exc)
+        plan = self._near_plan(row, target, with_exc)
         if plan is None:
             return False
         self._subcall_inline(target, plan)
         return True
+
+    @cython.final
+    cdef int _leave_try(self, Py_ssize_t row, tuple operands) except -1:
+        """The Try block's last move, to its closing NOP (`TryNode._worker`): from where the pointer is."""
+        if not self._jump_from(row, self._prog.crows[4 * row + 3], 0):
+            self.jump_near(operands[1])
+        return 0
 
     @cython.final
     cdef object _catch_for(self, tuple catches, object exc):
@@ -1183,7 +1204,7 @@ cdef class InterpreterCore:
         cdef PyObject *saved[3]
         if operands[3] is not None or operands[4] is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
             return NOT_NOW
-        plan = self._near_plan(target, False)
+        plan = self._near_plan(row, target, False)
         if plan is None:
             return NOT_NOW
         cdef bint as_subcall = self._outer_interpreting
@@ -1197,9 +1218,9 @@ cdef class InterpreterCore:
                 handler = self._catch_for(operands[5], raised)
                 if handler is None:
                     raise raised
-                plan = self._near_plan(handler[1], True)
+                plan = self._near_plan(row, handler[1], True)
                 if plan is None:
-                    return self._native_try(operands, raised, as_subcall)
+                    return self._native_try(row, operands, raised, as_subcall)
                 _start_handling(raised, saved)
                 try:
                     self._subcall_inline(handler[1], plan)
@@ -1209,11 +1230,11 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._jump_at(rows[3], row, 0)
+            self._leave_try(row, operands)
         return None
 
-    async def _native_try(self, tuple operands, raised, bint as_subcall):
-        """Run a Try block; with `raised`, the body already ran and raised it."""
+    async def _native_try(self, Py_ssize_t row, tuple operands, raised, bint as_subcall):
+        """Run the Try block at `row`; with `raised`, the body already ran and raised it."""
         cdef tuple body = operands[2]
         cdef Py_ssize_t target
         try:
@@ -1221,7 +1242,7 @@ cdef class InterpreterCore:
                 if raised is not None:
                     raise raised
                 target = body[1]
-                plan = self._near_plan(target, False)
+                plan = self._near_plan(row, target, False)
                 if plan is not None:
                     self._call_body(target, <tuple> plan)
                 else:
@@ -1230,22 +1251,22 @@ cdef class InterpreterCore:
                 handler = self._catch_for(operands[5], exc_val)
                 if handler is None:
                     raise
-                if not self._run_near_inline(handler, True):
+                if not self._run_near_inline(row, handler, True):
                     await self.call_near(handler[0], exc_type=type(exc_val), exc_val=exc_val,
                                          exc_tb=exc_val.__traceback__)
             else:
                 part = operands[3]
-                if part is not None and not self._run_near_inline(part, False):
+                if part is not None and not self._run_near_inline(row, part, False):
                     await self.call_near(part[0])
             finally:
                 part = operands[4]
-                if part is not None and not self._run_near_inline(part, False):
+                if part is not None and not self._run_near_inline(row, part, False):
                     await self.call_near(part[0])
         except InterruptKeepContext:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._native_jump(operands[0])
+            self._leave_try(row, operands)
 
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
@@ -1368,16 +1389,16 @@ cdef class InterpreterCore:
                                 elif op == C_OP_TRY:
                                     outcome = self._native_try_now(row, self._prog.operands[row])
                                     if outcome is NOT_NOW:
-                                        await self._native_try(self._prog.operands[row], None,
+                                        await self._native_try(row, self._prog.operands[row], None,
                                                                self._outer_interpreting)
                                     elif outcome is not None:
                                         await outcome
                                 else:
-                                    status = self._run_native_sync(row, op)
-                                    if status == C_NATIVE_NOT_READY:
+                                    outcome = self._run_native_sync(row, op)
+                                    if outcome is NOT_NOW:
                                         await self._run_row(row)
-                                    elif status != C_NATIVE_DONE:
-                                        await self._finish_native(status, self._prog.operands[row])
+                                    elif outcome is not None:
+                                        await outcome
                             else:
                                 plan = self._cached_plan(row)
                                 if plan is None:

@@ -46,15 +46,11 @@ OP_LOOP_HEAD = 12
 OP_LOOP_CONTROL = 13
 OP_INVOKE = 14
 
-NATIVE_DONE = 0
-NATIVE_CALL_BODY = 1
-NATIVE_CALL_LOOP_BODY = 2
-NATIVE_NOT_READY = 3
-
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
 NOT_NOW = ("not now",)
-"""What `_invoke_with_factories_now` returns when it did nothing: call `_invoke_with_factories`."""
+"""What `_invoke_with_factories_now` and a native opcode return when they did nothing: run the
+node the general way."""
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -710,14 +706,14 @@ class InterpreterCore:
                 operands = self._prog.operands[row]
                 outcome = self._native_try_now(row, operands)
                 if outcome is NOT_NOW:
-                    return await self._native_try(operands, None, self._outer_interpreting)
+                    return await self._native_try(row, operands, None, self._outer_interpreting)
                 return None if outcome is None else await outcome
-            status = self._run_native_sync(row, op)
-            if status == NATIVE_DONE:
+            outcome = self._run_native_sync(row, op)
+            if outcome is None:
                 return None
-            if status == NATIVE_NOT_READY:
+            if outcome is NOT_NOW:
                 return await self._run_row(row)
-            return await self._finish_native(status, self._prog.operands[row])
+            return await outcome
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
@@ -746,10 +742,30 @@ class InterpreterCore:
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
     # An opcode first takes the plans of the nodes it calls; when one cannot run
-    # synchronously right now it does nothing and returns NATIVE_NOT_READY, and the
-    # node's own Python function runs instead (`_run_row`). If a called node jumped,
-    # the op returns NATIVE_CALL_BODY and the loop finishes the way the Python
-    # function would: `call_offset(do_offset)` relative to the new pointer.
+    # synchronously right now it does nothing and returns NOT_NOW, and the node's own
+    # Python function runs instead (`_run_row`). After every node it calls, the opcode
+    # checks that the pointer is still on its own row with no jump marked (`_still_at`):
+    # only then are its compiled rows where the node's function would go. Otherwise
+    # (the callee jumped, returned with RET, pushed a return address, restored a
+    # context...) the node's own continuation (`_after_condition` / `_after_body`)
+    # finishes from where the pointer is; an opcode returns None when it is done, or
+    # the awaitable that continuation gave.
+
+    def _still_at(self, row):
+        """True when no jump is marked and the pointer is on `row`, where the running opcode left it."""
+        if self._flag_bits & FLAG_JMP:
+            return False
+        ptr = self._pointer
+        if ptr._items is None:
+            return ptr._row == row and ptr._prog is self._prog
+        return tuple(ptr._items) == self._prog.addrs[row]
+
+    def _jump_from(self, row, target_row, k):
+        """`_jump_at` while the pointer is still on `row` (`_still_at`); False, doing nothing, when not."""
+        if not self._still_at(row):
+            return False
+        self._jump_at(target_row, row, k)
+        return True
 
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
@@ -767,19 +783,9 @@ class InterpreterCore:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
-    async def _finish_native(self, status, operands):
-        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
-        do_offset = operands[4]
-        if status == NATIVE_CALL_BODY:
-            await self.call_offset(do_offset)
-            return
-        try:
-            await self.call_offset(do_offset)
-        except BreakLoop:
-            pass
-
     def _run_native_sync(self, row, op):
-        """Run the opcode of `row` (not TRY): a NATIVE_* status."""
+        """Run the opcode of `row` (not TRY): None when done, NOT_NOW when it did nothing, or an
+        awaitable that finishes it."""
         if op == OP_JUMP:
             self._jump_at(self._prog.rows[row][0], row, -1)
         elif op == OP_BRANCH:
@@ -787,9 +793,9 @@ class InterpreterCore:
         elif op == OP_ELSE:
             return self._native_else(row)
         elif op == OP_WHILE:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
+            return NOT_NOW if self._squashed_loops else self._native_while(row)
         elif op == OP_DO:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
+            return NOT_NOW if self._squashed_loops else self._native_do(row)
         elif op == OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == OP_CALLSUB:
@@ -804,7 +810,7 @@ class InterpreterCore:
             self._native_loop_control(self._prog.operands[row])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
-        return NATIVE_DONE
+        return None
 
     def _goto(self, target):
         """Point at a jump-target descriptor `(row, exact, address)`."""
@@ -878,112 +884,120 @@ class InterpreterCore:
         cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         taken = self._call_resuming(cond, cond_plan, row, 5, False)
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_BODY if taken else NATIVE_DONE
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, taken)
         if not taken:
             self._jump_at(false_row, row, 2)
-            return NATIVE_DONE
+            return None
         self._call_resuming(body, body_plan, row, 6, True)
-        self._jump_at(then_row, row, 3)
-        return NATIVE_DONE
+        if not self._jump_from(row, then_row, 3):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     def _native_else(self, row):
         body, _, _, then_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         self._call_resuming(body, body_plan, row, 2, False)
-        self._jump_at(then_row, row, 1)
-        return NATIVE_DONE
+        if not self._jump_from(row, then_row, 1):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     def _native_while(self, row):
         cond, body, exit_row, checkup_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         truthy = self._call_resuming(cond, cond_plan, row, 6, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, truthy)
         if not truthy:
             self._jump_at(exit_row, row, 3)
-            return NATIVE_DONE
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_LOOP_BODY
+            return None
         try:
             self._call_resuming(body, body_plan, row, 5, True)
         except BreakLoop:
-            self._jump_at(exit_row, row, 3)
-            return NATIVE_DONE
-        self._jump_at(checkup_row, row, 2)
-        return NATIVE_DONE
+            if not self._jump_from(row, exit_row, 3):
+                self._prog.nodes[row]._after_body(self, True)
+            return None
+        if not self._jump_from(row, checkup_row, 2):
+            self._prog.nodes[row]._after_body(self, False)
+        return None
 
     def _native_do(self, row):
         body, _, exit_row, check_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         try:
             self._call_resuming(body, body_plan, row, 3, True)
         except BreakLoop:
-            self._jump_at(exit_row, row, 2)
-            return NATIVE_DONE
-        self._jump_at(check_row, row, 1)
-        return NATIVE_DONE
+            if not self._jump_from(row, exit_row, 2):
+                self._prog.nodes[row]._after_body(self, True)
+            return None
+        if not self._jump_from(row, check_row, 1):
+            self._prog.nodes[row]._after_body(self, False)
+        return None
 
     def _native_do_check(self, row):
         cond, _, exit_row, back_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         again = self._call_resuming(cond, cond_plan, row, 3, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, again)
         if again:
             self._jump_at(back_row, row, 1)
         else:
             self._jump_at(exit_row, row, 2)
-        return NATIVE_DONE
+        return None
 
     def _native_if(self, row):
         cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
-            return NATIVE_NOT_READY
+            return NOT_NOW
         taken = self._call_resuming(cond, cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, taken)
         if not taken:
             self._jump_at(false_row, row, 2)
-            return NATIVE_DONE
+            return None
         if body < 0:  # a compose body is entered by a jump
             self._jump_at(then_row, row, 3)
-            return NATIVE_DONE
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_BODY
+            return None
         self._call_resuming(body, body_plan, row, 6, True)
-        self._jump_at(then_row, row, 3)
-        return NATIVE_DONE
+        if not self._jump_from(row, then_row, 3):
+            self._prog.nodes[row]._after_body(self)
+        return None
 
     def _native_invoke(self, row):
         target = self._prog.rows[row][0]
         plan = self._callee_plan(target)
         if plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         self._subcall_inline(target, plan)
-        return NATIVE_DONE
+        return None
 
     def _native_loop_head(self, row):
         cond, head, exit_row, body_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
-            return NATIVE_NOT_READY
+            return NOT_NOW
         truthy = self._call_resuming(cond, cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._prog.nodes[row]._after_condition(self, truthy)
         if not truthy:
             self._jump_at(exit_row, row, 3)
-        elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
-            head_slot = self._prog.operands[row][4]
-            self._ret_addr_stack.push(PointerVector([*self._pointer.base_addr[:-1], head_slot]))
         else:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
             self._jump_at(body_row, row, 2)
-        return NATIVE_DONE
+        return None
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
@@ -998,23 +1012,29 @@ class InterpreterCore:
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
-    def _near_plan(self, row, with_exc):
-        """The plan for running `call_near` of `row` inline, or None: a jump happened, the plan is
-        not ready, or exception keywords could change it (the node takes parameters)."""
-        if self._flag_bits & FLAG_JMP:
+    def _near_plan(self, row, target, with_exc):
+        """The plan for running `call_near` of `target` (a part of the Try block at `row`) inline,
+        or None: the pointer left `row` (`_still_at`), the plan is not ready, or exception keywords
+        could change it (the node takes parameters)."""
+        if not self._still_at(row):
             return None
-        plan = self._inline_plan(row)
+        plan = self._inline_plan(target)
         if plan is None or not with_exc:
             return plan
-        return plan if self._prog.static_plans[row] is not None and not _clashes(self._ava_kwargs_v) else None
+        return plan if self._prog.static_plans[target] is not None and not _clashes(self._ava_kwargs_v) else None
 
-    async def _near_call(self, part, exc_kwargs):
-        """`call_near` of a Try block's `(slot, row)` part, inline when it can be."""
-        slot, row = part
-        plan = self._near_plan(row, exc_kwargs is not None)
+    async def _near_call(self, row, part, exc_kwargs):
+        """`call_near` of a part `(slot, row)` of the Try block at `row`, inline when it can be."""
+        slot, target = part
+        plan = self._near_plan(row, target, exc_kwargs is not None)
         if plan is not None:
-            return self._subcall_inline(row, plan)
+            return self._subcall_inline(target, plan)
         return await self.call_near(slot, **(exc_kwargs or {}))
+
+    def _leave_try(self, row, operands):
+        """The Try block's last move, to its closing NOP (`TryNode._worker`): from where the pointer is."""
+        if not self._jump_from(row, self._prog.rows[row][3], 0):
+            self.jump_near(operands[1])
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
@@ -1029,10 +1049,10 @@ class InterpreterCore:
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         _, escape_slot, _, on_success, on_exit, catches = operands
-        body_row, _, _, escape_row = self._prog.rows[row]
+        body_row = self._prog.rows[row][0]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
-        plan = self._near_plan(body_row, False)
+        plan = self._near_plan(row, body_row, False)
         if plan is None:
             return NOT_NOW
         as_subcall = self._outer_interpreting
@@ -1043,24 +1063,24 @@ class InterpreterCore:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                plan = self._near_plan(handler[1], True)
+                plan = self._near_plan(row, handler[1], True)
                 if plan is None:
-                    return self._native_try(operands, exc_val, as_subcall)
+                    return self._native_try(row, operands, exc_val, as_subcall)
                 self._subcall_inline(handler[1], plan)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._jump_at(escape_row, row, 0)
+            self._leave_try(row, operands)
         return None
 
-    async def _native_try(self, operands, raised, as_subcall):
-        """Run a Try block; with `raised`, the body already ran and raised it."""
-        escape, escape_slot, body, on_success, on_exit, catches = operands
+    async def _native_try(self, row, operands, raised, as_subcall):
+        """Run the Try block at `row`; with `raised`, the body already ran and raised it."""
+        _, escape_slot, body, on_success, on_exit, catches = operands
         try:
             try:
                 if raised is None:
-                    await self._near_call(body, None)
+                    await self._near_call(row, body, None)
                 else:
                     raise raised
             except BaseException as exc_val:
@@ -1068,18 +1088,18 @@ class InterpreterCore:
                 if handler is None:
                     raise
                 exc_kwargs = {"exc_type": type(exc_val), "exc_val": exc_val, "exc_tb": exc_val.__traceback__}
-                await self._near_call(handler, exc_kwargs)
+                await self._near_call(row, handler, exc_kwargs)
             else:
                 if on_success is not None:
-                    await self._near_call(on_success, None)
+                    await self._near_call(row, on_success, None)
             finally:
                 if on_exit is not None:
-                    await self._near_call(on_exit, None)
+                    await self._near_call(row, on_exit, None)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._native_jump(escape)
+            self._leave_try(row, operands)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""

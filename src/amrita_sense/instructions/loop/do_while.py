@@ -6,6 +6,7 @@ Layout: `[D(do=+1, loop=#2, break=#4), body, DW(cond=+1, exit=#4, back=#0), cond
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
@@ -38,15 +39,23 @@ class DONode(BaseNode):
         return "DONode"
 
     async def _do_worker(self, ptr: WorkflowInterpreter) -> None:
-        try:
-            if _unsafe.__flags__.SQUASHED_LOOP:
+        if _unsafe.__flags__.SQUASHED_LOOP:
+            try:
                 await self._squashed(ptr)
-                return
+            except BreakLoop:
+                ptr.jump_near(self._break_addr)
+            return
+        try:
             await self._body(ptr)
         except BreakLoop:
-            ptr.jump_near(self._break_addr)
+            self._after_body(ptr, True)
             return
-        ptr.jump_near(self._jmp_addr)
+        self._after_body(ptr, False)
+
+    def _after_body(self, pc: WorkflowInterpreter, broke: bool) -> None:
+        """The rest of the node once the body returned (or raised `BreakLoop`: `broke`), from
+        wherever the pointer is now (also how the native opcode finishes when the body moved it)."""
+        pc.jump_near(self._break_addr if broke else self._jmp_addr)
 
     async def _body(self, pc: WorkflowInterpreter) -> None:
         try:
@@ -105,7 +114,12 @@ class DowhileNode(BaseNode):
         except InterruptKeepContext:
             resume_near(ptr, self._then_addr)
             raise
-        ptr.jump_near(self._back_addr if again else self._then_addr)
+        self._after_condition(ptr, again)
+
+    def _after_condition(self, pc: WorkflowInterpreter, again: Any) -> None:
+        """The rest of the node once the condition returned `again`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved it)."""
+        pc.jump_near(self._back_addr if again else self._then_addr)
 
     def __call__(self, pc: WorkflowInterpreter):
         return self._do_while_worker(pc)
