@@ -72,6 +72,7 @@ cdef class InterpreterCore:
     cdef public object _exc_ignored
     cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer
+    cdef object _native_rest  # a node's continuation the loop is about to await (C_NATIVE_AWAIT)
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
@@ -84,9 +85,10 @@ cdef class InterpreterCore:
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
     cdef object _callee_plan(self, Py_ssize_t row)
-    cdef bint _still_at(self, Py_ssize_t row) except -1
-    cdef bint _jump_from(self, Py_ssize_t row, Py_ssize_t target_row, int k) except -1
-    cdef object _run_native_sync(self, Py_ssize_t row, int op)
+    cdef bint _still_at(self, Py_ssize_t row) noexcept
+    cdef bint _left_unmarked(self, Py_ssize_t row) noexcept
+    cdef int _finish_with(self, object rest) except -1
+    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
     cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
@@ -98,22 +100,21 @@ cdef class InterpreterCore:
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
     cdef object _subcall_inline(self, Py_ssize_t row, object plan)
-    cdef object _native_branch(self, Py_ssize_t row)
-    cdef object _native_else(self, Py_ssize_t row)
-    cdef object _native_while(self, Py_ssize_t row)
-    cdef object _native_do(self, Py_ssize_t row)
-    cdef object _native_do_check(self, Py_ssize_t row)
-    cdef object _near_plan(self, Py_ssize_t row, Py_ssize_t target, bint with_exc)
+    cdef int _native_branch(self, Py_ssize_t row) except -1
+    cdef int _native_else(self, Py_ssize_t row) except -1
+    cdef int _native_while(self, Py_ssize_t row) except -1
+    cdef int _native_do(self, Py_ssize_t row) except -1
+    cdef int _native_do_check(self, Py_ssize_t row) except -1
+    cdef object _near_plan(self, Py_ssize_t target, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
     cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
     cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, bint with_exc) except -1
-    cdef int _leave_try(self, Py_ssize_t row, tuple operands) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
-    cdef object _native_if(self, Py_ssize_t row)
-    cdef object _native_invoke(self, Py_ssize_t row)
-    cdef object _native_loop_head(self, Py_ssize_t row)
+    cdef int _native_if(self, Py_ssize_t row) except -1
+    cdef int _native_invoke(self, Py_ssize_t row) except -1
+    cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1
     cdef Py_ssize_t _c_descend_current(self) except -1

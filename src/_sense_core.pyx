@@ -59,13 +59,16 @@ cdef enum:
     C_OP_LOOP_HEAD = 12
     C_OP_LOOP_CONTROL = 13
     C_OP_INVOKE = 14
+    C_NATIVE_DONE = 0
+    C_NATIVE_NOT_READY = 1  # the opcode did nothing: run the node's own function
+    C_NATIVE_AWAIT = 2  # the node's continuation finishes the opcode: await `_native_rest`
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
     CHECK_CLOCK_EVERY = 64
 
 JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
-NOT_NOW = ("not now",)  # `_invoke_with_factories_now` or a native opcode did nothing: run the node the general way
+NOT_NOW = ("not now",)  # `_invoke_with_factories_now` did nothing: call `_invoke_with_factories`
 
 OP_CALL = C_OP_CALL
 OP_NOP = C_OP_NOP
@@ -582,6 +585,7 @@ cdef class InterpreterCore:
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
         self._middleware = middleware
+        self._native_rest = None
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
@@ -810,8 +814,8 @@ cdef class InterpreterCore:
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     # (see the twin for the protocol: ops run only when every called node is ready to run
-    # synchronously; after each callee, unless the pointer is still on the op's row with no
-    # jump marked, the node's own `_after_condition` / `_after_body` finishes the op.)
+    # synchronously; after each callee, unless the pointer is still bound to the op's row with
+    # no jump marked, the node's own `_after_condition` / `_after_body` finishes the op.)
 
     @cython.final
     cdef int _push_ret(self, object item) except -1:
@@ -844,27 +848,32 @@ cdef class InterpreterCore:
         return self._inline_plan(row)
 
     @cython.final
-    cdef inline bint _still_at(self, Py_ssize_t row) except -1:
-        """True when no jump is marked and the pointer is on `row`, where the running opcode left it."""
-        cdef PointerVector ptr = self._pointer
-        if self._flag_bits & C_FLAG_JMP:
-            return False
-        if ptr._items is None:
-            return ptr._row == row and ptr._prog is self._prog
-        return tuple(ptr._items) == self._prog.addrs[row]
+    cdef inline bint _still_at(self, Py_ssize_t row) noexcept:
+        """True when no jump is marked and the pointer is bound to `row`, where the running opcode
+        left it: its compiled rows are then where the node's own function would go."""
+        return (not self._flag_bits & C_FLAG_JMP and self._pointer._items is None
+                and self._pointer._row == row and self._pointer._prog is self._prog)
 
     @cython.final
-    cdef bint _jump_from(self, Py_ssize_t row, Py_ssize_t target_row, int k) except -1:
-        """`_jump_at` while the pointer is still on `row` (`_still_at`); False, doing nothing, when not."""
-        if not self._still_at(row):
-            return False
-        self._jump_at(target_row, row, k)
-        return True
+    cdef inline bint _left_unmarked(self, Py_ssize_t row) noexcept:
+        """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
+        where a node's last move (one jump) goes from there, only the node can tell. With a jump
+        marked that move is refused, as `_jump_at` refuses it."""
+        return not self._flag_bits & C_FLAG_JMP and not (
+            self._pointer._items is None and self._pointer._row == row and self._pointer._prog is self._prog)
 
     @cython.final
-    cdef object _run_native_sync(self, Py_ssize_t row, int op):
-        """Run the opcode of `row` (not TRY): None when done, NOT_NOW when it did nothing, or an
-        awaitable that finishes it."""
+    cdef int _finish_with(self, object rest) except -1:
+        """The status for a node's continuation `rest`: C_NATIVE_DONE when it finished (None), else
+        C_NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
+        if rest is None:
+            return C_NATIVE_DONE
+        self._native_rest = rest
+        return C_NATIVE_AWAIT
+
+    @cython.final
+    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
+        """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
         if op == C_OP_JUMP:
             self._jump_at(self._prog.crows[4 * row], row, -1)
         elif op == C_OP_BRANCH:
@@ -872,9 +881,9 @@ cdef class InterpreterCore:
         elif op == C_OP_ELSE:
             return self._native_else(row)
         elif op == C_OP_WHILE:
-            return NOT_NOW if self._squashed_loops else self._native_while(row)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
         elif op == C_OP_DO:
-            return NOT_NOW if self._squashed_loops else self._native_do(row)
+            return C_NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
         elif op == C_OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == C_OP_CALLSUB:
@@ -889,7 +898,7 @@ cdef class InterpreterCore:
             self._native_loop_control(self._prog.operands[row])
         elif op == C_OP_INVOKE:
             return self._native_invoke(row)
-        return None
+        return C_NATIVE_DONE
 
     @cython.final
     cdef int _goto(self, tuple target) except -1:
@@ -960,7 +969,7 @@ cdef class InterpreterCore:
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
             self._jump_at(self._prog.crows[4 * row], row, -1)
-            return None
+            return C_NATIVE_DONE
         self._enter_frame(row)
         try:
             return self._call_inline(row, <tuple> plan)
@@ -991,134 +1000,148 @@ cdef class InterpreterCore:
     # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `crows`).
 
     @cython.final
-    cdef object _native_branch(self, Py_ssize_t row):
+    cdef int _native_branch(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, taken)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
-            return None
+            return C_NATIVE_DONE
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        if not self._jump_from(row, rows[3], 3):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(rows[3], row, 3)
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_else(self, Py_ssize_t row):
+    cdef int _native_else(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         self._call_resuming(rows[0], body_plan, row, 2, False)
-        if not self._jump_from(row, rows[3], 1):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(rows[3], row, 1)
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_while(self, Py_ssize_t row):
+    cdef int _native_while(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         body_plan = self._callee_plan(rows[1])
         if cond_plan is None or body_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, truthy)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
-            return None
+            return C_NATIVE_DONE
         try:
             self._call_resuming(rows[1], body_plan, row, 5, True)
         except BreakLoop:
-            if not self._jump_from(row, rows[2], 3):
+            if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
-            return None
-        if not self._jump_from(row, rows[3], 2):
+            else:
+                self._jump_at(rows[2], row, 3)
+            return C_NATIVE_DONE
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
-        return None
+        else:
+            self._jump_at(rows[3], row, 2)
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_do(self, Py_ssize_t row):
+    cdef int _native_do(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         body_plan = self._callee_plan(rows[0])
         if body_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         try:
             self._call_resuming(rows[0], body_plan, row, 3, True)
         except BreakLoop:
-            if not self._jump_from(row, rows[2], 2):
+            if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
-            return None
-        if not self._jump_from(row, rows[3], 1):
+            else:
+                self._jump_at(rows[2], row, 2)
+            return C_NATIVE_DONE
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
-        return None
+        else:
+            self._jump_at(rows[3], row, 1)
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_do_check(self, Py_ssize_t row):
+    cdef int _native_do_check(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         again = self._call_resuming(rows[0], cond_plan, row, 3, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, again)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(rows[3], row, 1)
         else:
             self._jump_at(rows[2], row, 2)
-        return None
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_if(self, Py_ssize_t row):
+    cdef int _native_if(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         cdef bint compose_body = rows[1] < 0
         cond_plan = self._callee_plan(rows[0])
         body_plan = None if compose_body else self._callee_plan(rows[1])
         if cond_plan is None or (not compose_body and body_plan is None):
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, taken)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
-            return None
+            return C_NATIVE_DONE
         if compose_body:  # entered by a jump
             self._jump_at(rows[3], row, 3)
-            return None
+            return C_NATIVE_DONE
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        if not self._jump_from(row, rows[3], 3):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(rows[3], row, 3)
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_invoke(self, Py_ssize_t row):
+    cdef int _native_invoke(self, Py_ssize_t row) except -1:
         cdef Py_ssize_t target = self._prog.crows[4 * row]
         plan = self._callee_plan(target)
         if plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         self._subcall_inline(target, plan)
-        return None
+        return C_NATIVE_DONE
 
     @cython.final
-    cdef object _native_loop_head(self, Py_ssize_t row):
+    cdef int _native_loop_head(self, Py_ssize_t row) except -1:
         cdef int *rows = &self._prog.crows[4 * row]
         cond_plan = self._callee_plan(rows[0])
         if cond_plan is None:
-            return NOT_NOW
+            return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, truthy)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
         else:
             self._push_ret(self._pointer_at(rows[1]))
             self._jump_at(rows[3], row, 2)
-        return None
+        return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_loop_control(self, tuple operands) except -1:
@@ -1141,12 +1164,10 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
-    cdef object _near_plan(self, Py_ssize_t row, Py_ssize_t target, bint with_exc):
-        """The plan for running `call_near` of `target` (a part of the Try block at `row`) inline,
-        or None: the pointer left `row` (`_still_at`), the plan is not ready, or exception keywords
-        could change it (the node takes parameters)."""
-        if not self._still_at(row):
-            return None
+    cdef object _near_plan(self, Py_ssize_t target, bint with_exc):
+        """The plan for running `call_near` of the Try part at `target` inline, or None: the plan is
+        not ready, or exception keywords could change it (the node takes parameters). Valid only
+        while the pointer is on the Try row (`_still_at`), as it is when the body starts."""
         plan = self._inline_plan(target)
         if plan is None or not with_exc:
             return plan
@@ -1159,18 +1180,13 @@ cdef class InterpreterCore:
         """`call_near` of a part `(slot, row)` of the Try block at `row`, run inline when it can
         be; False when it cannot."""
         cdef Py_ssize_t target = part[1]
-        plan = self._near_plan(row, target, with_exc)
+        if not self._still_at(row):
+            return False
+        plan = self._near_plan(target, with_exc)
         if plan is None:
             return False
         self._subcall_inline(target, plan)
         return True
-
-    @cython.final
-    cdef int _leave_try(self, Py_ssize_t row, tuple operands) except -1:
-        """The Try block's last move, to its closing NOP (`TryNode._worker`): from where the pointer is."""
-        if not self._jump_from(row, self._prog.crows[4 * row + 3], 0):
-            self.jump_near(operands[1])
-        return 0
 
     @cython.final
     cdef object _catch_for(self, tuple catches, object exc):
@@ -1204,7 +1220,7 @@ cdef class InterpreterCore:
         cdef PyObject *saved[3]
         if operands[3] is not None or operands[4] is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
             return NOT_NOW
-        plan = self._near_plan(row, target, False)
+        plan = self._near_plan(target, False)
         if plan is None:
             return NOT_NOW
         cdef bint as_subcall = self._outer_interpreting
@@ -1218,7 +1234,7 @@ cdef class InterpreterCore:
                 handler = self._catch_for(operands[5], raised)
                 if handler is None:
                     raise raised
-                plan = self._near_plan(row, handler[1], True)
+                plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, operands, raised, as_subcall)
                 _start_handling(raised, saved)
@@ -1230,7 +1246,10 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._leave_try(row, operands)
+            if self._left_unmarked(row):
+                self.jump_near(operands[1])
+            else:
+                self._jump_at(rows[3], row, 0)
         return None
 
     async def _native_try(self, Py_ssize_t row, tuple operands, raised, bint as_subcall):
@@ -1242,7 +1261,7 @@ cdef class InterpreterCore:
                 if raised is not None:
                     raise raised
                 target = body[1]
-                plan = self._near_plan(row, target, False)
+                plan = self._near_plan(target, False)
                 if plan is not None:
                     self._call_body(target, <tuple> plan)
                 else:
@@ -1266,7 +1285,10 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._leave_try(row, operands)
+            if self._left_unmarked(row):
+                self.jump_near(operands[1])
+            else:
+                self._jump_at(self._prog.crows[4 * row + 3], row, 0)
 
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
@@ -1394,11 +1416,12 @@ cdef class InterpreterCore:
                                     elif outcome is not None:
                                         await outcome
                                 else:
-                                    outcome = self._run_native_sync(row, op)
-                                    if outcome is NOT_NOW:
+                                    status = self._run_native_sync(row, op)
+                                    if status == C_NATIVE_NOT_READY:
                                         await self._run_row(row)
-                                    elif outcome is not None:
-                                        await outcome
+                                    elif status == C_NATIVE_AWAIT:
+                                        rest, self._native_rest = self._native_rest, None
+                                        await rest
                             else:
                                 plan = self._cached_plan(row)
                                 if plan is None:

@@ -46,11 +46,16 @@ OP_LOOP_HEAD = 12
 OP_LOOP_CONTROL = 13
 OP_INVOKE = 14
 
+NATIVE_DONE = 0
+NATIVE_NOT_READY = 1
+"""The opcode did nothing: run the node's own function."""
+NATIVE_AWAIT = 2
+"""The node's continuation finishes the opcode: await `_native_rest`."""
+
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
 NOT_NOW = ("not now",)
-"""What `_invoke_with_factories_now` and a native opcode return when they did nothing: run the
-node the general way."""
+"""What `_invoke_with_factories_now` returns when it did nothing: call `_invoke_with_factories`."""
 
 STEP_RAN = 0
 STEP_SKIPPED = 1
@@ -447,6 +452,7 @@ class InterpreterCore:
         "_force_inline",
         "_interpret_lock",
         "_middleware",
+        "_native_rest",
         "_outer_interpreting",
         "_pending_stop",
         "_plan_cache",
@@ -468,6 +474,7 @@ class InterpreterCore:
         self._context_stack = context_stack if context_stack is not None else Stack()
         self._flag_bits = 0
         self._middleware = middleware
+        self._native_rest = None
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
@@ -708,12 +715,13 @@ class InterpreterCore:
                 if outcome is NOT_NOW:
                     return await self._native_try(row, operands, None, self._outer_interpreting)
                 return None if outcome is None else await outcome
-            outcome = self._run_native_sync(row, op)
-            if outcome is None:
+            status = self._run_native_sync(row, op)
+            if status == NATIVE_DONE:
                 return None
-            if outcome is NOT_NOW:
+            if status == NATIVE_NOT_READY:
                 return await self._run_row(row)
-            return await outcome
+            rest, self._native_rest = self._native_rest, None
+            return await rest
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
@@ -742,30 +750,35 @@ class InterpreterCore:
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
     # An opcode first takes the plans of the nodes it calls; when one cannot run
-    # synchronously right now it does nothing and returns NOT_NOW, and the node's own
+    # synchronously right now it does nothing and returns NATIVE_NOT_READY, and the node's own
     # Python function runs instead (`_run_row`). After every node it calls, the opcode
-    # checks that the pointer is still on its own row with no jump marked (`_still_at`):
-    # only then are its compiled rows where the node's function would go. Otherwise
-    # (the callee jumped, returned with RET, pushed a return address, restored a
-    # context...) the node's own continuation (`_after_condition` / `_after_body`)
-    # finishes from where the pointer is; an opcode returns None when it is done, or
-    # the awaitable that continuation gave.
+    # checks that the pointer is still bound to its own row with no jump marked
+    # (`_still_at`): only then are its compiled rows where the node's function would go.
+    # Otherwise (the callee jumped, returned with RET, pushed a return address, restored
+    # a context, rewrote the pointer...) the node's own continuation (`_after_condition` /
+    # `_after_body`) finishes from where the pointer is; when that is a coroutine the
+    # opcode returns NATIVE_AWAIT and the loop awaits it (`_native_rest`).
 
     def _still_at(self, row):
-        """True when no jump is marked and the pointer is on `row`, where the running opcode left it."""
-        if self._flag_bits & FLAG_JMP:
-            return False
+        """True when no jump is marked and the pointer is bound to `row`, where the running opcode
+        left it: its compiled rows are then where the node's own function would go."""
         ptr = self._pointer
-        if ptr._items is None:
-            return ptr._row == row and ptr._prog is self._prog
-        return tuple(ptr._items) == self._prog.addrs[row]
+        return not self._flag_bits & FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog
 
-    def _jump_from(self, row, target_row, k):
-        """`_jump_at` while the pointer is still on `row` (`_still_at`); False, doing nothing, when not."""
-        if not self._still_at(row):
-            return False
-        self._jump_at(target_row, row, k)
-        return True
+    def _left_unmarked(self, row):
+        """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
+        where a node's last move (one jump) goes from there, only the node can tell. With a jump
+        marked that move is refused, as `_jump_at` refuses it."""
+        ptr = self._pointer
+        return not self._flag_bits & FLAG_JMP and not (ptr._items is None and ptr._row == row and ptr._prog is self._prog)
+
+    def _finish_with(self, rest):
+        """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
+        NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
+        if rest is None:
+            return NATIVE_DONE
+        self._native_rest = rest
+        return NATIVE_AWAIT
 
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
@@ -784,8 +797,7 @@ class InterpreterCore:
         return self._inline_plan(row)
 
     def _run_native_sync(self, row, op):
-        """Run the opcode of `row` (not TRY): None when done, NOT_NOW when it did nothing, or an
-        awaitable that finishes it."""
+        """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
             self._jump_at(self._prog.rows[row][0], row, -1)
         elif op == OP_BRANCH:
@@ -793,9 +805,9 @@ class InterpreterCore:
         elif op == OP_ELSE:
             return self._native_else(row)
         elif op == OP_WHILE:
-            return NOT_NOW if self._squashed_loops else self._native_while(row)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
         elif op == OP_DO:
-            return NOT_NOW if self._squashed_loops else self._native_do(row)
+            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
         elif op == OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == OP_CALLSUB:
@@ -810,7 +822,7 @@ class InterpreterCore:
             self._native_loop_control(self._prog.operands[row])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
-        return None
+        return NATIVE_DONE
 
     def _goto(self, target):
         """Point at a jump-target descriptor `(row, exact, address)`."""
@@ -884,120 +896,134 @@ class InterpreterCore:
         cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, False)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, taken)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
-            return None
+            return NATIVE_DONE
         self._call_resuming(body, body_plan, row, 6, True)
-        if not self._jump_from(row, then_row, 3):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(then_row, row, 3)
+        return NATIVE_DONE
 
     def _native_else(self, row):
         body, _, _, then_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         self._call_resuming(body, body_plan, row, 2, False)
-        if not self._jump_from(row, then_row, 1):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(then_row, row, 1)
+        return NATIVE_DONE
 
     def _native_while(self, row):
         cond, body, exit_row, checkup_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 6, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, truthy)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
-            return None
+            return NATIVE_DONE
         try:
             self._call_resuming(body, body_plan, row, 5, True)
         except BreakLoop:
-            if not self._jump_from(row, exit_row, 3):
+            if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
-            return None
-        if not self._jump_from(row, checkup_row, 2):
+            else:
+                self._jump_at(exit_row, row, 3)
+            return NATIVE_DONE
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
-        return None
+        else:
+            self._jump_at(checkup_row, row, 2)
+        return NATIVE_DONE
 
     def _native_do(self, row):
         body, _, exit_row, check_row = self._prog.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         try:
             self._call_resuming(body, body_plan, row, 3, True)
         except BreakLoop:
-            if not self._jump_from(row, exit_row, 2):
+            if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
-            return None
-        if not self._jump_from(row, check_row, 1):
+            else:
+                self._jump_at(exit_row, row, 2)
+            return NATIVE_DONE
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
-        return None
+        else:
+            self._jump_at(check_row, row, 1)
+        return NATIVE_DONE
 
     def _native_do_check(self, row):
         cond, _, exit_row, back_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         again = self._call_resuming(cond, cond_plan, row, 3, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, again)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(back_row, row, 1)
         else:
             self._jump_at(exit_row, row, 2)
-        return None
+        return NATIVE_DONE
 
     def _native_if(self, row):
         cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
-            return NOT_NOW
+            return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, taken)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
-            return None
+            return NATIVE_DONE
         if body < 0:  # a compose body is entered by a jump
             self._jump_at(then_row, row, 3)
-            return None
+            return NATIVE_DONE
         self._call_resuming(body, body_plan, row, 6, True)
-        if not self._jump_from(row, then_row, 3):
+        if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
-        return None
+        else:
+            self._jump_at(then_row, row, 3)
+        return NATIVE_DONE
 
     def _native_invoke(self, row):
         target = self._prog.rows[row][0]
         plan = self._callee_plan(target)
         if plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         self._subcall_inline(target, plan)
-        return None
+        return NATIVE_DONE
 
     def _native_loop_head(self, row):
         cond, head, exit_row, body_row = self._prog.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
-            return NOT_NOW
+            return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._prog.nodes[row]._after_condition(self, truthy)
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
         else:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
             self._jump_at(body_row, row, 2)
-        return None
+        return NATIVE_DONE
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
@@ -1012,12 +1038,10 @@ class InterpreterCore:
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
-    def _near_plan(self, row, target, with_exc):
-        """The plan for running `call_near` of `target` (a part of the Try block at `row`) inline,
-        or None: the pointer left `row` (`_still_at`), the plan is not ready, or exception keywords
-        could change it (the node takes parameters)."""
-        if not self._still_at(row):
-            return None
+    def _near_plan(self, target, with_exc):
+        """The plan for running `call_near` of the Try part at `target` inline, or None: the plan is
+        not ready, or exception keywords could change it (the node takes parameters). Valid only
+        while the pointer is on the Try row (`_still_at`), as it is when the body starts."""
         plan = self._inline_plan(target)
         if plan is None or not with_exc:
             return plan
@@ -1026,15 +1050,10 @@ class InterpreterCore:
     async def _near_call(self, row, part, exc_kwargs):
         """`call_near` of a part `(slot, row)` of the Try block at `row`, inline when it can be."""
         slot, target = part
-        plan = self._near_plan(row, target, exc_kwargs is not None)
+        plan = self._near_plan(target, exc_kwargs is not None) if self._still_at(row) else None
         if plan is not None:
             return self._subcall_inline(target, plan)
         return await self.call_near(slot, **(exc_kwargs or {}))
-
-    def _leave_try(self, row, operands):
-        """The Try block's last move, to its closing NOP (`TryNode._worker`): from where the pointer is."""
-        if not self._jump_from(row, self._prog.rows[row][3], 0):
-            self.jump_near(operands[1])
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
@@ -1052,7 +1071,7 @@ class InterpreterCore:
         body_row = self._prog.rows[row][0]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
-        plan = self._near_plan(row, body_row, False)
+        plan = self._near_plan(body_row, False)
         if plan is None:
             return NOT_NOW
         as_subcall = self._outer_interpreting
@@ -1063,7 +1082,7 @@ class InterpreterCore:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                plan = self._near_plan(row, handler[1], True)
+                plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, operands, exc_val, as_subcall)
                 self._subcall_inline(handler[1], plan)
@@ -1071,7 +1090,10 @@ class InterpreterCore:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._leave_try(row, operands)
+            if self._left_unmarked(row):
+                self.jump_near(escape_slot)
+            else:
+                self._jump_at(self._prog.rows[row][3], row, 0)
         return None
 
     async def _native_try(self, row, operands, raised, as_subcall):
@@ -1099,7 +1121,10 @@ class InterpreterCore:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._leave_try(row, operands)
+            if self._left_unmarked(row):
+                self.jump_near(escape_slot)
+            else:
+                self._jump_at(self._prog.rows[row][3], row, 0)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
