@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Annotated
 
@@ -69,6 +70,38 @@ async def test_sync_async_and_awaitable_returning_providers():
 
     await WorkflowInterpreter(graph(node), extra_args=(Config("x"),)).run()
     assert seen == [("x", 2, "awaited")]
+
+
+@pytest.mark.asyncio
+async def test_providers_start_in_declaration_order_sync_and_async_alike():
+    """As in 1.1.3, a node's providers start in declaration order: an async one runs up to its first
+    suspension before the next provider is called (the second slot runs on the cached plan)."""
+    log = []
+
+    async def first() -> int:
+        log.append("first starts")
+        await asyncio.sleep(0)
+        log.append("first ends")
+        return 1
+
+    def second() -> int:
+        log.append("second")
+        return 2
+
+    async def third() -> int:
+        log.append("third")
+        return 3
+
+    def fourth() -> int:
+        log.append("fourth")
+        return 4
+
+    @inline
+    def node(a: int = Depends(first), b: int = Depends(second), c: int = Depends(third), d: int = Depends(fourth)):
+        log.append((a, b, c, d))
+
+    await WorkflowInterpreter(graph(node, node)).run()
+    assert log == ["first starts", "second", "third", "fourth", "first ends", (1, 2, 3, 4)] * 2
 
 
 @pytest.mark.asyncio
