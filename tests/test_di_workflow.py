@@ -10,7 +10,7 @@ import pytest
 
 from amrita_sense import DependsInjectFailed, DependsResolveFailed, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense._unsafe import _Flags
-from amrita_sense.exceptions import BreakLoop
+from amrita_sense.exceptions import BreakLoop, InterruptNotice
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.instructions.try_catch import Try
 from amrita_sense.runtime import workflow as workflow_module
@@ -502,12 +502,52 @@ async def test_depends_in_extra_args_and_kwargs_resolve_at_run_start():
     assert interp.args_hash_trustable
 
 
-@pytest.mark.asyncio
-async def test_unresolvable_run_start_factory_is_a_runtime_error():
-    interp = WorkflowInterpreter(graph(inline(lambda: None)), extra_args=(Depends(lambda: None),))
-    with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved"):
+async def drain(interp, driver: str) -> None:
+    if driver == "steps":
+        async for _ in interp.run_step_by():
+            pass
+    else:
         await interp.run()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", ["run", "steps"])
+async def test_unresolvable_run_start_factory_is_a_runtime_error_and_the_panic(driver):
+    interp = WorkflowInterpreter(graph(inline(lambda: None)), extra_args=(Depends(lambda: None),))
+    with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved") as raised:
+        await drain(interp, driver)
     assert not interp.is_running
+    assert interp.get_exception() is raised.value
+    interp._ava_args = (interp,)
+    interp.rehash_args()
+    await drain(interp, driver)
+    assert interp.get_exception() is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", ["run", "steps"])
+async def test_a_failing_preload_is_the_panic(flags, driver):
+    @inline
+    def broken(tok: Token):
+        pass
+
+    flags.WORKFLOW_DI_PRELOAD_CACHE = True
+    interp = WorkflowInterpreter(graph(broken))
+    with pytest.raises(DependsResolveFailed) as raised:
+        await drain(interp, driver)
+    assert interp.get_exception() is raised.value
+
+
+@pytest.mark.asyncio
+async def test_an_interrupt_notice_from_a_run_start_factory_ends_the_run_quietly():
+    ran = []
+
+    def interrupting() -> Config:
+        raise InterruptNotice("stop before the first node")
+
+    interp = WorkflowInterpreter(graph(inline(lambda: ran.append(1))), extra_args=(Depends(interrupting),))
+    await interp.run()
+    assert ran == [] and interp.get_exception() is None and list(interp._pointer) == []
 
 
 # ----- private resolution helpers ----------------------------------------------------------

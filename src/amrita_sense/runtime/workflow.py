@@ -665,9 +665,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def run(self) -> None:
         """Run the workflow to its end (or to a suspend, a stop or an interrupt)."""
-        await self._begin_run()
+        self._begin_run()
         outcome: BaseException | None = None
         try:
+            await self._prepare_run()
             await self._execute()
         except BaseException as exc:
             outcome = exc
@@ -678,10 +679,11 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def run_step_by(self) -> AsyncGenerator[Any, None]:
         """Run step by step, yielding the result of each main-loop node."""
-        await self._begin_run()
+        self._begin_run()
         outcome: BaseException | None = None
         lock = self._interpret_lock
         try:
+            await self._prepare_run()
             while True:
                 if self._signal.pending:
                     await self._gate(PC_CHECKPOINT)
@@ -707,7 +709,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         finally:
             await self._end_run(outcome)
 
-    async def _begin_run(self) -> None:
+    def _begin_run(self) -> None:
         if self._panic_exc is not None:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
@@ -717,16 +719,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._waiter_fut = loop.create_future()
         self._run_task = asyncio.current_task()
         _pin_async_library()
-        try:
-            await self._resolve_session_factories()
-            self._force_inline = bool(__flags__.FORCE_NOT_WRAP_TO_ASYNC)
-            self._squashed_loops = bool(__flags__.SQUASHED_LOOP)
-            self._plans_valid = self._di_cache.hash_trustable and not __flags__.WORKFLOW_DI_NO_CACHE
-            if not self._plans_valid:
-                self._plans = None
-        except BaseException as exc:
-            await self._end_run(exc)
-            raise
+
+    async def _prepare_run(self) -> None:
+        """The run's first part, routed like a step (a failure here is the run's panic): run-start
+        `Depends`, the optional DI preload, the engine flags."""
+        await self._resolve_session_factories()
+        self._force_inline = bool(__flags__.FORCE_NOT_WRAP_TO_ASYNC)
+        self._squashed_loops = bool(__flags__.SQUASHED_LOOP)
+        self._plans_valid = self._di_cache.hash_trustable and not __flags__.WORKFLOW_DI_NO_CACHE
+        if not self._plans_valid:
+            self._plans = None
 
     def _absorbs(self, exc: BaseException) -> bool:
         """Route what ended a run: True when it ends the run quietly (InterruptNotice), False when it
