@@ -369,8 +369,11 @@ cdef class Stack:
 
 
 cdef object _current_task():
+    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
         return asyncio.current_task()
+    except RecursionError:
+        raise
     except RuntimeError:
         return None
 

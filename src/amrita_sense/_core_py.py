@@ -406,8 +406,11 @@ class InterpretLock:
 
 
 def _current_task():
+    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
         return asyncio.current_task()
+    except RecursionError:
+        raise
     except RuntimeError:
         return None
 
