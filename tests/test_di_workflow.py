@@ -427,6 +427,24 @@ async def test_preload_resolves_cached_providers_before_any_node(flags):
 
 
 @pytest.mark.asyncio
+async def test_preload_keeps_cached_values_for_the_next_run(flags):
+    """With the preload, a `use_cache` provider still runs once per interpreter (1.1.3 runs it at
+    every run start; README, compatibility)."""
+    calls, _, cached = counting_providers()
+    seen = []
+
+    @inline
+    def node(c: int = Depends(cached, use_cache=True)):
+        seen.append(c)
+
+    flags.WORKFLOW_DI_PRELOAD_CACHE = True
+    interp = WorkflowInterpreter(graph(node))
+    await interp.run()
+    await interp.run()
+    assert calls["cached"] == 1 and seen == [101, 101]
+
+
+@pytest.mark.asyncio
 async def test_preload_fails_fast_on_an_unresolvable_node(flags):
     log = []
 
