@@ -62,6 +62,7 @@ class Api:
 #   ["nwhile", cond, [statement...]] | ["ndo", [statement...], cond]
 #   ["try", body, [[exc, handler], ...], then | None, finally | None]
 #   ["invoke", slot]                                    INVOKE of an archived node
+#   ["break"] | ["continue"]                            BREAK_LOOP / CONTINUE (directly in a native loop)
 # Place "fn" runs the body inside FN "f", CALLed from a NATIVE_WHILE loop (RUNS iterations);
 # "loop" runs it inside that loop's body; "top" runs it once at top level. Around it: a
 # PUSH_CONTEXT("L") first (so IRET has a context to restore), the label "L" after the body,
@@ -156,7 +157,8 @@ def random_program(choose: Callable[[list], Any], for_reference: bool = False) -
     runs as a sub-call: README, compatibility, Try).
     """
     pick = _Picker(choose, for_reference)
-    return {"place": choose(list(PLACES)), "body": pick.block(2)}
+    place = choose(list(PLACES))
+    return {"place": place, "body": pick.block(2, in_loop=place == "loop")}
 
 
 class _Picker:
@@ -182,17 +184,20 @@ class _Picker:
         PUSH_CONTEXT body the loop would never reach the budget)."""
         return self.slot(tuple(m for m in MOVERS if m != "pop_ctx"))
 
-    def block(self, depth: int) -> list:
-        return [self.statement(depth) for _ in range(self.choose([1, 1, 2, 3]))]
+    def block(self, depth: int, in_loop: bool = False) -> list:
+        """Statements; directly in a native loop's body (`in_loop`) also BREAK_LOOP and CONTINUE."""
+        return [self.statement(depth, in_loop) for _ in range(self.choose([1, 1, 2, 3]))]
 
     def body(self, depth: int, composable: bool) -> list:
         if depth > 0 and composable and self.choose([False, True]):
             return ["seq", self.block(depth - 1)]
         return self.slot()
 
-    def statement(self, depth: int) -> list:
+    def statement(self, depth: int, in_loop: bool = False) -> list:
         kinds = ["slot", "invoke"] + (["if", "while", "do", "nif", "nwhile", "ndo", "try"] if depth > 0 else [])
-        kind = self.choose(kinds)
+        kind = self.choose(kinds + (["break", "continue"] if in_loop else []))
+        if kind in ("break", "continue"):
+            return [kind]
         if kind == "slot":
             return self.slot()
         if kind == "invoke":
@@ -207,9 +212,9 @@ class _Picker:
         if kind == "nif":
             return self.native_if(depth)
         if kind == "nwhile":
-            return ["nwhile", self.loop_condition(), self.block(depth - 1)]
+            return ["nwhile", self.loop_condition(), self.block(depth - 1, in_loop=True)]
         if kind == "ndo":
-            return ["ndo", self.block(depth - 1), self.loop_condition()]
+            return ["ndo", self.block(depth - 1, in_loop=True), self.loop_condition()]
         return self.try_block()
 
     def optional(self, make: Callable[[], list]) -> list | None:
@@ -387,6 +392,12 @@ class Builder:
         if then is not None:
             clause = clause.THEN(self.slot(then))
         return clause if final is None else clause.FINALLY(self.slot(final))
+
+    def _stmt_break(self) -> Any:
+        return self.api.native.BREAK_LOOP()
+
+    def _stmt_continue(self) -> Any:
+        return self.api.native.CONTINUE()
 
     def _stmt_invoke(self, target: list) -> Any:
         alias = f"m{len(self.archived)}"
