@@ -74,6 +74,11 @@ MOVERS = (
     "ret", "push_ret", "push_ctx", "pop_ctx", "int", "iret", "call", "jmp",
     "jump_to", "jump_offset", "rebase", "call_sub",
 )
+INSTRUCTION_MOVERS = {
+    "ret": ("RET",), "push_ret": ("PUSH_RET", "L"), "push_ctx": ("PUSH_CONTEXT", "L"), "pop_ctx": ("POP_CONTEXT",),
+    "int": ("INT", "isr"), "iret": ("IRET",), "call": ("CALL", "g"), "jmp": ("JMP", "L"),
+}
+"""The movers that are built-in instructions: (name in `amrita_sense.instructions`, operands)."""
 JUMPING_MOVERS = ("call", "int", "jmp", "jump_to", "jump_offset", "ret", "push_ret", "iret", "rebase")
 """The movers that leave the pointer somewhere else (all but the stack-only ones and call_sub)."""
 
@@ -298,33 +303,12 @@ class Builder:
             return self.cond(spec[1])
         if kind == "raise":
             return self.raising(spec[1])
+        if spec[1] in INSTRUCTION_MOVERS:
+            name, *operands = INSTRUCTION_MOVERS[spec[1]]
+            return getattr(self.api.ins, name)(*operands)
         return getattr(self, f"_mover_{spec[1]}")()
 
-    # the movers
-
-    def _mover_ret(self) -> Any:
-        return self.api.ins.RET()
-
-    def _mover_push_ret(self) -> Any:
-        return self.api.ins.PUSH_RET("L")
-
-    def _mover_push_ctx(self) -> Any:
-        return self.api.ins.PUSH_CONTEXT("L")
-
-    def _mover_pop_ctx(self) -> Any:
-        return self.api.ins.POP_CONTEXT()
-
-    def _mover_int(self) -> Any:
-        return self.api.ins.INT("isr")
-
-    def _mover_iret(self) -> Any:
-        return self.api.ins.IRET()
-
-    def _mover_call(self) -> Any:
-        return self.api.ins.CALL("g")
-
-    def _mover_jmp(self) -> Any:
-        return self.api.ins.JMP("L")
+    # the movers that are user nodes (the others: `INSTRUCTION_MOVERS`)
 
     def _mover_jump_to(self) -> Any:
         return self._traced(self.name("jt"), lambda pc: pc.jump_to(_label(pc, "L")))
@@ -359,12 +343,16 @@ class Builder:
     def body(self, spec: list) -> Any:
         return self.block(spec[1]) if spec[0] == "seq" else self.slot(spec)
 
+    def _chain(self, make: Callable, branches: list, otherwise: list | None, body: Callable) -> Any:
+        """`make(cond, body).ELIF(...)...ELSE(...)`, each body built by `body`."""
+        (cond, first), *rest = branches
+        clause = make(self.slot(cond), body(first))
+        for cond, then in rest:
+            clause = clause.ELIF(self.slot(cond), body(then))
+        return clause if otherwise is None else clause.ELSE(body(otherwise))
+
     def _stmt_if(self, branches: list, otherwise: list | None) -> Any:
-        (cond, body), *rest = branches
-        clause = self.api.ins.IF(self.slot(cond), self.slot(body))
-        for cond, body in rest:
-            clause = clause.ELIF(self.slot(cond), self.slot(body))
-        return clause if otherwise is None else clause.ELSE(self.slot(otherwise))
+        return self._chain(self.api.ins.IF, branches, otherwise, self.slot)
 
     def _stmt_while(self, cond: list, body: list) -> Any:
         return self.api.ins.WHILE(self.slot(cond)).ACTION(self.slot(body))
@@ -373,11 +361,7 @@ class Builder:
         return self.api.ins.DO(self.slot(body)).WHILE(self.slot(cond))
 
     def _stmt_nif(self, branches: list, otherwise: list | None) -> Any:
-        (cond, body), *rest = branches
-        clause = self.api.native.NATIVE_IF(self.slot(cond), self.body(body))
-        for cond, body in rest:
-            clause = clause.ELIF(self.slot(cond), self.body(body))
-        return clause if otherwise is None else clause.ELSE(self.body(otherwise))
+        return self._chain(self.api.native.NATIVE_IF, branches, otherwise, self.body)
 
     def _stmt_nwhile(self, cond: list, body: list) -> Any:
         return self.api.native.NATIVE_WHILE(self.slot(cond)).ACTION(self.block(body))

@@ -10,7 +10,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal
@@ -45,12 +45,7 @@ class DONode(BaseNode):
             except BreakLoop:
                 ptr.jump_near(self._break_addr)
             return
-        try:
-            await self._body(ptr)
-        except BreakLoop:
-            self._after_body(ptr, True)
-            return
-        self._after_body(ptr, False)
+        self._after_body(ptr, await broke_out(self._body(ptr)))
 
     def _after_body(self, pc: WorkflowInterpreter, broke: bool) -> None:
         """The rest of the node once the body returned (or raised `BreakLoop`: `broke`), from

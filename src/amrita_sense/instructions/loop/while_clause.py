@@ -10,7 +10,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
@@ -54,12 +54,7 @@ class WhileNode(BaseNode):
         if not truthy:
             pc.jump_near(self._else_addr)
             return
-        try:
-            await self._body(pc)
-        except BreakLoop:
-            self._after_body(pc, True)
-            return
-        self._after_body(pc, False)
+        self._after_body(pc, await broke_out(self._body(pc)))
 
     def _after_body(self, pc: WorkflowInterpreter, broke: bool) -> None:
         """The rest of the iteration once the body returned (or raised `BreakLoop`: `broke`)."""
