@@ -1,16 +1,31 @@
-"""Build the optional compiled core `_sense_core`.
+"""Build amrita-sense-turbo: the runtime package, the optional compiled core, the import hook.
 
 Without a compiler the build still succeeds and the pure-Python twin runs,
 unless AMRITA_SENSE_REQUIRE_EXTENSIONS=1, which turns a failed compile into an error.
 AMRITA_SENSE_NO_EXTENSIONS=1 skips the compiled core altogether.
+
+Layout. The source tree keeps the runtime at `src/amrita_sense/` and the core at
+`src/_sense_core.pyx` (dev mode: `PYTHONPATH=src`, `setup.py build_ext --inplace`
+puts the core at `src/amrita_sense/_sense_core*.so`). The wheel installs nothing
+that the `amrita-sense` distribution also installs:
+
+    amrita_sense_turbo/                  the import hook (`src/amrita_sense_turbo/`)
+    amrita_sense_turbo/runtime/amrita_sense/   the runtime, with the compiled core and its stubs
+    amrita_sense_turbo.pth               puts the hook in front of the import system at start-up
+
+The compiled core is compiled as the module `amrita_sense._sense_core` (the name its
+classes report as `__module__`); only its file moves into the wheel's runtime directory.
 """
 
 import os
 import platform
+import shutil
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
+from setuptools.command.egg_info import egg_info
 
 
 def _env_flag(name):
@@ -20,9 +35,101 @@ def _env_flag(name):
 REQUIRE = _env_flag("AMRITA_SENSE_REQUIRE_EXTENSIONS")
 SKIP = _env_flag("AMRITA_SENSE_NO_EXTENSIONS") or platform.python_implementation() != "CPython"
 
+RUNTIME = "amrita_sense"  # the import name users keep
+HOOK = "amrita_sense_turbo"  # the directory (and hook package) of this distribution
+RUNTIME_PARENT = f"{HOOK}.runtime"  # installed runtime: amrita_sense_turbo/runtime/amrita_sense
+CORE = f"{RUNTIME}._sense_core"
+CORE_SOURCES = {"pyx": "src/_sense_core.pyx", "pxd": "src/_sense_core.pxd", "pyi": "src/_sense_core.pyi"}
+PTH_NAME = f"{HOOK}.pth"
+# A path line (so static tools that read .pth files find the runtime) and the hook itself.
+PTH_TEXT = f"{HOOK}/runtime\nimport {HOOK}\n"
+
+
+# ----- layout: where each package and the core live in the source tree and in the wheel -----
+
+
+def _installed_name(package):
+    """The installed package name of a runtime package (`amrita_sense.x` -> `amrita_sense_turbo.runtime.amrita_sense.x`)."""
+    return f"{RUNTIME_PARENT}.{package}"
+
+
+def _packages():
+    runtime = find_packages("src", include=[RUNTIME, f"{RUNTIME}.*"])
+    return [HOOK, *map(_installed_name, runtime)]
+
+
+def _package_dir():
+    return {HOOK: f"src/{HOOK}", _installed_name(RUNTIME): f"src/{RUNTIME}"}
+
+
+def _is_runtime(package):
+    return package == RUNTIME or package.startswith(RUNTIME + ".")
+
+
+class LayoutBuildPy(build_py):
+    """Build the packages in their installed layout, ship the core's `.pyi` stub and `.pxd`
+    contract beside it, and write the `.pth` hook at the root of the build."""
+
+    def get_package_dir(self, package):
+        # build_ext asks where `amrita_sense` lives (for --inplace and editable builds): the source tree.
+        if _is_runtime(package):
+            return os.path.join("src", *package.split("."))
+        return super().get_package_dir(package)
+
+    def run(self):
+        super().run()
+        core_dir = os.path.join(self.build_lib, *_installed_name(RUNTIME).split("."))
+        self.mkpath(core_dir)  # an editable build maps the packages instead of copying them
+        for kind in ("pyi", "pxd"):
+            self.copy_file(CORE_SOURCES[kind], os.path.join(core_dir, os.path.basename(CORE_SOURCES[kind])))
+        pth = os.path.join(self.build_lib, PTH_NAME)
+        with open(pth, "w", encoding="utf-8") as out:
+            out.write(PTH_TEXT)
+
+    def get_outputs(self, include_bytecode=True):
+        return [*super().get_outputs(include_bytecode), os.path.join(self.build_lib, PTH_NAME)]
+
+
+class TopLevelNames(egg_info):
+    """List `amrita_sense` among the top-level names (`importlib.metadata.packages_distributions()`)."""
+
+    def run(self):
+        super().run()
+        self.write_file("top-level names", os.path.join(self.egg_info, "top_level.txt"), f"{RUNTIME}\n{HOOK}\n")
+
+
+class EditableWithHook(editable_wheel):
+    """An editable install gets the hook too (`amrita_sense` then resolves to the checkout's
+    `src/amrita_sense`): setuptools' editable wheel carries only the package mapping, so the
+    strategy that writes it also writes an import-only `.pth` (read after setuptools' own
+    `__editable__*.pth`, which makes the hook package importable)."""
+
+    def _select_strategy(self, name, tag, build_lib):
+        return _AlsoWritesHook(super()._select_strategy(name, tag, build_lib))
+
+
+class _AlsoWritesHook:
+    def __init__(self, strategy):
+        self._strategy = strategy
+
+    def __call__(self, wheel, files, mapping):
+        self._strategy(wheel, files, mapping)
+        wheel.writestr(PTH_NAME, f"import {HOOK}\n")
+
+    def __enter__(self):
+        self._strategy.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._strategy.__exit__(*exc_info)
+
+
+# ----- the optional compiled core ----------------------------------------------------------
+
 
 class OptionalBuildExt(build_ext):
-    """Turn a compiler failure into a warning unless the compiled core is required."""
+    """Turn a compiler failure into a warning unless the compiled core is required, and put the
+    core's file in the runtime's installed directory (or beside the runtime's source with --inplace)."""
 
     def run(self):
         try:
@@ -36,19 +143,47 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # noqa: BLE001
             self._fail(exc)
 
+    def get_ext_filename(self, fullname):
+        # Called with the dotted name by setuptools (outputs, --inplace copies) and with the last
+        # component only by get_ext_fullpath below.
+        filename = super().get_ext_filename(fullname)
+        if _is_runtime(fullname):
+            return os.path.join(*RUNTIME_PARENT.split("."), filename)
+        return filename
+
+    def get_ext_fullpath(self, ext_name):
+        path = super().get_ext_fullpath(ext_name)
+        if self.inplace or not _is_runtime(ext_name):
+            return path
+        return os.path.join(self.build_lib, *RUNTIME_PARENT.split("."), os.path.relpath(path, self.build_lib))
+
     def _fail(self, exc):
         if REQUIRE:
             raise
         print(f"WARNING: building the compiled core failed ({exc}); the pure-Python core will be used")
 
 
-class BuildPyWithCoreStubs(build_py):
-    """Ship the compiled core's `.pyi` stub and `.pxd` contract beside the top-level module."""
+def _cython_include_dir():
+    """A directory holding the core's `.pxd` under the dotted name Cython looks for when it compiles
+    `src/_sense_core.pyx` as the module `amrita_sense._sense_core`."""
+    include = os.path.join("build", "cython-include")
+    os.makedirs(include, exist_ok=True)
+    shutil.copy2(CORE_SOURCES["pxd"], os.path.join(include, f"{CORE}.pxd"))
+    return include
 
-    def run(self):
-        super().run()
-        for name in ("_sense_core.pyi", "_sense_core.pxd"):
-            self.copy_file(os.path.join("src", name), os.path.join(self.build_lib, name))
+
+def _drop_stale_c():
+    """Remove a generated C file Cython would wrongly reuse: one compiled under another module name
+    (the core used to be the top-level `_sense_core`), or older than the `.pxd` (which Cython does
+    not track from the include directory)."""
+    c_file = os.path.splitext(CORE_SOURCES["pyx"])[0] + ".c"
+    if not os.path.exists(c_file):
+        return
+    with open(c_file, encoding="utf-8", errors="replace") as generated:
+        header = generated.read(2000)
+    stale = f'"module_name": "{CORE}"' not in header or os.path.getmtime(c_file) < os.path.getmtime(CORE_SOURCES["pxd"])
+    if stale:
+        os.remove(c_file)
 
 
 def _extensions():
@@ -61,9 +196,11 @@ def _extensions():
             raise
         print("WARNING: Cython is not available; the pure-Python core will be used")
         return []
+    _drop_stale_c()
     try:
         extensions = cythonize(
-            [Extension("_sense_core", ["src/_sense_core.pyx"])],
+            [Extension(CORE, [CORE_SOURCES["pyx"]])],
+            include_path=[_cython_include_dir()],
             compiler_directives={"language_level": "3"},
             quiet=True,
         )
@@ -78,7 +215,15 @@ def _extensions():
 
 
 setup(
+    packages=_packages(),
+    package_dir=_package_dir(),
+    package_data={_installed_name(RUNTIME): ["py.typed"]},
     ext_modules=_extensions(),
-    cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithCoreStubs},
+    cmdclass={
+        "build_ext": OptionalBuildExt,
+        "build_py": LayoutBuildPy,
+        "egg_info": TopLevelNames,
+        "editable_wheel": EditableWithHook,
+    },
     py_modules=[],
 )

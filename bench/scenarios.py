@@ -849,6 +849,209 @@ def concurrent(n: int) -> Plan:
 
 
 # ---------------------------------------------------------------------------
+# Per request, as applications run the engine: a graph rendered once, a new interpreter for
+# every request with about ten context objects in its pools, distinct node functions (each
+# its own code object, as functions written one by one in modules are)
+
+REQUEST_NODES = 20
+CONTEXTS = tuple(type(f"Context{i}", (), {"__doc__": "A context object injected by type."}) for i in range(10))
+
+
+def _contexts() -> tuple:
+    return tuple(kind() for kind in CONTEXTS)
+
+
+def _context_pair(k: int) -> Tuple[int, int]:
+    """The two context types node `k` takes."""
+    return k % len(CONTEXTS), (3 * k + 1) % len(CONTEXTS)
+
+
+def _distinct(source: str, name: str, scope: dict) -> Callable[..., Any]:
+    """A function of its own code object, compiled from `source` (defines `name`) in `scope`."""
+    namespace = {**scope, **{kind.__name__: kind for kind in CONTEXTS}}
+    exec(compile(source, f"<bench {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+def _request_bodies(tally: Tally, n: int, depends: Any = None) -> list:
+    """`n` distinct bodies taking two typed contexts (and, with `depends`, one provider value)."""
+    bodies = []
+    for k in range(n):
+        first, second = _context_pair(k)
+        extra = ", made: int = depends" if depends is not None else ""
+        source = (f"def body_{k}(a: Context{first}, b: Context{second}{extra}):\n"
+                  f"    tally.n += 1\n")
+        bodies.append(_distinct(source, f"body_{k}", {"tally": tally, "depends": depends}))
+    return bodies
+
+
+def _provider(tally: Tally) -> Callable[..., int]:
+    def provider(a: CONTEXTS[0]) -> int:
+        tally.aux += 1
+        return 1
+
+    return provider
+
+
+def _request_plan(graph: Any, n: int, want: Callable[[], None], reset: Callable[[], None]) -> Plan:
+    """A plan whose timed part serves `n` requests: a new interpreter over `graph` for each."""
+    _, _, WorkflowInterpreter = _api()
+    contexts = _contexts()
+
+    async def timed() -> None:
+        for _ in range(n):
+            await WorkflowInterpreter(graph, extra_args=contexts).run()
+
+    return Plan(n, timed, reset, want)
+
+
+def _request_graph(nodes: list) -> Any:
+    _, NodeCompose, _ = _api()
+    return NodeCompose(*nodes).render()
+
+
+_REQUEST = (Target("vs_ref", ">=", 50), Target("x_floor", "<=", 5))
+
+
+@scenario("per_request", f"new interpreter per request, {REQUEST_NODES} distinct nodes x 2 typed contexts of 10",
+          unit="request", size=500, quick=50, floor="floor_per_request", targets=_REQUEST)
+def per_request(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    graph = _request_graph([_sync(Node, body) for body in _request_bodies(tally, REQUEST_NODES)])
+    return _request_plan(graph, n, lambda: expect("node bodies run", tally.n, n * REQUEST_NODES), tally.reset)
+
+
+@scenario("per_request_first", "per_request, the first request of a fresh process (nothing made yet)",
+          unit="request", size=1, quick=1, floor="floor_per_request")
+def per_request_first(n: int) -> Plan:
+    """Every measurement builds new functions and a new graph, so nothing is cached for them."""
+    Node, _, WorkflowInterpreter = _api()
+    tally = Tally()
+    holder = _Holder()
+    contexts = _contexts()
+
+    def prepare() -> None:
+        tally.reset()
+        holder.graph = _request_graph([_sync(Node, body) for body in _request_bodies(tally, REQUEST_NODES)])
+
+    async def timed() -> None:
+        for _ in range(n):
+            await WorkflowInterpreter(holder.graph, extra_args=contexts).run()
+
+    return Plan(n, timed, prepare, lambda: expect("node bodies run", tally.n, n * REQUEST_NODES))
+
+
+@scenario("per_request_depends", "per_request with one Depends(...) provider per node",
+          unit="request", size=200, quick=20, floor="floor_per_request_depends",
+          targets=(Target("vs_ref", ">=", 25),))
+def per_request_depends(n: int) -> Plan:
+    Node, _, _ = _api()
+    Depends = need("amrita_sense.hook.matcher", "Depends")
+    tally = Tally()
+    bodies = _request_bodies(tally, REQUEST_NODES, Depends(_provider(tally)))
+    graph = _request_graph([_sync(Node, body) for body in bodies])
+
+    def check() -> None:
+        expect("node bodies run", tally.n, n * REQUEST_NODES)
+        expect("provider calls", tally.aux, n * REQUEST_NODES)
+
+    return _request_plan(graph, n, check, tally.reset)
+
+
+def _try_request_bodies(tally: Tally, n: int) -> list:
+    """`n` distinct (raiser, handler) pairs; each handler takes `exc_val: ValueError` and a context."""
+    pairs = []
+    for k in range(n):
+        first, second = _context_pair(k)
+        raiser = _distinct(f"def raiser_{k}(a: Context{first}):\n    tally.aux += 1\n    raise ValueError({k})\n",
+                           f"raiser_{k}", {"tally": tally})
+        handler = _distinct(f"def handler_{k}(exc_val: ValueError, b: Context{second}):\n"
+                            f"    tally.n += exc_val.args[0] == {k}\n", f"handler_{k}", {"tally": tally})
+        pairs.append((raiser, handler))
+    return pairs
+
+
+@scenario("try_request", f"new interpreter per request, {REQUEST_NODES} distinct Try blocks, "
+          "CATCH handler taking exc_val: ValueError", unit="request", size=200, quick=20,
+          floor="floor_try_request", targets=(Target("vs_ref", ">=", 50),))
+def try_request(n: int) -> Plan:
+    Node, _, _ = _api()
+    Try = need("amrita_sense", "Try")
+    tally = Tally()
+    clauses = [Try(_sync(Node, raiser)).CATCH(ValueError, _sync(Node, handler))
+               for raiser, handler in _try_request_bodies(tally, REQUEST_NODES)]
+
+    def check() -> None:
+        expect("exceptions raised", tally.aux, n * REQUEST_NODES)
+        expect("exceptions handled", tally.n, n * REQUEST_NODES)
+
+    return _request_plan(_request_graph(clauses), n, check, tally.reset)
+
+
+def _event_api(tally: Tally) -> Tuple[Any, Any, Callable[..., Any]]:
+    """A dataclass event type of its own, and a handler injected with the event, its matcher and two contexts."""
+    BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
+    Matcher = need("amrita_sense.hook.matcher", "Matcher")
+    event_type = f"bench.request.{next(_ids)}"
+
+    @dataclasses.dataclass
+    class RequestEvent(BaseEvent):
+        payload: str = "ping"
+
+        def get_event_type(self) -> str:
+            return event_type
+
+        @property
+        def event_type(self) -> str:
+            return event_type
+
+    async def handler(event: RequestEvent, matcher: Matcher, a: CONTEXTS[2], b: CONTEXTS[7]) -> None:
+        tally.n += event.payload == "ping"
+
+    on_event(event_type).handle()(handler)
+    return RequestEvent, MatcherFactory.trigger_event, handler
+
+
+@scenario("event_request", "event dispatch: a dataclass event, a handler injected with it and 2 contexts of 10",
+          unit="event", size=2_000, quick=100, floor="floor_event_request", targets=(Target("vs_ref", ">=", 20),))
+def event_request(n: int) -> Plan:
+    tally = Tally()
+    RequestEvent, trigger, _ = _event_api(tally)
+    event = RequestEvent()
+    contexts = _contexts()
+
+    async def timed() -> None:
+        for _ in range(n):
+            await trigger(event, *contexts)
+
+    return Plan(n, timed, tally.reset, lambda: expect("handler calls", tally.n, n))
+
+
+@scenario("thread_request", f"new interpreter per request, {REQUEST_NODES} distinct default @Node() sync nodes "
+          "(worker thread)", unit="request", size=20, quick=3, floor="floor_thread_request",
+          targets=(Target("vs_ref", ">=", 5),))
+def thread_request(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    loop_thread = threading.get_ident()
+    bodies = []
+    for k in range(REQUEST_NODES):
+        first, second = _context_pair(k)
+        source = (f"def body_{k}(a: Context{first}, b: Context{second}):\n"
+                  f"    tally.n += 1\n    tally.aux += get_ident() != loop_thread\n")
+        bodies.append(_distinct(source, f"body_{k}", {"tally": tally, "get_ident": threading.get_ident,
+                                                      "loop_thread": loop_thread}))
+    graph = _request_graph([Node()(body) for body in bodies])
+
+    def check() -> None:
+        expect("node bodies run", tally.n, n * REQUEST_NODES)
+        expect("bodies run off the event-loop thread", tally.aux, n * REQUEST_NODES)
+
+    return _request_plan(graph, n, check, tally.reset)
+
+
+# ---------------------------------------------------------------------------
 # Plain-Python floors: the same bodies without the engine
 
 
@@ -1040,6 +1243,96 @@ def floor_gather(n: int) -> Plan:
         await asyncio.gather(*[worker() for _ in range(n)])
 
     return Plan(ops, timed, tally.reset, lambda: expect("bodies run", tally.n, ops))
+
+
+@scenario("floor_per_request", f"floor: the {REQUEST_NODES} per_request bodies called from a plain loop",
+          unit="request", size=500, quick=50, kind="floor")
+def floor_per_request(n: int) -> Plan:
+    tally = Tally()
+    contexts = _contexts()
+    calls = [(body, contexts[i], contexts[j])
+             for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))]
+
+    def timed() -> None:
+        for _ in range(n):
+            for body, a, b in calls:
+                body(a, b)
+
+    return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
+
+
+@scenario("floor_per_request_depends", "floor: the per_request_depends bodies, each after its provider",
+          unit="request", size=200, quick=20, kind="floor")
+def floor_per_request_depends(n: int) -> Plan:
+    tally = Tally()
+    contexts = _contexts()
+    provider = _provider(tally)
+    bodies = _request_bodies(tally, REQUEST_NODES, depends=0)
+    calls = [(body, contexts[i], contexts[j]) for body, (i, j) in zip(bodies, map(_context_pair, range(REQUEST_NODES)))]
+    first = contexts[0]
+
+    def timed() -> None:
+        for _ in range(n):
+            for body, a, b in calls:
+                body(a, b, provider(first))
+
+    return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
+
+
+@scenario("floor_try_request", "floor: try/except over the try_request bodies", unit="request", size=200,
+          quick=20, kind="floor")
+def floor_try_request(n: int) -> Plan:
+    tally = Tally()
+    contexts = _contexts()
+    calls = [(raiser, handler, contexts[i], contexts[j])
+             for (raiser, handler), (i, j) in zip(_try_request_bodies(tally, REQUEST_NODES),
+                                                  map(_context_pair, range(REQUEST_NODES)))]
+
+    def timed() -> None:
+        for _ in range(n):
+            for raiser, handler, a, b in calls:
+                try:
+                    raiser(a)
+                except ValueError as exc:
+                    handler(exc, b)
+
+    return Plan(n, timed, tally.reset, lambda: expect("exceptions handled", tally.n, n * REQUEST_NODES))
+
+
+@scenario("floor_event_request", "floor: the event_request handler awaited directly", unit="event",
+          size=2_000, quick=100, kind="floor")
+def floor_event_request(n: int) -> Plan:
+    tally = Tally()
+    RequestEvent, _, handler = _event_api(Tally())
+    contexts = _contexts()
+    event = RequestEvent()
+
+    async def counted(*args: Any) -> None:
+        await handler(*args)
+        tally.n += 1
+
+    async def timed() -> None:
+        for _ in range(n):
+            await counted(event, None, contexts[2], contexts[7])
+
+    return Plan(n, timed, tally.reset, lambda: expect("handler calls", tally.n, n))
+
+
+@scenario("floor_thread_request", "floor: the thread_request bodies, each awaited through asyncio.to_thread",
+          unit="request", size=20, quick=3, kind="floor")
+def floor_thread_request(n: int) -> Plan:
+    tally = Tally()
+    contexts = _contexts()
+    calls = [(body, contexts[i], contexts[j])
+             for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))]
+    to_thread = asyncio.to_thread
+
+    async def timed() -> None:
+        for _ in range(n):
+            for body, a, b in calls:
+                await to_thread(body, a, b)
+
+    return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
 
 
 # ---------------------------------------------------------------------------

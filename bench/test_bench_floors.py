@@ -43,3 +43,23 @@ def test_floor_pingpong(bench_scenario):
 
 def test_floor_gather(bench_scenario):
     bench_scenario("floor_gather")
+
+
+def test_floor_per_request(bench_scenario):
+    bench_scenario("floor_per_request")
+
+
+def test_floor_per_request_depends(bench_scenario):
+    bench_scenario("floor_per_request_depends")
+
+
+def test_floor_try_request(bench_scenario):
+    bench_scenario("floor_try_request")
+
+
+def test_floor_event_request(bench_scenario):
+    bench_scenario("floor_event_request")
+
+
+def test_floor_thread_request(bench_scenario):
+    bench_scenario("floor_thread_request")

@@ -87,3 +87,27 @@ def test_interp_construct(bench_scenario):
 
 def test_concurrent(bench_scenario):
     bench_scenario("concurrent")
+
+
+def test_per_request(bench_scenario):
+    bench_scenario("per_request")
+
+
+def test_per_request_first(bench_scenario):
+    bench_scenario("per_request_first")
+
+
+def test_per_request_depends(bench_scenario):
+    bench_scenario("per_request_depends")
+
+
+def test_try_request(bench_scenario):
+    bench_scenario("try_request")
+
+
+def test_event_request(bench_scenario):
+    bench_scenario("event_request")
+
+
+def test_thread_request(bench_scenario):
+    bench_scenario("thread_request")

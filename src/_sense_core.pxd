@@ -5,6 +5,15 @@ cdef class SuspendFlag:
     cdef public bint pending
 
 
+cdef class CallPlan:
+    cdef readonly tuple srcs
+    cdef readonly object names
+    cdef readonly bint slow
+    cdef readonly object entry
+    cdef Py_ssize_t n
+    cdef Py_ssize_t *cidx
+
+
 cdef class Program:
     cdef public object graph
     cdef public list nodes
@@ -19,11 +28,13 @@ cdef class Program:
     cdef public list ops
     cdef public list operands
     cdef public list landings
+    cdef public dict tables
     cdef int *cbits
     cdef int *cops
     cdef int *crows
 
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
+    cdef list _table_for(self, object shape)
 
 
 cdef class PointerVector:
@@ -55,14 +66,15 @@ cdef class InterpreterCore:
     cdef public Program _prog
     cdef public PointerVector _pointer
     cdef public object _ret_addr_stack
-    cdef public object _context_stack
+    cdef object _context_stack_v
     cdef public int _flag_bits
     cdef public object _middleware
     cdef public bint _outer_interpreting
     cdef public bint _pending_stop
     cdef public InterpretLock _interpret_lock
     cdef public object _plans
-    cdef public dict _plan_cache
+    cdef public object _exc_plans
+    cdef public object _shape
     cdef public bint _plans_valid
     cdef public object _run_task
     cdef public SuspendFlag _signal
@@ -70,17 +82,41 @@ cdef class InterpreterCore:
     cdef public bint _squashed_loops
     cdef public double _yield_interval
     cdef public object _exc_ignored
+    cdef public object _ava_args_v
     cdef public object _ava_kwargs_v
     cdef PointerVector _spare_pointer
     cdef object _native_rest  # a node's continuation the loop is about to await (C_NATIVE_AWAIT)
+    # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
+    cdef public object _args_hash
+    cdef public object _dep_store_v
+    cdef public object _di_cache
+    cdef public object _glob_lock_v
+    cdef public object _graph
+    cdef public object _interpreter_id
+    cdef public object _lifecycles_v
+    cdef public object _object_io
+    cdef public object _panic_exc
+    cdef public object _parent_interpreter
+    cdef public object _provider_values
+    cdef public object _sub_interpreters
+    cdef public object _sub_interpreters_all
+    cdef public object _top_interpreter
+    cdef public object _values_key
+    cdef public object _waiter
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
     cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
+    cdef object _exc_plan(self, Py_ssize_t row)
     cdef object _ready_plan(self, Py_ssize_t row)
+    cdef tuple _plan_values(self, CallPlan plan, object extra)
+    cdef object _call_plan(self, object func, CallPlan plan, object extra)
+    cdef int _refresh_tables(self) except -1
+    cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2
+    cdef object _batch_plan(self, Py_ssize_t row)
     cdef bint _inline_callable(self, Py_ssize_t row)
-    cdef object _call_inline(self, Py_ssize_t row, tuple plan)
+    cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra)
     cdef int _push_ret(self, object item) except -1
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
@@ -99,17 +135,17 @@ cdef class InterpreterCore:
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps)
     cdef int _enter_frame(self, Py_ssize_t row) except -1
     cdef int _leave_frame(self) except -1
-    cdef object _subcall_inline(self, Py_ssize_t row, object plan)
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra)
     cdef int _native_branch(self, Py_ssize_t row) except -1
     cdef int _native_else(self, Py_ssize_t row) except -1
     cdef int _native_while(self, Py_ssize_t row) except -1
     cdef int _native_do(self, Py_ssize_t row) except -1
     cdef int _native_do_check(self, Py_ssize_t row) except -1
-    cdef object _near_plan(self, Py_ssize_t target, bint with_exc)
+    cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
-    cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1
+    cdef int _call_body(self, Py_ssize_t target, CallPlan plan) except -1
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
-    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, bint with_exc) except -1
+    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, object exc_kwargs) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
     cdef int _native_if(self, Py_ssize_t row) except -1

@@ -40,12 +40,30 @@ class SuspendFlag:
 NEVER_PENDING: SuspendFlag
 ALWAYS_PENDING: SuspendFlag
 
+class CallPlan:
+    srcs: tuple[int | str, ...]
+    names: tuple[str, ...] | None
+    slow: bool
+    entry: Any
+    def __init__(self, srcs: tuple[int | str, ...], names: tuple[str, ...] | None, slow: bool, entry: Any) -> None: ...
+
+NO_ARGUMENTS: CallPlan
+UNSHARED: CallPlan
+
+def same_types(values: tuple, types: tuple) -> bool: ...
+
+RUNNING: object
+
+def pin_async_library(task: Any) -> None: ...
+def restore_async_library() -> None: ...
+
 class Program:
     graph: Any
     nodes: list[Any]
     funcs: list[Any]
     bits: list[int]
-    static_plans: list[tuple | None]
+    static_plans: list[CallPlan | None]
+    tables: dict[Any, list[CallPlan | None]]
     ops: list[int]
     operands: list[Any]
     landings: list[list[int] | None]
@@ -59,6 +77,7 @@ class Program:
         ops: list[int], operands: list, landings: list, addrs: list, row_of: dict | None, seg_row: dict,
     ) -> None: ...
     def locate(self, items: list[int]) -> tuple[int, bool]: ...
+    def table_for(self, shape: Any) -> list[CallPlan | None]: ...
 
 class PointerVector:
     base_addr: list[int]
@@ -115,7 +134,20 @@ class InterpreterCore:
     _squashed_loops: bool
     _yield_interval: float
     _exc_ignored: tuple[type[BaseException], ...]
+    _ava_args_v: tuple
     _ava_kwargs_v: dict[str, Any]
+    _shape: Any
+    _plans: list[CallPlan | None] | None
+    _exc_plans: list[CallPlan | None] | None
+    _plans_valid: bool
+    def _refresh_plans(self) -> None: ...
+    def _layer_init(
+        self, graph: Any, extra_args: Any, extra_kwargs: Any, exception_ignored: Any, no_passing: bool, shape_of: Any,
+        yield_interval: float,
+    ) -> None: ...
+    def _start_run(self, flags: Any) -> bool: ...
+    def _finish_run(self, outcome: BaseException | None) -> bool: ...
+    def _batch_in_worker(self, row: int, plan: CallPlan, base: Any, fut: Any) -> Any: ...
     def _descend_current(self) -> int: ...
     def _enter_step(self) -> int: ...
     def _leave_step(self) -> bool: ...

@@ -9,13 +9,20 @@ can inline it, instead of through the method table.
 """
 
 import asyncio
+import contextvars
+import functools
 import threading
+
+import sniffio
 
 cimport cython
 from time import monotonic
 
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
 
 
@@ -23,7 +30,9 @@ cdef extern from "Python.h":
     ctypedef struct PyListObject:
         Py_ssize_t allocated
     void Py_SET_SIZE(object, Py_ssize_t)
+    PyTypeObject *Py_TYPE(object)
     PyObject *PyObject_Call(object callable_object, object args, PyObject *kwargs)
+    object PyObject_Vectorcall(object callable_object, PyObject **args, size_t nargsf, PyObject *kwnames)
     bint PyType_CheckExact(object)
     bint PyType_IsSubtype(type a, type b)
     void PyErr_Fetch(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
@@ -66,9 +75,11 @@ cdef enum:
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
     CHECK_CLOCK_EVERY = 64
+    TABLES_PER_PROGRAM = 64
+    MAX_STACK_ARGS = 8
 
 JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
-NOT_NOW = ("not now",)  # `_invoke_with_factories_now` did nothing: call `_invoke_with_factories`
+NOT_NOW = ("not now",)  # `_invoke_slow_now` did nothing: call `_invoke_slow`
 
 OP_CALL = C_OP_CALL
 OP_NOP = C_OP_NOP
@@ -111,6 +122,31 @@ ALWAYS_PENDING = SuspendFlag()
 ALWAYS_PENDING.pending = True
 
 
+cdef class CallPlan:
+    """A shared injection plan as the core runs it (see the twin): `srcs` has one entry per
+    argument, an int (a position in the positional pool) or a str (a keyword name)."""
+
+    def __init__(self, tuple srcs, names, bint slow, entry):
+        cdef Py_ssize_t i
+        self.srcs = srcs
+        self.names = names
+        self.slow = slow
+        self.entry = entry
+        self.n = len(srcs)
+        self.cidx = <Py_ssize_t *> PyMem_Malloc((self.n + 1) * sizeof(Py_ssize_t))
+        if self.cidx == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            self.cidx[i] = srcs[i] if type(srcs[i]) is int else -1
+
+    def __dealloc__(self):
+        PyMem_Free(self.cidx)
+
+
+NO_ARGUMENTS = CallPlan((), None, False, None)  # a function without parameters: the same for every pool
+UNSHARED = CallPlan((), None, True, None)  # a table's mark: the Python layer resolves this node per interpreter
+
+
 cdef class Program:
     """The flat node table of one rendered graph (see the twin for the full story)."""
 
@@ -130,6 +166,7 @@ cdef class Program:
         self.seg_row = seg_row
         self.nrows = len(nodes)
         self.successor = None
+        self.tables = {}
         self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
         self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
         self.crows = <int *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(int))
@@ -160,6 +197,19 @@ cdef class Program:
         if row is not None:
             return row
         return -1
+
+    @cython.final
+    cdef list _table_for(self, object shape):
+        table = self.tables.get(shape)
+        if table is None:
+            if len(self.tables) >= TABLES_PER_PROGRAM:
+                self.tables.clear()
+            table = self.tables[shape] = [None] * self.nrows
+        return <list> table
+
+    def table_for(self, shape):
+        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
+        return self._table_for(shape)
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none."""
@@ -368,6 +418,14 @@ cdef class Stack:
         return twin
 
 
+cdef Stack _new_stack():
+    """`Stack()`, without the call protocol."""
+    cdef Stack stack = Stack.__new__(Stack)
+    stack.stack = []
+    stack.ovf = 1024
+    return stack
+
+
 cdef object _current_task():
     """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
@@ -415,6 +473,8 @@ cdef class InterpretLock:
     async def _park(self, owner, timeout):
         fut = asyncio.get_running_loop().create_future()
         entry = (fut, owner)
+        if self._waiters is None:
+            self._waiters = []
         self._waiters.append(entry)
         try:
             if timeout is None:
@@ -466,11 +526,12 @@ cdef class InterpretLock:
         self.async_release()
 
 
-cdef inline object _apply(object func, tuple plan):
-    args = plan[0]
-    if args is not None:
-        return func(*<tuple> args)
-    return func(**<dict> plan[1])
+cdef InterpretLock _new_lock():
+    """`InterpretLock()`, without the call protocol."""
+    cdef InterpretLock lock = InterpretLock.__new__(InterpretLock)
+    lock._owner = None
+    lock._waiters = None  # made by the first waiter
+    return lock
 
 
 cdef PointerVector _start_pointer(Program prog):
@@ -480,9 +541,66 @@ cdef PointerVector _start_pointer(Program prog):
     return PointerVector([0])
 
 
-cdef object _plan_key(object func):
-    """Bound methods of one function (the instruction nodes) share one injection plan."""
-    return getattr(func, "__func__", func)
+def same_types(tuple values, tuple types):
+    """True when `values` holds exactly one value of each type of `types`, in order."""
+    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(values)
+    if n != PyTuple_GET_SIZE(types):
+        return False
+    for i in range(n):
+        if <PyObject *> Py_TYPE(<object> PyTuple_GET_ITEM(values, i)) != PyTuple_GET_ITEM(types, i):
+            return False
+    return True
+
+
+RUNNING = object()  # `_waiter` of a run whose future nobody asked for yet
+
+
+class _PinState(threading.local):
+    """Per thread: `cell` is `[runs in flight, the sniffio name the outermost one found]`."""
+
+    cell = None
+
+
+cdef object _pin_state = _PinState()
+
+
+def pin_async_library(task):
+    """Record the running async library in `sniffio.thread_local` for the outermost run of this
+    thread (`task`: the current asyncio task, so the answer is sniffio's without asking it)."""
+    state = _pin_state
+    cell = state.cell
+    if cell is None:
+        cell = state.cell = [0, None]
+    depth = cell[0]
+    cell[0] = depth + 1
+    if depth == 0:
+        tlocal = sniffio.thread_local
+        previous = cell[1] = tlocal.name
+        if previous is None:
+            name = sniffio.current_async_library_cvar.get()
+            if name is None and task is not None:
+                name = "asyncio"
+            if name is None:
+                try:
+                    name = sniffio.current_async_library()
+                except sniffio.AsyncLibraryNotFoundError:
+                    pass
+            tlocal.name = name
+
+
+def restore_async_library():
+    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name."""
+    cell = _pin_state.cell
+    if cell[0] > 1:
+        cell[0] -= 1
+        return
+    cell[0] = 0
+    sniffio.thread_local.name = cell[1]
+
+
+cdef dict _exc_keywords(object exc):
+    """The keywords a CATCH handler is called with."""
+    return {"exc_type": type(exc), "exc_val": exc, "exc_tb": exc.__traceback__}
 
 
 cdef bint _clashes(object kwargs) except -1:
@@ -531,19 +649,18 @@ cdef bint _is_instance(object obj, object spec) except -1:
     return False
 
 
-cdef object _call_catching(object func, tuple plan):
-    """Call `func` with a plan's arguments; return None, or the exception it raised (its traceback
+cdef object _call_catching(object func, tuple args, object kwargs):
+    """Call `func(*args, **kwargs)`; return None, or the exception it raised (its traceback
     attached), caught without adding a traceback entry for this frame, as a Python `except`
     in the caller would see it."""
     cdef PyObject *result
     cdef PyObject *kind = NULL
     cdef PyObject *value = NULL
     cdef PyObject *trace = NULL
-    args = plan[0]
-    if args is not None:
+    if kwargs is None:
         result = PyObject_Call(func, args, NULL)
     else:
-        result = PyObject_Call(func, (), <PyObject *> plan[1])
+        result = PyObject_Call(func, args, <PyObject *> kwargs)
     if result != NULL:
         Py_DECREF(<object> result)
         return None
@@ -582,24 +699,86 @@ cdef class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself."""
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
+        """Set up the core's fields (object fields not named here start as None)."""
         self._prog = prog
         self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._ret_addr_stack = addr_stack if addr_stack is not None else _new_stack()
+        self._context_stack_v = context_stack
         self._flag_bits = 0
         self._middleware = middleware
-        self._native_rest = None
         self._outer_interpreting = False
         self._pending_stop = False
-        self._interpret_lock = InterpretLock()
-        self._plans = None
-        self._plan_cache = None
+        self._interpret_lock = _new_lock()
         self._plans_valid = False
-        self._run_task = None
         self._signal = NEVER_PENDING
         self._force_inline = False
         self._squashed_loops = False
         self._yield_interval = 0.001
+
+    def _start_run(self, flags):
+        """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
+        (`Depends` in the pools, the preload) must be awaited next."""
+        waiter = self._waiter
+        if waiter is RUNNING or (waiter is not None and not waiter.done()):
+            raise IllegalState("Cannot start a new workflow while one is already running")
+        self._waiter = RUNNING
+        task = self._run_task = _current_task()
+        pin_async_library(task)
+        self._force_inline = flags.FORCE_NOT_WRAP_TO_ASYNC
+        self._squashed_loops = flags.SQUASHED_LOOP
+        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
+        self._refresh_tables()
+        if flags.WORKFLOW_DI_PRELOAD_CACHE:
+            return True
+        shape = self._shape
+        if shape is not None and not shape.private and not self._ava_kwargs_v:
+            return shape.holds_factories
+        return self._pools_hold_factories()
+
+    def _finish_run(self, outcome):
+        """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
+        torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        fut = self._waiter
+        self._waiter = None
+        self._run_task = None
+        if fut is not None and fut is not RUNNING and not fut.done():
+            if isinstance(outcome, Exception):
+                fut.set_exception(outcome)
+                fut.exception()
+            else:
+                fut.set_result(None)
+        if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
+            if (self._lifecycles_v is not None or self._dep_store_v is not None) and self._workflow_scope_open():
+                return True
+        restore_async_library()
+        return False
+
+    @property
+    def _context_stack(self):
+        """The context stack (PUSH_CONTEXT / INT), made on first use."""
+        if self._context_stack_v is None:
+            self._context_stack_v = _new_stack()
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, stack):
+        self._context_stack_v = stack
+
+    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, bint no_passing, shape_of,
+                    double yield_interval):
+        """The Python layer's first fields in one call (the others start as None): the graph, the
+        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
+        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
+        args = (self,) + tuple(extra_args)
+        kwargs = dict(extra_kwargs) if extra_kwargs else {}
+        self._graph = graph
+        self._ava_args_v = args
+        self._ava_kwargs_v = kwargs
+        self._exc_ignored = () if no_passing else tuple(exception_ignored) + (InterruptNotice, BreakLoop)
+        self._shape = shape_of(args, kwargs)
+        self._yield_interval = yield_interval
+        self._sub_interpreters = {}
+        self._sub_interpreters_all = {}
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -680,7 +859,18 @@ cdef class InterpreterCore:
         while prog.successor is not None:
             prog = prog.successor
         self._prog = prog
-        self._plans = None
+        self._refresh_tables()
+
+    def _refresh_plans(self):
+        """Take the program's plan table for the pools' shape, or none when plans are off."""
+        self._refresh_tables()
+
+    @cython.final
+    cdef int _refresh_tables(self) except -1:
+        shape = self._shape
+        self._plans = self._prog._table_for(shape) if self._plans_valid and shape is not None else None
+        self._exc_plans = None
+        return 0
 
     def _mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
@@ -749,49 +939,102 @@ cdef class InterpreterCore:
 
     # ----- one node -------------------------------------------------------------------
 
-    async def _plan_for(self, Py_ssize_t row):
-        plan = self._prog.static_plans[row]
-        if plan is None:
-            plan = self._row_plan(row)
-        if plan is not None:
-            return plan
-        plan = await self._make_plan(self._prog.nodes[row], None, None)
-        if self._plans_valid:
-            if self._plans is None:
-                self._plans = [None] * self._prog.nrows
-                self._plan_cache = {}
-            (<list> self._plans)[row] = plan
-            self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
-        return plan
-
     @cython.final
     cdef object _row_plan(self, Py_ssize_t row):
-        """The cached plan of `row`: its own, or the one made for the same function (kept for the row)."""
-        plans = self._plans
-        if plans is None:
+        """The plan of `row`: its static one, or the shared one for the pools' shape (made on
+        first use and kept in the program's table); None when the Python layer resolves it."""
+        plan = self._prog.static_plans[row]
+        if plan is not None:
+            return plan
+        table = self._plans
+        if table is None:
             return None
-        plan = (<list> plans)[row]
+        plan = (<list> table)[row]
         if plan is None:
-            plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
-            if plan is not None:
-                (<list> plans)[row] = plan
+            plan = self._shared_plan(self._prog.nodes[row], False)
+            (<list> table)[row] = plan
         return plan
 
     @cython.final
     cdef object _cached_plan(self, Py_ssize_t row):
-        """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
+        """The plan of `row` (providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
-        plan = self._prog.static_plans[row]
-        return plan if plan is not None else self._row_plan(row)
+        return self._row_plan(row)
+
+    @cython.final
+    cdef object _exc_plan(self, Py_ssize_t row):
+        """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
+        table = self._exc_plans
+        if table is None:
+            if self._plans is None:
+                return None
+            table = self._exc_plans = self._prog._table_for(self._shape.with_exc)
+        plan = (<list> table)[row]
+        if plan is None:
+            plan = self._shared_plan(self._prog.nodes[row], True)
+            (<list> table)[row] = plan
+        return plan
 
     @cython.final
     cdef object _ready_plan(self, Py_ssize_t row):
-        """The cached plan of `row` when it has no per-call providers either, else None."""
+        """The cached plan of `row` when the core can run it itself (no providers), else None."""
         plan = self._cached_plan(row)
-        if plan is None or (<tuple> plan)[2]:
+        if plan is None or (<CallPlan> plan).slow:
             return None
         return plan
+
+    @cython.final
+    cdef tuple _plan_values(self, CallPlan plan, object extra):
+        """The plan's argument values from the pools (a keyword is looked up in `extra` first)."""
+        cdef Py_ssize_t i, k
+        cdef tuple srcs = plan.srcs
+        pool = self._ava_args_v
+        kwargs = self._ava_kwargs_v
+        values = []
+        for i in range(plan.n):
+            k = plan.cidx[i]
+            if k >= 0:
+                values.append(pool[k])
+            elif extra is not None and srcs[i] in <dict> extra:
+                values.append((<dict> extra)[srcs[i]])
+            else:
+                values.append(kwargs[srcs[i]])
+        return tuple(values)
+
+    @cython.final
+    cdef object _call_plan(self, object func, CallPlan plan, object extra):
+        """Call `func` with the plan's values from the pools (and `extra` keywords): a vectorcall
+        straight from the pools for a positional call of a few arguments."""
+        cdef PyObject *argv[MAX_STACK_ARGS]
+        cdef PyObject *item
+        cdef Py_ssize_t i, k, n = plan.n
+        if plan.names is not None or n > MAX_STACK_ARGS or extra is not None \
+                or type(self._ava_args_v) is not tuple or type(self._ava_kwargs_v) is not dict:
+            values = self._plan_values(plan, extra)
+            if plan.names is None:
+                return func(*values)
+            return func(**dict(zip(plan.names, values)))
+        pool = <tuple> self._ava_args_v
+        for i in range(n):
+            k = plan.cidx[i]
+            if k >= 0:
+                if k >= PyTuple_GET_SIZE(pool):
+                    raise IndexError("tuple index out of range")
+                item = PyTuple_GET_ITEM(pool, k)
+            else:
+                item = PyDict_GetItemWithError(<dict> self._ava_kwargs_v, plan.srcs[i])
+                if item == NULL:
+                    for k in range(i):
+                        Py_DECREF(<object> argv[k])
+                    raise KeyError(plan.srcs[i])
+            Py_INCREF(<object> item)  # the pools may change while the call runs
+            argv[i] = item
+        try:
+            return PyObject_Vectorcall(func, argv, n, NULL)
+        finally:
+            for i in range(n):
+                Py_DECREF(<object> argv[i])
 
     @cython.final
     cdef inline bint _inline_callable(self, Py_ssize_t row):
@@ -799,21 +1042,80 @@ cdef class InterpreterCore:
         return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline)
 
     @cython.final
-    cdef object _call_inline(self, Py_ssize_t row, tuple plan):
+    cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra):
         if self._prog.cbits[row] & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
-        return _apply(self._prog.funcs[row], plan)
+        return self._call_plan(self._prog.funcs[row], plan, extra)
 
-    async def _call_with_plan(self, Py_ssize_t row, tuple plan):
+    async def _call_with_plan(self, Py_ssize_t row, CallPlan plan):
+        """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
         cdef int bits = self._prog.cbits[row]
         if bits & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
         func = self._prog.funcs[row]
         if bits & C_ROW_CORO:
-            return await _apply(func, plan)
+            return await self._call_plan(func, plan, None)
         if bits & C_ROW_THREAD and not self._force_inline:
-            return await self._offload(func, plan[0], plan[1])
-        return _apply(func, plan)
+            batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
+            return await self._offload_batch(batch)
+        return self._call_plan(func, plan, None)
+
+    # ----- worker-thread batches (see the twin for the protocol) -------------------------
+
+    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan, base, fut):
+        """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
+        may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        cdef Program prog = self._prog
+        while True:
+            result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
+            row = self._batch_successor(row, fut)
+            if row < 0:
+                return result
+            plan = self._batch_plan(row)
+            self._pointer._set_row(prog, row)
+
+    def _run_plan_call(self, func, CallPlan plan):
+        return self._call_plan(func, plan, None)
+
+    @cython.final
+    cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2:
+        """The row a batch that just ran `row` runs next, or -1: stop here."""
+        if fut.done() or self._signal.pending or self._pending_stop or self._middleware is not None:
+            return -1
+        cdef InterpretLock lock = self._interpret_lock
+        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (C_FLAG_JMP | C_FLAG_HLT):
+            return -1
+        cdef Program prog = self._prog
+        cdef PointerVector ptr = self._pointer
+        cdef Py_ssize_t following = row + 1
+        if ptr._prog is not prog or ptr._row != row or prog.successor is not None \
+                or following >= prog.nrows or prog.landings[following] is not None:
+            return -1
+        if ptr._items is not None and tuple(ptr._items) != prog.addrs[row]:  # read, or moved by the node
+            return -1
+        cdef int bits = prog.cbits[following]
+        if bits & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) or not bits & C_ROW_THREAD \
+                or prog.cops[following] != C_OP_CALL:
+            return -1
+        plan = self._batch_plan(following)
+        if plan is None or (<CallPlan> plan).slow:
+            return -1
+        return following
+
+    @cython.final
+    cdef object _batch_plan(self, Py_ssize_t row):
+        """The plan of `row` if its table has one already (a batch never makes plans)."""
+        plan = self._prog.static_plans[row]
+        if plan is None and self._plans is not None:
+            plan = (<list> self._plans)[row]
+        return plan
+
+    def _offload_plan(self, func, CallPlan plan):
+        """`_offload` of `func` with the plan's values."""
+        values = self._plan_values(plan, None)
+        if plan.names is None:
+            return self._offload(func, values, None)
+        return self._offload(func, None, dict(zip(plan.names, values)))
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     # (see the twin for the protocol: ops run only when every called node is ready to run
@@ -967,15 +1269,15 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
-    cdef object _subcall_inline(self, Py_ssize_t row, object plan):
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra):
         """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
             self._jump_at(self._prog.crows[4 * row], row, -1)
-            return C_NATIVE_DONE
+            return None
         self._enter_frame(row)
         try:
-            return self._call_inline(row, <tuple> plan)
+            return self._call_inline(row, <CallPlan> plan, extra)
         finally:
             self._leave_frame()
 
@@ -984,7 +1286,7 @@ cdef class InterpreterCore:
         """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
         of `row` (see `_resume_at`)."""
         try:
-            return self._subcall_inline(callee, plan)
+            return self._subcall_inline(callee, plan, None)
         except InterruptKeepContext:
             self._resume_at(row, k, near)
             raise
@@ -1127,7 +1429,7 @@ cdef class InterpreterCore:
         plan = self._callee_plan(target)
         if plan is None:
             return C_NATIVE_NOT_READY
-        self._subcall_inline(target, plan)
+        self._subcall_inline(target, plan, None)
         return C_NATIVE_DONE
 
     @cython.final
@@ -1167,28 +1469,34 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
-    cdef object _near_plan(self, Py_ssize_t target, bint with_exc):
-        """The plan for running `call_near` of the Try part at `target` inline, or None: the plan is
-        not ready, or exception keywords could change it (the node takes parameters). Valid only
-        while the pointer is on the Try row (`_still_at`), as it is when the body starts."""
-        plan = self._inline_plan(target)
-        if plan is None or not with_exc:
-            return plan
-        if self._prog.static_plans[target] is not None and not _clashes(self._ava_kwargs_v):
-            return plan
-        return None
+    cdef object _near_plan(self, Py_ssize_t row, bint with_exc):
+        """The plan for running `call_near` of the Try part at `row` inline (`with_exc`: as a CATCH
+        handler, with the exception keywords), or None when it is not ready. Valid only while the
+        pointer is on the Try row (`_still_at`), as it is when the body starts."""
+        if not with_exc:
+            return self._inline_plan(row)
+        if not self._inline_callable(row) or self._signal.pending:
+            return None
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
+                return None
+            plan = self._exc_plan(row)
+        if plan is None or (<CallPlan> plan).slow:
+            return None
+        return plan
 
     @cython.final
-    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, bint with_exc) except -1:
-        """`call_near` of a part `(slot, row)` of the Try block at `row`, run inline when it can
-        be; False when it cannot."""
+    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, object exc_kwargs) except -1:
+        """`call_near` of a part `(slot, row)` of the Try block at `row` (a CATCH handler when
+        `exc_kwargs` is given), run inline when it can be; False when it cannot."""
         cdef Py_ssize_t target = part[1]
         if not self._still_at(row):
             return False
-        plan = self._near_plan(target, with_exc)
+        plan = self._near_plan(target, exc_kwargs is not None)
         if plan is None:
             return False
-        self._subcall_inline(target, plan)
+        self._subcall_inline(target, plan, exc_kwargs)
         return True
 
     @cython.final
@@ -1202,13 +1510,13 @@ cdef class InterpreterCore:
         return None
 
     @cython.final
-    cdef int _call_body(self, Py_ssize_t target, tuple plan) except -1:
+    cdef int _call_body(self, Py_ssize_t target, CallPlan plan) except -1:
         """`call_near` of a Try body with its plan."""
         self._enter_frame(target)
         try:
             if self._prog.cbits[target] & C_ROW_PRECHECK:
                 self._prog.nodes[target]._pre_check(self)
-            _apply(self._prog.funcs[target], plan)
+            self._call_plan(self._prog.funcs[target], plan, None)
         finally:
             self._leave_frame()
         return 0
@@ -1227,9 +1535,14 @@ cdef class InterpreterCore:
         if plan is None:
             return NOT_NOW
         cdef bint as_subcall = self._outer_interpreting
+        values = self._plan_values(<CallPlan> plan, None)
+        names = (<CallPlan> plan).names
         self._enter_frame(target)
         try:
-            raised = _call_catching(self._prog.funcs[target], <tuple> plan)
+            if names is None:
+                raised = _call_catching(self._prog.funcs[target], values, None)
+            else:
+                raised = _call_catching(self._prog.funcs[target], (), dict(zip(names, values)))
         finally:
             self._leave_frame()
         try:
@@ -1240,9 +1553,10 @@ cdef class InterpreterCore:
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, operands, raised, as_subcall)
+                exc_kwargs = _exc_keywords(raised)
                 _start_handling(raised, saved)
                 try:
-                    self._subcall_inline(handler[1], plan)
+                    self._subcall_inline(handler[1], plan, exc_kwargs)
                 finally:
                     _end_handling(saved)
         except InterruptKeepContext:
@@ -1266,23 +1580,23 @@ cdef class InterpreterCore:
                 target = body[1]
                 plan = self._near_plan(target, False)
                 if plan is not None:
-                    self._call_body(target, <tuple> plan)
+                    self._call_body(target, <CallPlan> plan)
                 else:
                     await self.call_near(body[0])
             except BaseException as exc_val:
                 handler = self._catch_for(operands[5], exc_val)
                 if handler is None:
                     raise
-                if not self._run_near_inline(row, handler, True):
-                    await self.call_near(handler[0], exc_type=type(exc_val), exc_val=exc_val,
-                                         exc_tb=exc_val.__traceback__)
+                exc_kwargs = _exc_keywords(exc_val)
+                if not self._run_near_inline(row, handler, exc_kwargs):
+                    await self.call_near(handler[0], **exc_kwargs)
             else:
                 part = operands[3]
-                if part is not None and not self._run_near_inline(row, part, False):
+                if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
             finally:
                 part = operands[4]
-                if part is not None and not self._run_near_inline(row, part, False):
+                if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
         except InterruptKeepContext:
             _support().resume_near(self, operands[1])
@@ -1319,16 +1633,18 @@ cdef class InterpreterCore:
             await self._gate(prog.nodes[row].tag)
         if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
-        plan = await self._plan_for(row)
-        if (<tuple> plan)[2]:
-            return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
+        plan = self._row_plan(row)
+        if plan is None:
+            return await self._run_unshared(prog.nodes[row])
+        if (<CallPlan> plan).slow:
+            return await self._invoke_slow(prog.nodes[row], plan)
         func = prog.funcs[row]
         cdef int bits = prog.cbits[row]
         if bits & C_ROW_CORO:
-            return await _apply(func, plan)
+            return await self._call_plan(func, <CallPlan> plan, None)
         if bits & C_ROW_THREAD and not self._force_inline:
-            return await self._offload(func, plan[0], plan[1])
-        return _apply(func, plan)
+            return await self._offload_plan(func, plan)
+        return self._call_plan(func, <CallPlan> plan, None)
 
     # ----- the main loop ---------------------------------------------------------------
 
@@ -1429,20 +1745,20 @@ cdef class InterpreterCore:
                                 plan = self._cached_plan(row)
                                 if plan is None:
                                     await self._run_row(row)
-                                elif (<tuple> plan)[2]:
+                                elif (<CallPlan> plan).slow:
                                     if self._prog.cbits[row] & C_ROW_PRECHECK:
                                         self._prog.nodes[row]._pre_check(self)
-                                    outcome = self._invoke_with_factories_now(self._prog.nodes[row], plan)
+                                    outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
                                     if outcome is NOT_NOW:
-                                        await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                                        await self._invoke_slow(self._prog.nodes[row], plan)
                                     elif outcome is not None:
                                         await outcome
                                 elif self._inline_callable(row):
-                                    self._call_inline(row, plan)
+                                    self._call_inline(row, <CallPlan> plan, None)
                                 elif self._prog.cbits[row] & C_ROW_CORO:
                                     if self._prog.cbits[row] & C_ROW_PRECHECK:
                                         self._prog.nodes[row]._pre_check(self)
-                                    await _apply(self._prog.funcs[row], plan)
+                                    await self._call_plan(self._prog.funcs[row], <CallPlan> plan, None)
                                 else:
                                     await self._call_with_plan(row, plan)
                         if not self._c_leave_step():
@@ -1462,4 +1778,6 @@ cdef class InterpreterCore:
 # Imported last: importing `amrita_sense` runs its selector, which reads this module's names,
 # so `import _sense_core` on its own must find them defined by then.
 from amrita_sense import _unsafe  # noqa: E402
-from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException  # noqa: E402
+from amrita_sense.exceptions import (  # noqa: E402
+    BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException,
+)

@@ -47,6 +47,22 @@ def squashed(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture
+def caplog(caplog):
+    """pytest's `caplog`, fed by the library's loguru logger as well; the handler's level (set by
+    `caplog.at_level` / `set_level`) decides what is kept."""
+    from amrita_sense.logging import logger
+
+    handler = caplog.handler
+    sink_id = logger.add(
+        handler, level=0, format="{message}", diagnose=False, filter=lambda r: r["level"].no >= handler.level
+    )
+    try:
+        yield caplog
+    finally:
+        logger.remove(sink_id)
+
+
 def pytest_asyncio_loop_factories(config, item):
     factories = {"asyncio": asyncio.new_event_loop}
     if "uvloop" in LOOPS:

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 PACKAGE = "amrita_sense"
-COMPILED_CORE = "_sense_core"
+COMPILED_CORE = "amrita_sense._sense_core"
 CORES = ("cython", "python")
 
 
@@ -40,7 +40,7 @@ def _package_entries() -> dict[str, ModuleType]:
 
 
 def compiled_core_importable() -> bool:
-    """True when `_sense_core` imports (without binding it to a package copy if it is already loaded)."""
+    """True when the compiled core imports (without binding it to a package copy if it is already loaded)."""
     if COMPILED_CORE in sys.modules:
         return True
     return importlib.util.find_spec(COMPILED_CORE) is not None
@@ -102,7 +102,7 @@ def load_sense(core: str) -> SenseCopy:
 
 
 def _exceptions_bound_to_compiled_core() -> ModuleType | None:
-    """The `amrita_sense.exceptions` module an already imported `_sense_core` raises from, if any.
+    """The `amrita_sense.exceptions` module an already imported compiled core raises from, if any.
 
     An extension module is initialised once per process, so a fresh cython
     copy has to share that exceptions module for `except` clauses to match.
@@ -320,7 +320,7 @@ def both_cores() -> tuple[SenseCopy, SenseCopy]:
     required = os.environ.get("AMRITA_SENSE_REQUIRE_EXTENSIONS", "") not in ("", "0")
     try:
         if not compiled_core_importable():
-            raise ImportError("no _sense_core extension module was found")
+            raise ImportError("no compiled core (amrita_sense._sense_core) was found")
         return load_sense("cython"), load_sense("python")
     except ImportError as exc:
         if required:

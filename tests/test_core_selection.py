@@ -21,7 +21,7 @@ def test_implementation_names_the_loaded_core():
     from amrita_sense import _core
 
     assert amrita_sense.IMPLEMENTATION in ("cython", "python")
-    expected = "_sense_core" if amrita_sense.IMPLEMENTATION == "cython" else "amrita_sense._core_py"
+    expected = "amrita_sense._sense_core" if amrita_sense.IMPLEMENTATION == "cython" else "amrita_sense._core_py"
     assert _core._impl.__name__ == expected
 
 
@@ -32,8 +32,32 @@ def test_compiled_core_imports_before_the_package():
     if amrita_sense.IMPLEMENTATION != "cython":
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    code = "import _sense_core, amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'"
+    code = "import amrita_sense._sense_core, amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'"
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_compiled_classes_belong_to_the_package():
+    from amrita_sense import _core
+
+    if amrita_sense.IMPLEMENTATION != "cython":
+        return
+    for cls in (_core.PointerVector, _core.Stack, _core.InterpreterCore, _core.InterpretLock):
+        assert cls.__module__ == "amrita_sense._sense_core"
+
+
+def test_core_reason_says_why_this_core_loaded():
+    from amrita_sense import _core
+
+    if amrita_sense.IMPLEMENTATION == "cython":
+        assert _core.CORE_REASON.startswith("the compiled core (") and "_sense_core" in _core.CORE_REASON
+    elif _flag("AMRITA_SENSE_NO_EXTENSIONS"):
+        assert _core.CORE_REASON == "the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it"
+    else:
+        import importlib.util
+
+        assert _core.CORE_REASON.startswith("the pure-Python twin: ")
+        if importlib.util.find_spec("amrita_sense._sense_core") is None:
+            assert "this build has no compiled core" in _core.CORE_REASON
 
 
 def test_stack_push_pop_keeps_references_balanced():

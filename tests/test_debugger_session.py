@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runtime_path import RUNTIME_DIR
 import amrita_sense
 
 ROOT = Path(__file__).resolve().parents[1]
+# The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).
 EXAMPLE = ROOT / "examples" / "debugger_session.py"
 
 COMMANDS = """\
@@ -34,7 +36,7 @@ print("trace:", trace)
 
 
 def run_session(commands: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONIOENCODING="utf-8")
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR, PYTHONIOENCODING="utf-8")
     env.pop("AMRITA_SENSE_NO_EXTENSIONS", None)
     if amrita_sense.IMPLEMENTATION == "python":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"

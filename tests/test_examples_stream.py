@@ -10,8 +10,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
+# The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).
 EXAMPLES = ROOT / "examples"
 
 
@@ -23,7 +25,7 @@ def load_example(name: str) -> ModuleType:
 
 
 def run_script(name: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=RUNTIME_DIR)
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py")],
         capture_output=True,

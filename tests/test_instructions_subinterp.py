@@ -108,6 +108,44 @@ async def test_fun_block_middleware_is_inherited_unless_given():
     assert wrapped == [False]
 
 
+class Ctx:
+    def __init__(self, name: str):
+        self.name = name
+
+
+@pytest.mark.asyncio
+async def test_each_interpreter_of_a_shared_graph_runs_its_own_fun_block():
+    seen = []
+
+    @Node(wrap_to_async=False)
+    def node(ctx: Ctx):
+        seen.append(ctx.name)
+
+    graph = NodeCompose(FUN_BLOCK(NodeCompose(node).render())).render()
+    for name in "abc":
+        await WorkflowInterpreter(graph, extra_args=(Ctx(name),)).run()
+    assert seen == ["a", "b", "c"]
+
+
+@pytest.mark.asyncio
+async def test_each_interpreter_of_a_shared_graph_runs_its_own_batch():
+    seen = []
+    both_inside = asyncio.Event()
+
+    @Node()
+    async def node(ctx: Ctx):
+        seen.append(ctx.name)
+        if len(seen) == 2:
+            both_inside.set()
+        await both_inside.wait()
+
+    graph = NodeCompose(BATCH_RUN(NodeCompose(node))).render()
+    runs = asyncio.gather(*(WorkflowInterpreter(graph, extra_args=(Ctx(name),)).run() for name in "ab"))
+    await asyncio.wait_for(runs, 5)
+    assert sorted(seen) == ["a", "b"]
+
+
+
 # ----- BATCH_RUN -------------------------------------------------------------------------
 
 

@@ -1,11 +1,12 @@
 """The reference differential: programs whose instruction slots move the pointer or the stacks
 (`movers`) give the same records here as on amrita-sense 1.1.3.
 
-1.1.3 runs in a subprocess (`python -I movers.py PROGRAMS.json RECORDS.json`): the Python named by
-AMRITA_SENSE_REFERENCE_PYTHON, or else the checkout's `.venv-ref` (which `scripts/bench.sh`
-creates). Without one the tests are skipped. The programs are every (place, slot, mover)
-combination and a fixed set of seeded random programs, less the constructs that differ from
-1.1.3 by design (README, compatibility list).
+1.1.3 runs in a subprocess (`python -I movers.py PROGRAMS.json RECORDS.json`, with
+`AMRITA_SENSE_TURBO=0`): the interpreter named by AMRITA_SENSE_REF_PYTHON (CI sets it: its venv has
+amrita-sense 1.1.3 beside this package), or else the checkout's `.venv-ref` (`scripts/bench.sh`
+creates it). Without one the tests are skipped. The programs are every (place, slot, mover)
+combination and a fixed set of seeded random programs, less the constructs that differ from 1.1.3
+by design (README, compatibility list).
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ import pytest
 SEEDS = range(600)
 REFERENCE_VERSION = "1.1.3"
 CHECKOUT = Path(__file__).resolve().parent.parent
-_CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AMRITA_SENSE_"))}
+_ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "AMRITA_SENSE_"))},
+    "AMRITA_SENSE_TURBO": "0",  # where amrita-sense-turbo is installed too, import 1.1.3
+}
+_PROBE = (
+    "import importlib.metadata as m, amrita_sense; "
+    "print('turbo' if hasattr(amrita_sense, 'IMPLEMENTATION') else m.version('amrita-sense'))"
+)
 
 
 def reference_programs() -> dict[str, dict]:
@@ -35,30 +43,30 @@ def reference_programs() -> dict[str, dict]:
     return programs
 
 
-def _installed_version(python: str) -> str | None:
-    probe = "import importlib.metadata as m; print(m.version('amrita-sense'))"
+def _imported_version(python: str) -> str | None:
+    """The version of the `amrita_sense` that `python` imports ("turbo" for this package)."""
     try:
-        done = subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True, timeout=60, env=_CLEAN_ENV)
+        done = subprocess.run([python, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60, env=_ENV)
     except OSError:
         return None
     return done.stdout.strip() if done.returncode == 0 else None
 
 
 def reference_python() -> str:
-    """The Python that has amrita-sense 1.1.3; skips when there is none (fails when
-    AMRITA_SENSE_REFERENCE_PYTHON names one that is not)."""
-    named = os.environ.get("AMRITA_SENSE_REFERENCE_PYTHON")
+    """The interpreter that imports amrita-sense 1.1.3; skips when there is none (fails when
+    AMRITA_SENSE_REF_PYTHON names one that does not)."""
+    named = os.environ.get("AMRITA_SENSE_REF_PYTHON")
     python = named or str(CHECKOUT / ".venv-ref" / "bin" / "python")
     if not Path(python).is_file():
         problem = f"{python} does not exist"
     else:
-        version = _installed_version(python)
+        version = _imported_version(python)
         if version == REFERENCE_VERSION:
             return python
-        problem = f"{python} has amrita-sense {version}" if version else f"{python} has no amrita-sense"
+        problem = f"{python} imports amrita-sense {version}" if version else f"{python} cannot import amrita_sense"
     if named:
-        pytest.fail(f"AMRITA_SENSE_REFERENCE_PYTHON: {problem}, not {REFERENCE_VERSION}")
-    pytest.skip(f"no amrita-sense {REFERENCE_VERSION} to compare with ({problem}); set AMRITA_SENSE_REFERENCE_PYTHON")
+        pytest.fail(f"AMRITA_SENSE_REF_PYTHON: {problem}, not {REFERENCE_VERSION}")
+    pytest.skip(f"no amrita-sense {REFERENCE_VERSION} to compare with ({problem}); set AMRITA_SENSE_REF_PYTHON")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +78,7 @@ def reference(tmp_path_factory):
     (folder / "programs.json").write_text(json.dumps(programs))
     done = subprocess.run(
         [python, "-I", movers.__file__, "programs.json", "records.json"],
-        cwd=folder, env=_CLEAN_ENV, capture_output=True, text=True, timeout=600,
+        cwd=folder, env=_ENV, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     return programs, json.loads((folder / "records.json").read_text())

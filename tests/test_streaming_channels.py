@@ -183,7 +183,7 @@ async def test_a_response_callback_excludes_the_generator():
     stream = SuspendObjectStream(callback=_noop)
     with pytest.raises(StreamStateError, match="already being consumed"):
         stream.get_response_generator()
-    with pytest.raises(StreamStateError, match="already set"):
+    with pytest.raises(StreamStateError, match="has already been set"):
         stream.set_callback_func(_noop)
 
 
@@ -219,7 +219,7 @@ async def test_callbacks_take_the_values_instead_of_the_queue():
     await stream.yield_response("y2")  # callbacks still receive after done
     await stream.push_object("p2")
     assert (yielded, pushed) == (["y1", "y2"], ["p1", "p2"])
-    with pytest.raises(StreamStateError, match="already set"):
+    with pytest.raises(StreamStateError, match="has already been set"):
         stream.set_callback_fun_sending(pushed.append)
     assert len(stream._forward) == 0
 

@@ -358,7 +358,7 @@ async def test_suspend_decorator_bad_input():
     async def needs_stream(x):
         return x
 
-    with pytest.raises(TypeError, match="without a SuspendObjectStream"):
+    with pytest.raises(TypeError, match="No SuspendObjectStream parameter found"):
         await needs_stream(1)
 
 

@@ -1,12 +1,13 @@
-"""Pick the core: the compiled `_sense_core`, or the pure-Python twin.
+"""Pick the core: the compiled `amrita_sense._sense_core`, or the pure-Python twin.
 
 AMRITA_SENSE_NO_EXTENSIONS=1 forces the twin; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
 makes a missing compiled core an error instead of a silent fallback.
-`IMPLEMENTATION` records what actually loaded.
+`IMPLEMENTATION` records what actually loaded and `CORE_REASON` why.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 
@@ -15,23 +16,32 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-def _load():
-    if _flag("AMRITA_SENSE_NO_EXTENSIONS") or platform.python_implementation() != "CPython":
-        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS") and not _flag("AMRITA_SENSE_NO_EXTENSIONS"):
-            raise ImportError("the compiled core was required but this interpreter cannot load it")
-        from amrita_sense import _core_py as core
+def _twin(reason: str):
+    from amrita_sense import _core_py as core
 
-        return core
+    return core, reason
+
+
+def _load():
+    """(core module, why it was chosen)."""
+    if _flag("AMRITA_SENSE_NO_EXTENSIONS"):
+        return _twin("the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it")
+    if platform.python_implementation() != "CPython":
+        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
+            raise ImportError("the compiled core was required but this interpreter cannot load it")
+        return _twin(f"the pure-Python twin: {platform.python_implementation()} cannot load the compiled core")
     try:
-        import _sense_core as core
-    except ImportError:
+        from amrita_sense import _sense_core as core
+    except ImportError as exc:
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise
-        from amrita_sense import _core_py as core
-    return core
+        if importlib.util.find_spec(f"{__package__}._sense_core") is None:
+            return _twin("the pure-Python twin: this build has no compiled core (no C compiler or Cython at build time)")
+        return _twin(f"the pure-Python twin: the compiled core failed to load ({exc})")
+    return core, f"the compiled core ({core.__file__})"
 
 
-_impl = _load()
+_impl, CORE_REASON = _load()
 
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Program = _impl.Program
@@ -65,6 +75,13 @@ OP_LOOP_HEAD = _impl.OP_LOOP_HEAD
 OP_LOOP_CONTROL = _impl.OP_LOOP_CONTROL
 OP_INVOKE = _impl.OP_INVOKE
 NOT_NOW = _impl.NOT_NOW
+CallPlan = _impl.CallPlan
+NO_ARGUMENTS = _impl.NO_ARGUMENTS
+UNSHARED = _impl.UNSHARED
+same_types = _impl.same_types
+RUNNING = _impl.RUNNING
+pin_async_library = _impl.pin_async_library
+restore_async_library = _impl.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END

@@ -12,12 +12,16 @@ counter (`PointerVector`, a lazy view over a table row), the return stack
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import threading
 import time
 from collections import deque
 
 from amrita_sense import _unsafe
-from amrita_sense.exceptions import BreakLoop, InterruptKeepContext, NullPointerException
+import sniffio
+
+from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
 
@@ -62,6 +66,47 @@ STEP_SKIPPED = 1
 STEP_END = 2
 
 _CHECK_CLOCK_EVERY = 64
+_TABLES_PER_PROGRAM = 64
+
+
+class CallPlan:
+    """A shared injection plan as the core runs it: where each argument comes from.
+
+    `srcs` holds one entry per argument: an int (a position in the positional
+    pool) or a str (a name in the keyword pool, or in the call's extra
+    keywords). `names` is None for a positional call, else the parameter names
+    of a keyword call. `slow` plans (providers, `use_cache` values) are run by
+    the Python layer from `entry` (a `runtime.plans.PlanEntry`).
+    """
+
+    __slots__ = ("entry", "fetch", "names", "slow", "srcs")
+
+    def __init__(self, srcs, names, slow, entry):
+        self.srcs = srcs
+        self.names = names
+        self.slow = slow
+        self.entry = entry
+        self.fetch = _fetcher(srcs)
+
+
+def _fetcher(srcs):
+    """`fetch(pool, kwargs)` -> the argument values, specialised for up to two positional sources."""
+    if not srcs:
+        return lambda pool, kwargs: ()
+    if all(type(src) is int for src in srcs):
+        if len(srcs) == 1:
+            (i,) = srcs
+            return lambda pool, kwargs: (pool[i],)
+        if len(srcs) == 2:
+            i, j = srcs
+            return lambda pool, kwargs: (pool[i], pool[j])
+    return lambda pool, kwargs: tuple(kwargs[src] if type(src) is str else pool[src] for src in srcs)
+
+
+NO_ARGUMENTS = CallPlan((), None, False, None)
+"""The plan of a function without parameters: the same for every pool."""
+UNSHARED = CallPlan((), None, True, None)
+"""A table's mark for a node whose plan cannot be shared: the Python layer resolves it per interpreter."""
 
 
 class SuspendFlag:
@@ -92,7 +137,7 @@ class Program:
 
     __slots__ = (
         "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "rows", "seg_row", "static_plans", "successor",
+        "rows", "seg_row", "static_plans", "successor", "tables",
     )
 
     def __init__(
@@ -112,6 +157,16 @@ class Program:
         self.seg_row = seg_row
         self.nrows = len(nodes)
         self.successor = None
+        self.tables = {}
+
+    def table_for(self, shape):
+        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
+        table = self.tables.get(shape)
+        if table is None:
+            if len(self.tables) >= _TABLES_PER_PROGRAM:
+                self.tables.clear()
+            table = self.tables[shape] = [None] * self.nrows
+        return table
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
@@ -422,9 +477,81 @@ def _start_pointer(prog):
     return PointerVector([0])
 
 
-def _plan_key(func):
-    """Bound methods of one function (the instruction nodes) share one injection plan."""
-    return getattr(func, "__func__", func)
+def _still_at(ptr, prog, row):
+    """True when the pointer designates `row` of `prog` (bound to it, or a list equal to its address)."""
+    if ptr._prog is not prog or ptr._row != row:
+        return False
+    return ptr._items is None or tuple(ptr._items) == prog.addrs[row]
+
+
+def same_types(values, types):
+    """True when `values` (a tuple) holds exactly one value of each type of `types`, in order."""
+    if len(values) != len(types):
+        return False
+    for value, kind in zip(values, types):
+        if type(value) is not kind:
+            return False
+    return True
+
+
+_LAYER_FIELDS = (
+    "_args_hash", "_dep_store_v", "_di_cache", "_glob_lock_v", "_graph", "_interpreter_id", "_lifecycles_v",
+    "_object_io", "_panic_exc", "_parent_interpreter", "_provider_values", "_sub_interpreters",
+    "_sub_interpreters_all", "_top_interpreter", "_values_key", "_waiter",
+)
+"""The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
+
+
+RUNNING = object()
+"""`_waiter` of a run whose future nobody asked for yet."""
+
+
+class _PinState(threading.local):
+    """Per thread: `cell` is `[runs in flight, the sniffio name the outermost one found]`."""
+
+    cell = None
+
+
+_pin_state = _PinState()
+
+
+def pin_async_library(task):
+    """Record the running async library in `sniffio.thread_local` for the outermost run of this
+    thread (`task`: the current asyncio task, so the answer is sniffio's without asking it)."""
+    state = _pin_state
+    cell = state.cell
+    if cell is None:
+        cell = state.cell = [0, None]
+    depth = cell[0]
+    cell[0] = depth + 1
+    if depth == 0:
+        tlocal = sniffio.thread_local
+        previous = cell[1] = tlocal.name
+        if previous is None:
+            name = sniffio.current_async_library_cvar.get()
+            if name is None and task is not None:
+                name = "asyncio"
+            if name is None:
+                try:
+                    name = sniffio.current_async_library()
+                except sniffio.AsyncLibraryNotFoundError:
+                    pass
+            tlocal.name = name
+
+
+def restore_async_library():
+    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name."""
+    cell = _pin_state.cell
+    if cell[0] > 1:
+        cell[0] -= 1
+        return
+    cell[0] = 0
+    sniffio.thread_local.name = cell[1]
+
+
+def _exc_keywords(exc):
+    """The keywords a CATCH handler is called with."""
+    return {"exc_type": type(exc), "exc_val": exc, "exc_tb": exc.__traceback__}
 
 
 def _clashes(kwargs):
@@ -443,30 +570,48 @@ class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
-    the public API; it supplies `_make_plan`, `_invoke_with_factories(_now)`,
+    the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`, `_offload_batch`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
 
     __slots__ = (
+        "_args_hash",
+        "_ava_args_v",
         "_ava_kwargs_v",
-        "_context_stack",
+        "_context_stack_v",
+        "_dep_store_v",
+        "_di_cache",
         "_exc_ignored",
+        "_exc_plans",
         "_flag_bits",
         "_force_inline",
+        "_glob_lock_v",
+        "_graph",
         "_interpret_lock",
+        "_interpreter_id",
+        "_lifecycles_v",
         "_middleware",
         "_native_rest",
+        "_object_io",
         "_outer_interpreting",
+        "_panic_exc",
+        "_parent_interpreter",
         "_pending_stop",
-        "_plan_cache",
         "_plans",
         "_plans_valid",
         "_pointer",
         "_prog",
+        "_provider_values",
         "_ret_addr_stack",
         "_run_task",
+        "_shape",
         "_signal",
         "_squashed_loops",
+        "_sub_interpreters",
+        "_sub_interpreters_all",
+        "_top_interpreter",
+        "_values_key",
+        "_waiter",
         "_yield_interval",
     )
 
@@ -474,7 +619,7 @@ class InterpreterCore:
         self._prog = prog
         self._pointer = _start_pointer(prog)
         self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack = context_stack if context_stack is not None else Stack()
+        self._context_stack_v = context_stack
         self._flag_bits = 0
         self._middleware = middleware
         self._native_rest = None
@@ -482,13 +627,80 @@ class InterpreterCore:
         self._pending_stop = False
         self._interpret_lock = InterpretLock()
         self._plans = None
-        self._plan_cache = None
+        self._exc_plans = None
+        self._shape = None
         self._plans_valid = False
         self._run_task = None
         self._signal = NEVER_PENDING
         self._force_inline = False
         self._squashed_loops = False
         self._yield_interval = 0.001
+        for name in _LAYER_FIELDS:
+            setattr(self, name, None)
+
+    def _start_run(self, flags):
+        """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
+        (`Depends` in the pools, the preload) must be awaited next."""
+        waiter = self._waiter
+        if waiter is RUNNING or (waiter is not None and not waiter.done()):
+            raise IllegalState("Cannot start a new workflow while one is already running")
+        self._waiter = RUNNING
+        task = self._run_task = _current_task()
+        pin_async_library(task)
+        self._force_inline = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
+        self._squashed_loops = bool(flags.SQUASHED_LOOP)
+        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
+        self._refresh_plans()
+        if flags.WORKFLOW_DI_PRELOAD_CACHE:
+            return True
+        shape = self._shape
+        if shape is not None and not shape.private and not self._ava_kwargs_v:
+            return shape.holds_factories
+        return self._pools_hold_factories()
+
+    def _finish_run(self, outcome):
+        """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
+        torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        fut = self._waiter
+        self._waiter = None
+        self._run_task = None
+        if fut is not None and fut is not RUNNING and not fut.done():
+            if isinstance(outcome, Exception):
+                fut.set_exception(outcome)
+                fut.exception()
+            else:
+                fut.set_result(None)
+        if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
+            if (self._lifecycles_v is not None or self._dep_store_v is not None) and self._workflow_scope_open():
+                return True
+        restore_async_library()
+        return False
+
+    @property
+    def _context_stack(self):
+        """The context stack (PUSH_CONTEXT / INT), made on first use."""
+        if self._context_stack_v is None:
+            self._context_stack_v = Stack()
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, stack):
+        self._context_stack_v = stack
+
+    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, no_passing, shape_of, yield_interval):
+        """The Python layer's first fields in one call (the others start as None): the graph, the
+        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
+        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
+        args = (self, *extra_args)
+        kwargs = dict(extra_kwargs) if extra_kwargs else {}
+        self._graph = graph
+        self._ava_args_v = args
+        self._ava_kwargs_v = kwargs
+        self._exc_ignored = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
+        self._shape = shape_of(args, kwargs)
+        self._yield_interval = yield_interval
+        self._sub_interpreters = {}
+        self._sub_interpreters_all = {}
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -549,7 +761,13 @@ class InterpreterCore:
         while prog.successor is not None:
             prog = prog.successor
         self._prog = prog
-        self._plans = None
+        self._refresh_plans()
+
+    def _refresh_plans(self):
+        """Take the program's plan table for the pools' shape, or none when plans are off."""
+        shape = self._shape
+        self._plans = self._prog.table_for(shape) if self._plans_valid and shape is not None else None
+        self._exc_plans = None
 
     def _mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
@@ -612,46 +830,59 @@ class InterpreterCore:
 
     # ----- one node -------------------------------------------------------------------
 
-    async def _plan_for(self, row):
+    def _row_plan(self, row):
+        """The plan of `row`: its static one, or the shared one for the pools' shape (made on
+        first use and kept in the program's table); None when the Python layer resolves it."""
         plan = self._prog.static_plans[row]
-        if plan is None:
-            plan = self._row_plan(row)
         if plan is not None:
             return plan
-        plan = await self._make_plan(self._prog.nodes[row], None, None)
-        if self._plans_valid:
-            if self._plans is None:
-                self._plans = [None] * self._prog.nrows
-                self._plan_cache = {}
-            self._plans[row] = plan
-            self._plan_cache[_plan_key(self._prog.funcs[row])] = plan
-        return plan
-
-    def _row_plan(self, row):
-        """The cached plan of `row`: its own, or the one made for the same function (kept for the row)."""
-        plans = self._plans
-        if plans is None:
+        table = self._plans
+        if table is None:
             return None
-        plan = plans[row]
+        plan = table[row]
         if plan is None:
-            plan = self._plan_cache.get(_plan_key(self._prog.funcs[row]))
-            if plan is not None:
-                plans[row] = plan
+            plan = table[row] = self._shared_plan(self._prog.nodes[row], False)
         return plan
 
     def _cached_plan(self, row):
-        """The cached plan of `row` (per-call providers included) unless a suspend signal is pending."""
+        """The plan of `row` (providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
-        plan = self._prog.static_plans[row]
-        return plan if plan is not None else self._row_plan(row)
+        return self._row_plan(row)
+
+    def _exc_plan(self, row):
+        """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
+        table = self._exc_plans
+        if table is None:
+            if self._plans is None:
+                return None
+            table = self._exc_plans = self._prog.table_for(self._shape.with_exc)
+        plan = table[row]
+        if plan is None:
+            plan = table[row] = self._shared_plan(self._prog.nodes[row], True)
+        return plan
 
     def _ready_plan(self, row):
-        """The cached plan of `row` when it has no per-call providers either, else None."""
+        """The cached plan of `row` when the core can run it itself (no providers), else None."""
         plan = self._cached_plan(row)
-        if plan is None or plan[2]:
+        if plan is None or plan.slow:
             return None
         return plan
+
+    def _plan_args(self, plan, extra):
+        """`(args, None)` or `(None, kwargs)`: the plan's values from the pools (and `extra` keywords)."""
+        kwargs = self._ava_kwargs_v if extra is None else {**self._ava_kwargs_v, **extra}
+        values = plan.fetch(self._ava_args_v, kwargs)
+        if plan.names is None:
+            return values, None
+        return None, dict(zip(plan.names, values))
+
+    def _call_plan(self, func, plan, extra):
+        """Call `func` with the plan's values from the pools (and `extra` keywords)."""
+        if extra is None and plan.names is None:
+            return func(*plan.fetch(self._ava_args_v, self._ava_kwargs_v))
+        args, kwargs = self._plan_args(plan, extra)
+        return func(*args) if args is not None else func(**kwargs)
 
     async def _run_row(self, row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
@@ -661,20 +892,17 @@ class InterpreterCore:
             await self._gate(prog.nodes[row].tag)
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
-        plan = await self._plan_for(row)
+        plan = self._row_plan(row)
+        if plan is None:
+            return await self._run_unshared(prog.nodes[row])
+        if plan.slow:
+            return await self._invoke_slow(prog.nodes[row], plan)
         func = prog.funcs[row]
-        args, kwargs, factories = plan
-        if factories:
-            return await self._invoke_with_factories(prog.nodes[row], plan, None, None)
         if bits & ROW_CORO:
-            if args is not None:
-                return await func(*args)
-            return await func(**kwargs)
+            return await self._call_plan(func, plan, None)
         if bits & ROW_THREAD and not self._force_inline:
-            return await self._offload(func, args, kwargs)
-        if args is not None:
-            return func(*args)
-        return func(**kwargs)
+            return await self._offload(func, *self._plan_args(plan, None))
+        return self._call_plan(func, plan, None)
 
     # ----- the main loop ---------------------------------------------------------------
 
@@ -728,27 +956,71 @@ class InterpreterCore:
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
-        if plan[2]:
+        if plan.slow:
             if self._prog.bits[row] & ROW_PRECHECK:
                 self._prog.nodes[row]._pre_check(self)
-            outcome = self._invoke_with_factories_now(self._prog.nodes[row], plan)
+            outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
             if outcome is NOT_NOW:
-                return await self._invoke_with_factories(self._prog.nodes[row], plan, None, None)
+                return await self._invoke_slow(self._prog.nodes[row], plan)
             return None if outcome is None else await outcome
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):
+        """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
         prog = self._prog
         bits = prog.bits[row]
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
-        args, kwargs, _ = plan
         if bits & ROW_CORO:
-            return await (func(*args) if args is not None else func(**kwargs))
+            return await self._call_plan(func, plan, None)
         if bits & ROW_THREAD and not self._force_inline:
-            return await self._offload(func, args, kwargs)
-        return func(*args) if args is not None else func(**kwargs)
+            batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
+            return await self._offload_batch(batch)
+        return self._call_plan(func, plan, None)
+
+    # ----- worker-thread batches ---------------------------------------------------------
+    #
+    # A run of consecutive worker-thread nodes costs one hand-off: the worker that ran one
+    # node runs the next one itself while nothing needs the event loop, checking at each
+    # boundary what the loop would check there (a suspend request, a stop, a lock waiter, a
+    # middleware, a cancelled run) and stopping at anything else (a jump, a node that is not
+    # a plain worker-thread node with a ready plan). It moves the pointer exactly as the
+    # loop would; the last node's pointer is left for the loop to advance. Each body runs in
+    # its own copy of the caller's context, as it would when handed over alone.
+
+    def _batch_in_worker(self, row, plan, base, fut):
+        """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
+        may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        prog = self._prog
+        while True:
+            result = base.copy().run(self._call_plan, prog.funcs[row], plan, None)
+            following = self._batch_successor(row, fut)
+            if following is None:
+                return result
+            row, plan = following
+            self._pointer._set_row(prog, row)
+
+    def _batch_successor(self, row, fut):
+        """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
+        if fut.done() or self._signal.pending or self._pending_stop or self._middleware is not None:
+            return None
+        lock = self._interpret_lock
+        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+            return None
+        prog = self._prog
+        ptr = self._pointer
+        following = row + 1
+        if (not _still_at(ptr, prog, row) or prog.successor is not None or following >= prog.nrows or prog.landings[following] is not None
+                or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
+                or not prog.bits[following] & ROW_THREAD or prog.ops[following] != OP_CALL):
+            return None
+        plan = prog.static_plans[following]
+        if plan is None and self._plans is not None:
+            plan = self._plans[following]
+        if plan is None or plan.slow:
+            return None
+        return following, plan
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
@@ -849,9 +1121,9 @@ class InterpreterCore:
                 operands = self._prog.operands[row]
                 self._goto(operands if k < 0 else operands[k])
 
-    def _subcall_inline(self, row, plan):
-        """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
-        restore unless it jumped."""
+    def _subcall_inline(self, row, plan, extra=None):
+        """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
+        run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog.rows[row][0], row, -1)
         stack = self._ret_addr_stack
@@ -859,7 +1131,7 @@ class InterpreterCore:
         self._pointer = PointerVector._at_row(self._prog, row)
         self._outer_interpreting = True
         try:
-            return self._call_inline(row, plan)
+            return self._call_inline(row, plan, extra)
         finally:
             self._outer_interpreting = False
             saved = stack.pop()
@@ -867,13 +1139,11 @@ class InterpreterCore:
                 self._flag_bits &= ~FLAG_HLT
                 self._rebase_to(saved)
 
-    def _call_inline(self, row, plan):
+    def _call_inline(self, row, plan, extra=None):
         prog = self._prog
         if prog.bits[row] & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
-        args, kwargs, _ = plan
-        func = prog.funcs[row]
-        return func(*args) if args is not None else func(**kwargs)
+        return self._call_plan(prog.funcs[row], plan, extra)
 
     def _call_resuming(self, callee, plan, row, k, near):
         """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
@@ -1041,21 +1311,28 @@ class InterpreterCore:
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
-    def _near_plan(self, target, with_exc):
-        """The plan for running `call_near` of the Try part at `target` inline, or None: the plan is
-        not ready, or exception keywords could change it (the node takes parameters). Valid only
-        while the pointer is on the Try row (`_still_at`), as it is when the body starts."""
-        plan = self._inline_plan(target)
-        if plan is None or not with_exc:
-            return plan
-        return plan if self._prog.static_plans[target] is not None and not _clashes(self._ava_kwargs_v) else None
+    def _near_plan(self, row, with_exc):
+        """The plan for running `call_near` of the Try part at `row` inline (`with_exc`: as a CATCH
+        handler, with the exception keywords), or None when it is not ready. Valid only while the
+        pointer is on the Try row (`_still_at`), as it is when the body starts."""
+        if not with_exc:
+            return self._inline_plan(row)
+        bits = self._prog.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline) or self._signal.pending:
+            return None
+        plan = self._prog.static_plans[row]
+        if plan is None:
+            if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
+                return None
+            plan = self._exc_plan(row)
+        return None if plan is None or plan.slow else plan
 
     async def _near_call(self, row, part, exc_kwargs):
         """`call_near` of a part `(slot, row)` of the Try block at `row`, inline when it can be."""
         slot, target = part
         plan = self._near_plan(target, exc_kwargs is not None) if self._still_at(row) else None
         if plan is not None:
-            return self._subcall_inline(target, plan)
+            return self._subcall_inline(target, plan, exc_kwargs)
         return await self.call_near(slot, **(exc_kwargs or {}))
 
     def _catch_for(self, catches, exc):
@@ -1071,7 +1348,7 @@ class InterpreterCore:
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         _, escape_slot, _, on_success, on_exit, catches = operands
-        body_row = self._prog.rows[row][0]
+        body_row, _, _, escape_row = self._prog.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
         plan = self._near_plan(body_row, False)
@@ -1088,7 +1365,7 @@ class InterpreterCore:
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, operands, exc_val, as_subcall)
-                self._subcall_inline(handler[1], plan)
+                self._subcall_inline(handler[1], plan, _exc_keywords(exc_val))
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
@@ -1096,7 +1373,7 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(self._prog.rows[row][3], row, 0)
+                self._jump_at(escape_row, row, 0)
         return None
 
     async def _native_try(self, row, operands, raised, as_subcall):
@@ -1112,8 +1389,7 @@ class InterpreterCore:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                exc_kwargs = {"exc_type": type(exc_val), "exc_val": exc_val, "exc_tb": exc_val.__traceback__}
-                await self._near_call(row, handler, exc_kwargs)
+                await self._near_call(row, handler, _exc_keywords(exc_val))
             else:
                 if on_success is not None:
                     await self._near_call(row, on_success, None)

@@ -150,7 +150,7 @@ class _Channel:
     A size of 0 makes every put wait for the reader (a rendezvous).
     """
 
-    __slots__ = ("_closed_message", "_getters", "_guard", "_items", "_putters", "_size", "done")
+    __slots__ = ("_closed_message", "_getters", "_guard", "_items", "_putters", "_reader_gone", "_size", "done")
 
     def __init__(self, size: float, closed_message: str) -> None:
         self._guard = threading.Lock()
@@ -159,6 +159,7 @@ class _Channel:
         self._getters: deque[_Waiter] = deque()
         self._putters: deque[_Waiter] = deque()
         self._closed_message = closed_message
+        self._reader_gone = False
         self.done = False
 
     async def put(self, item: Any, timeout: float | None) -> None:
@@ -221,9 +222,18 @@ class _Channel:
             self.done = True
             self._fail_all(self._getters, _CLOSED)
 
+    def set_done(self, done: bool) -> None:
+        """`close()` for True; for False accept items again, unless the reader has gone."""
+        if done:
+            self.close()
+            return
+        with self._guard:
+            self.done = self._reader_gone
+
     def detach_reader(self) -> None:
         """The reader has gone: drop the queue and fail blocked and later writers."""
         with self._guard:
+            self._reader_gone = True
             self.done = True
             self._items.clear()
             self._fail_all(self._putters, _BROKEN)
@@ -294,7 +304,7 @@ def _check_callback(func: Any, what: str, optional: bool = True) -> None:
 
 
 def _name_of(func: Any) -> str:
-    return getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+    return getattr(func, "__name__", None) or repr(func)
 
 
 def _find_stream(args: tuple, kwargs: dict) -> SuspendObjectStream | None:
@@ -391,8 +401,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             stream = _find_stream(args, kwargs)
             if stream is None:
                 raise TypeError(
-                    f"{_name_of(func)} was called without a SuspendObjectStream argument "
-                    f"(positional types: {[type(a).__name__ for a in args]}, keywords: {list(kwargs)})"
+                    f"No SuspendObjectStream parameter found in function '{_name_of(func)}'. "
+                    f"Args types: {[type(a).__name__ for a in args]}, Kwargs keys: {list(kwargs)}"
                 )
             await stream._wait_for_continue(tag)
             return await func(*args, **kwargs)
@@ -496,15 +506,10 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         if not self._suspend_flag.pending:
             return False
         with self._state_lock:
-            request = self._request
+            request = self._request_to_park_for(tag)
             if request is None:
                 return False
-            tags = self._request_tags
-            if tags and (tag is None or tag not in tags):
-                return False
             fired = self._request_fired
-            if not fired and request.done():
-                return False  # the requester was cancelled or timed out: nobody would resume us
             fut = asyncio.get_running_loop().create_future()
             here = get_ident()
             entry = (fut, here)
@@ -531,6 +536,25 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             raise
         return True
 
+    def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
+        """The pending request a gate tagged `tag` parks for, or None (call with the state lock held)."""
+        request = self._request
+        if request is None:
+            return None
+        tags = self._request_tags
+        if tags and (tag is None or tag not in tags):
+            return None
+        if not self._request_fired and request.done():
+            return None  # the requester was cancelled or timed out: nobody would resume a gate
+        return request
+
+    def _would_park(self, tag: str | None = None) -> bool:
+        """Whether `_wait_for_continue(tag)` called now would park (the checkpointer asks before it saves)."""
+        if not self._suspend_flag.pending:
+            return False
+        with self._state_lock:
+            return self._request_to_park_for(tag) is not None
+
     # ----- producer to consumer ------------------------------------------------------------
 
     async def push_object(self, obj: ObjectTypeT) -> None:
@@ -546,7 +570,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             await self._wait_for_continue(SUSPEND_ON_PUSH)
         callback = self._callback_fun_sending
         if callback is None:
-            await self._forward.put(obj, self._q_tout)
+            await self._put_to_queue(obj)
             return
         async with self._callback_sending_lock:
             await _deliver(callback, obj)
@@ -565,7 +589,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             await self._wait_for_continue(SUSPEND_ON_YIELD)
         callback = self._callback_fun
         if callback is None:
-            await self._forward.put(response, self._q_tout)
+            await self._put_to_queue(response)
             return
         async with self._callback_lock:
             await _deliver(callback, response)
@@ -602,7 +626,20 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @property
     def _queue_done(self) -> bool:
+        """True once the forward queue is done. Assigning True marks it done as `set_queue_done()`
+        does (AmritaCore assigns it when `set_queue_done()` timed out on 1.1.3); False opens it
+        again for senders while its reader is still there."""
         return self._forward.done
+
+    @_queue_done.setter
+    def _queue_done(self, done: bool) -> None:
+        self._forward.set_done(done)
+
+    async def _put_to_queue(self, item: Any) -> None:
+        """Queue `item` for the consumer, past the suspend gate and the callbacks, waiting up to
+        `queue_timeout` seconds for room (`TimeoutError`; `StreamStateError` once the queue is
+        done or its reader has gone). `push_object` and `yield_response` send through it."""
+        await self._forward.put(item, self._q_tout)
 
     # ----- consumer to producer ----------------------------------------------------------------
 
@@ -614,7 +651,12 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                 producer's input generator has ended (fails at once).
             TimeoutError: the reverse queue stayed full for `queue_timeout` seconds.
         """
-        await self._reverse.put(obj, self._q_tout)
+        await self._peer_put_to_queue(obj)
+
+    async def _peer_put_to_queue(self, item: Any) -> None:
+        """Queue `item` for the producer (the reverse channel), as `_put_to_queue` does for the
+        consumer; `send_to_producer` sends through it."""
+        await self._reverse.put(item, self._q_tout)
 
     async def send_done_to_producer(self) -> None:
         """Close the reverse channel (idempotent); the producer's generator ends once drained."""
@@ -647,7 +689,12 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
     @property
     def _peer_done(self) -> bool:
+        """True once the reverse channel is done; assignable like `_queue_done`."""
         return self._reverse.done
+
+    @_peer_done.setter
+    def _peer_done(self, done: bool) -> None:
+        self._reverse.set_done(done)
 
     @staticmethod
     async def _read(channel: _Channel) -> AsyncGenerator[Any, None]:
@@ -670,7 +717,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "callback", optional=False)
         with self._state_lock:
             if self._callback_fun is not None:
-                raise StreamStateError("A response callback is already set on this stream.")
+                raise StreamStateError("The callback function of this chat object has already been set!")
             if self._has_consumer:
                 raise StreamStateError("Response is already being consumed.")
             self._callback_fun = func
@@ -685,7 +732,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         _check_callback(func, "receive_callback", optional=False)
         with self._state_lock:
             if self._callback_fun_sending is not None:
-                raise StreamStateError("A push callback is already set on this stream.")
+                raise StreamStateError("The callback function for sending-side responses has already been set!")
             self._callback_fun_sending = func
 
 

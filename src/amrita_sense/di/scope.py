@@ -92,7 +92,7 @@ class LifecycleScope:
         if key in values:
             return values[key]
         if self._closed:
-            raise RuntimeError(f"cannot acquire a resource from the closed {self.scope.value!r} scope")
+            raise RuntimeError(f"Cannot acquire a resource from an inactive {self.scope.value!r} scope")
         stack = self._stack
         if stack is None:
             stack = self._stack = AsyncExitStack()
@@ -112,7 +112,7 @@ class LifecycleScope:
 
     async def __aenter__(self) -> LifecycleScope:
         if not self.active:
-            raise RuntimeError(f"the {self.scope.value!r} scope is already closed")
+            raise RuntimeError(f"{self.scope.value!r} scope has already been closed")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

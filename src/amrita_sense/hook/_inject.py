@@ -524,52 +524,6 @@ def split_cacheable(factories: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     return cacheable, per_call
 
 
-class NodeEntry(tuple):
-    """A node function's cached injection plan.
-
-    As a tuple it is `(static_kwargs, per_call_factories)`, the values of
-    the first resolution; `instantiate` rebuilds the values from the pools
-    of each call, so only `use_cache` provider results are reused.
-    """
-
-    def __new__(
-        cls,
-        func: Any,
-        params: Any,
-        recipe: Recipe,
-        cached: dict[str, Any] | None,
-        group: FactoryGroup | None,
-        args: Any,
-        kwargs: Mapping[str, Any],
-    ) -> NodeEntry:
-        static = recipe.build(args, kwargs)
-        if cached:
-            static.update(cached)
-        entry = super().__new__(cls, (static, group if group is not None else {}))
-        entry.func = func
-        entry.recipe = recipe
-        entry.cached = cached or None
-        order = tuple(name for name in params if name in static)
-        entry.order = order if group is None and leading_positional(func, order) else None
-        return entry
-
-    def instantiate(self, args: Any, kwargs: Mapping[str, Any], bind: bool) -> tuple:
-        """`(args, None, {})` or `(None, kwargs, factories)` for one call with these pools.
-
-        `bind` attaches the pools to the factories (a call with extra arguments,
-        whose pools differ from the interpreter's).
-        """
-        values = self.recipe.build(args, kwargs)
-        if self.cached:
-            values.update(self.cached)
-        if self.order is not None:
-            return tuple(values[name] for name in self.order), None, {}
-        group = self[1]
-        if not group:
-            return None, values, {}
-        return None, values, group.bind(args, kwargs) if bind else group
-
-
 async def gather_all(awaitables: list[Any]) -> None:
     """Await all concurrently; once every one has finished, raise the first failure."""
     outcomes = await asyncio.gather(*awaitables, return_exceptions=True)

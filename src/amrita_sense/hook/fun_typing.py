@@ -210,8 +210,8 @@ def _describe(func: Any, name: str, anno: Any, default: Any, factories: dict[str
     if isinstance(default, _factory_cls):
         if declared is not None:
             raise DependsDeclarationError(
-                f"Parameter {name!r} of {_func_name(func)} declares `Depends` both in its "
-                "annotation and in its default value; keep one of them."
+                f"Parameter {name!r} of {_func_name(func)} declares `Depends` in both its "
+                "annotation and its default value; pick one."
             )
         factories[name] = default
         return {"type_hint": hint, "kind": "factory", "default": None}

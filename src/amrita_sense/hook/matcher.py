@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import inspect
-import logging
 import sys
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
@@ -37,7 +36,7 @@ from amrita_sense.hook._inject import (
     produce,
     resolve_group,
 )
-from amrita_sense.logging import logger
+from amrita_sense.logging import engine_debug_enabled, logger
 from amrita_sense.weakcache import WeakValueLRUCache
 
 from .event import BaseEvent, ConstructableEvent
@@ -264,7 +263,7 @@ class DependsFactory(Generic[T]):
         self.generator_kind: Literal["sync", "async"] | None = detect_generator_kind(depency)
         if self.generator_kind is None and scope is not None:
             raise DependsDeclarationError(
-                f"`scope` only applies to generator dependencies, but {callable_name(depency)!r} is a plain "
+                f"`scope` is only meaningful for generator dependencies, but {callable_name(depency)!r} is a plain "
                 "callable; use `use_cache=True` to reuse its value instead."
             )
         self.scope: Scope | None = Scope(scope) if scope is not None else None
@@ -320,8 +319,8 @@ class DependsFactory(Generic[T]):
             return None
         if self.generator_kind is not None:
             raise DependsInjectFailed(
-                f"{callable_name(self._depency_func)!r} is a generator dependency; it is resolved through a "
-                "lifecycle scope, not by calling `resolve()` directly."
+                f"{callable_name(self._depency_func)!r} is a generator dependency; it has to be resolved through a "
+                "lifecycle scope rather than by calling `resolve()` directly."
             )
         value = self._depency_func(**values)
         if hasattr(type(value), "__await__"):
@@ -438,13 +437,14 @@ def _where(data: FunctionData) -> str:
 
 
 def _log_failure(data: FunctionData, exc: Exception) -> None:
-    logger.error("An error occurred while running '%s' (%s)", callable_name(data.function), _where(data), exc_info=exc)
+    logger.opt(exception=exc).error(f"An error occurred while running '{callable_name(data.function)}' ({_where(data)})")
 
 
 def _log_unresolved(data: FunctionData, plan: _HandlerPlan) -> None:
+    unresolved = plan.unresolved
     logger.warning(
-        "Matcher %s (%s) failed to resolve dependencies for %s: %s. Skipping......",
-        callable_name(data.function), _where(data), plan.unresolved.reason.value, plan.unresolved.describe(),
+        f"Matcher {callable_name(data.function)} ({_where(data)}) failed to resolve dependencies for "
+        f"{unresolved.reason.value}: {unresolved.describe()}. Skipping......"
     )
 
 
@@ -504,10 +504,10 @@ async def _call_with_factories(
 
 
 def _skip_unprovided(data: FunctionData, session: Session) -> int:
-    if logger.isEnabledFor(logging.DEBUG):
+    if engine_debug_enabled():
         logger.debug(
-            "Handler '%s' skipped: dependency %r could not be provided (%s)",
-            callable_name(data.function), session.failed_key, session.miss,
+            f"Handler '{callable_name(data.function)}' skipped: dependency {session.failed_key!r} "
+            f"could not be provided ({session.miss})"
         )
     return _SKIPPED
 
@@ -713,8 +713,8 @@ class MatcherFactory:
                 groups = _handler_groups(event_type)
             if groups:
                 await _dispatch(groups, event, args, kwargs, exception_ignored)
-            elif logger.isEnabledFor(logging.DEBUG):
-                logger.debug("No registered Matcher for %s event, skipping processing.", event_type)
+            elif engine_debug_enabled():
+                logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
         finally:
             if lock._waiters:
                 lock.release()

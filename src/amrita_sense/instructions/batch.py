@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -40,10 +41,11 @@ class BatchRun(BaseNode):
     """Runs one forked interpreter per payload graph concurrently; plain nodes share one graph.
 
     Graphs are rendered at `_post_compile`; children are forked by `_pre_check`
-    and terminated (end of life) after every execution.
+    for the interpreter about to run the node (each interpreter of a shared
+    graph gets its own) and terminated (end of life) after every execution.
     """
 
-    __slots__ = (*NODE_SLOTS, "_comp_rendered", "_fail_fast", "_graphs", "_interpreters", "_io", "_mdw", "_origin")
+    __slots__ = (*NODE_SLOTS, "_comp_rendered", "_fail_fast", "_forked", "_graphs", "_io", "_mdw", "_origin")
 
     def __init__(
         self,
@@ -57,7 +59,9 @@ class BatchRun(BaseNode):
         self._io = object_io
         self._mdw = middleware
         self._init(self.__call__, BuiltinTags.BATCH_RUN, False, True)
-        self._interpreters: list[WorkflowInterpreter] = []
+        self._forked: weakref.WeakKeyDictionary[WorkflowInterpreter, list[WorkflowInterpreter]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.__sdb_dis__ = f"BATCH {len(payload)}"
 
     def _post_compile(self, compose: Any) -> None:
@@ -77,20 +81,21 @@ class BatchRun(BaseNode):
         del self._origin
 
     def _pre_check(self, pointer: WorkflowInterpreter) -> None:
-        if self._interpreters:
+        if pointer in self._forked:
             return
-        for graph in self._graphs:
-            self._interpreters.append(pointer.fork_interpreter(graph, self._mdw, self._io or pointer.object_io))
+        io = self._io or pointer.object_io
+        self._forked[pointer] = [pointer.fork_interpreter(graph, self._mdw, io) for graph in self._graphs]
 
     async def __call__(self, intp: WorkflowInterpreter) -> Any:
-        children = self._interpreters
+        children = self._forked.get(intp, [])  # kept while the step runs: a snapshot reads them
         try:
             results = await asyncio.gather(*(c.run() for c in children), return_exceptions=not self._fail_fast)
             failures = [r for r in results if r is not None]
             if failures:
                 raise BaseExceptionGroup("Some exceptions were detected when running nodes", failures)
         finally:
-            self._interpreters = []
+            if self._forked.get(intp) is children:
+                del self._forked[intp]
             await _terminate_all(children)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,30 +23,36 @@ Middleware = Callable[[WorkflowInterpreter], Awaitable[Any]]
 class FuncBlock(BaseNode):
     """Runs the rendered graph `_comp_rendered` to completion in a child interpreter.
 
-    The child is forked lazily by `_pre_check` (once, unless one-time) and
-    reset after each run; a one-time child is dropped instead.
+    Each interpreter that runs the block has its own child (a graph is shared
+    by many interpreters, each with its own pools), forked lazily by
+    `_pre_check` (once, unless one-time) and reset after each run; a one-time
+    child is dropped instead. `_interpreter` is the child of the interpreter
+    that ran the block last.
     """
 
     __sdb_dis__ = "FN"
     __sdb_cmt__ = "FuncBlock"
-    __slots__ = (*NODE_SLOTS, "_comp_rendered", "_interpreter", "_io", "_mdw", "_onetime")
+    __slots__ = (*NODE_SLOTS, "_children", "_comp_rendered", "_interpreter", "_io", "_mdw", "_onetime")
 
     def __init__(self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool):
         self._comp_rendered = sub_comp
         self._mdw = middleware
         self._io = object_io
+        self._children: weakref.WeakKeyDictionary[WorkflowInterpreter, WorkflowInterpreter] = weakref.WeakKeyDictionary()
         self._interpreter: WorkflowInterpreter | None = None
         self._init(self.__call__, None, False, True)
         self._onetime = one_time_interp
 
     def _pre_check(self, pointer: WorkflowInterpreter) -> None:
-        if not self._interpreter:
-            self._interpreter = pointer.fork_interpreter(
+        child = self._children.get(pointer)
+        if child is None:
+            child = self._children[pointer] = pointer.fork_interpreter(
                 compose=self._comp_rendered, middleware=self._mdw, object_io=self._io
             )
+        self._interpreter = child
 
-    async def __call__(self) -> None:
-        child = self._interpreter
+    async def __call__(self, pc: WorkflowInterpreter) -> None:
+        child = self._children.get(pc)
         if child is None:
             raise IllegalState("FUN_BLOCK ran without its sub-interpreter (was `_pre_check` skipped?)")
         try:
@@ -54,7 +61,9 @@ class FuncBlock(BaseNode):
             with contextlib.suppress(IllegalState):
                 await child.terminate_all_forks(eol=self._onetime)
             if self._onetime:
-                self._interpreter = None
+                self._children.pop(pc, None)
+                if self._interpreter is child:
+                    self._interpreter = None
             else:
                 child.reset()
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from amrita_sense.exceptions import GraphBuildError, NullPointerException
 from amrita_sense.hook.fun_typing import sign_func
-from amrita_sense.logging import debug_log, logger
+from amrita_sense.logging import debug_log, engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.self_compile import SelfCompileInstruction
@@ -119,7 +119,8 @@ class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
         started = time.perf_counter()
         rendered = NodeComposeRendered(self)
         rendered._build()
-        logger.debug("node compose rendered, cost: %ss", time.perf_counter() - started)
+        if engine_debug_enabled():
+            logger.debug(f"node compose rendered, cost: {time.perf_counter() - started}s")
         return rendered
 
     @classmethod

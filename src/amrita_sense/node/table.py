@@ -29,15 +29,12 @@ def _row_bits(node: Any) -> int:
     return bits | _precheck_bit(type(node))
 
 
-_NO_ARGUMENTS = ((), None, {})
-
-
-def _static_plan(node: Any) -> tuple | None:
+def _static_plan(node: Any) -> Any:
     """The injection plan of a node whose function takes no parameters: the same for every pool."""
     meta = getattr(node, "fun_sign", None)
     if meta is None or meta["params"] or meta["factory_map"]:
         return None
-    return _NO_ARGUMENTS
+    return _core.NO_ARGUMENTS
 
 
 def _common_prefix(a: tuple, b: tuple) -> int:

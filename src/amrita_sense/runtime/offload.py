@@ -38,7 +38,8 @@ def _deliver(fut: Any, ok: bool, value: Any) -> None:
 def _run_job(job: tuple) -> None:
     loop, fut, ctx, func, args, kwargs = job
     try:
-        value, ok = ctx.run(func, *args, **kwargs), True
+        value = ctx.run(func, *args, **kwargs) if ctx is not None else func(*args)
+        ok = True
     except BaseException as exc:  # delivered to the awaiting task
         value, ok = exc, False
     try:
@@ -78,4 +79,13 @@ async def run_in_worker(loop: Any, func: Any, args: tuple | None, kwargs: dict |
     fut = loop.create_future()
     _claim_worker()
     _jobs.put((loop, fut, contextvars.copy_context(), func, args or (), kwargs or {}))
+    return await fut
+
+
+async def run_batch_in_worker(loop: Any, batch: Any) -> Any:
+    """Run `batch(fut)` on a worker thread and await its result; `fut` is the future awaited
+    here, so the batch sees a cancellation (`fut.done()`). The batch sets up its own contexts."""
+    fut = loop.create_future()
+    _claim_worker()
+    _jobs.put((loop, fut, None, batch, (fut,), None))
     return await fut

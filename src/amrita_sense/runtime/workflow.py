@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
 from typing import Any, Generic, TypeVar
 from uuid import uuid4
 
-import sniffio
-
 from amrita_sense import _core
 from amrita_sense._unsafe import __flags__
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope
 from amrita_sense.exceptions import (
-    BreakLoop,
     DependsInjectFailed,
     DependsResolveFailed,
     IllegalState,
@@ -35,73 +30,46 @@ from amrita_sense.exceptions import (
 from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
 from amrita_sense.hook._inject import (
-    FactoryGroup, NodeEntry, ScopeChain, Session, Unresolved, callable_name, finish_plain, gather_all, match,
-    resolve_group, split_cacheable, start_plain,
+    FactoryGroup, ScopeChain, Session, Unresolved, callable_name, finish_plain, gather_all, resolve_group,
+    start_plain,
 )
-from amrita_sense.logging import logger
+from amrita_sense.logging import engine_debug_enabled, logger
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
-from amrita_sense.runtime.offload import run_in_worker
+from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
+from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.types import DICache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 UNSET: Any = object()
+_RUNNING: Any = _core.RUNNING
 io_T = TypeVar("io_T", covariant=True)
 fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)
 
 YIELD_INTERVAL = 0.001
 """Seconds of inline sync nodes after which a run hands the event loop a turn."""
 
-_pin_state = threading.local()
+_PRELOAD_LIMIT = 2048
+"""At most this many functions are warmed by `WORKFLOW_DI_PRELOAD_CACHE`."""
 
 
-def _pin_async_library() -> None:
-    """Record the running async library in `sniffio.thread_local` for the outermost run."""
-    depth = getattr(_pin_state, "depth", 0)
-    if depth == 0:
-        tlocal = sniffio.thread_local
-        _pin_state.previous = tlocal.name
-        if tlocal.name is None:
-            try:
-                tlocal.name = sniffio.current_async_library()
-            except sniffio.AsyncLibraryNotFoundError:
-                pass
-    _pin_state.depth = depth + 1
-
-
-def _restore_async_library() -> None:
-    depth = getattr(_pin_state, "depth", 0)
-    if depth > 1:
-        _pin_state.depth = depth - 1
-        return
-    _pin_state.depth = 0
-    sniffio.thread_local.name = getattr(_pin_state, "previous", None)
+def _rendered(graph: Any) -> Any:
+    """A self-compiling instruction rendered; `TypeError` for anything else that is not a rendered graph."""
+    if isinstance(graph, SelfCompileInstruction):
+        rendered = graph.extract().render()
+        if is_rendered_compose(rendered):
+            return rendered
+    raise TypeError(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
 
 
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
-    __slots__ = (
-        "__weakref__",
-        "_ava_args_v",
-        "_dep_store",
-        "_di_cache",
-        "_glob_top_mod_lock",
-        "_graph",
-        "_interpreter_id",
-        "_lifecycles",
-        "_object_io",
-        "_panic_exc",
-        "_parent_interpreter",
-        "_sub_interpreters",
-        "_sub_interpreters_all",
-        "_top_interpreter",
-        "_waiter_fut",
-    )
+    __slots__ = ("__weakref__", "_checkpoints", "_node_calls", "_parked_tag", "_stepped", "_subcalls")
 
     def __init__(
         self,
@@ -116,43 +84,54 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
         parent_interpreter: WorkflowInterpreter | None = None,
     ):
-        if not is_rendered_compose(node_compose) and isinstance(node_compose, SelfCompileInstruction):
-            node_compose = node_compose.extract().render()
         if not is_rendered_compose(node_compose):
-            raise TypeError(
-                f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(node_compose).__name__}"
-            )
-        self._graph = node_compose
+            node_compose = _rendered(node_compose)
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
-        self._yield_interval = YIELD_INTERVAL
-        self._interpreter_id = None
-        self._panic_exc = None
-        self._ava_args_v = (self, *extra_args)
-        self._ava_kwargs_v = dict(extra_kwargs or {})
-        self._exc_ignored = () if __flags__.DISABLE_EXC_IGNORED else (*exception_ignored, InterruptNotice, BreakLoop)
-        self._di_cache = DICache(args_hash=_fingerprint_args(self._ava_args_v, self._ava_kwargs_v), hash_trustable=True)
-        self._lifecycles = {Scope.WORKFLOW: LifecycleScope(Scope.WORKFLOW)}
-        self._dep_store = DependencyStore()
-        self._object_io = None
+        self._layer_init(node_compose, extra_args, extra_kwargs, exception_ignored, __flags__.DISABLE_EXC_IGNORED,
+                         shape_of, YIELD_INTERVAL)
         if object_io is not None:
             self.object_io = object_io
-        self._waiter_fut = None
-        self._sub_interpreters = {}
-        self._attach_to_tree(parent_interpreter)
+        # Where the run stands, for `snapshot()`: sub-calls and `_call()`s in progress, the gate
+        # parked at, a `run_step_by()` yield; `_checkpoints` is the automatic-checkpoint policy.
+        self._subcalls = self._node_calls = 0
+        self._parked_tag = None
+        self._stepped = False
+        self._checkpoints = None
+        if parent_interpreter is not None:
+            self._attach_to_tree(parent_interpreter)
 
-    def _attach_to_tree(self, parent: WorkflowInterpreter | None) -> None:
+    def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
         self._parent_interpreter = parent
-        if parent is None:
-            self._top_interpreter = None
-            self._sub_interpreters_all = {}
-            self._glob_top_mod_lock = _core.InterpretLock()
-            return
         top = parent.top_interpreter
         self._top_interpreter = top
         self._sub_interpreters_all = None
-        self._glob_top_mod_lock = top._glob_top_mod_lock
         top._sub_interpreters_all[self.id] = self
         parent._sub_interpreters[self.id] = self
+
+    @property
+    def _glob_top_mod_lock(self) -> Any:
+        """The lock the whole interpreter tree shares (its top interpreter's), made on first use."""
+        top = self.top_interpreter
+        lock = top._glob_lock_v
+        if lock is None:
+            lock = top._glob_lock_v = _core.InterpretLock()
+        return lock
+
+    @property
+    def _lifecycles(self) -> dict[Scope, LifecycleScope]:
+        """The lifecycle scopes of this interpreter's runs (the workflow scope), made on first use."""
+        scopes = self._lifecycles_v
+        if scopes is None:
+            scopes = self._lifecycles_v = {Scope.WORKFLOW: LifecycleScope(Scope.WORKFLOW)}
+        return scopes
+
+    @property
+    def _dep_store(self) -> DependencyStore:
+        """The values of workflow-scoped providers, made on first use."""
+        store = self._dep_store_v
+        if store is None:
+            store = self._dep_store_v = DependencyStore()
+        return store
 
     # ----- identity and tree ----------------------------------------------------------
 
@@ -267,9 +246,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def reset(self) -> None:
         """Clear the pointer, stacks, flags, panic record and pending stop."""
-        if self._waiter_fut is not None and not self._waiter_fut.done():
-            self._waiter_fut.cancel("Reseted by manual.")
-        self._waiter_fut = None
+        fut = self._waiter
+        if fut is not None and fut is not _RUNNING and not fut.done():
+            fut.cancel("Reseted by manual.")
+        self._waiter = None
         self._clear_state()
 
     def _clear_state(self) -> None:
@@ -313,6 +293,70 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """Step past the node the run halted on; False when nothing follows."""
         self._flag_bits &= ~FLAG_HLT
         return self.advance_pointer()
+
+    # ----- durable runs (amrita_sense.durable) ----------------------------------------
+
+    def snapshot(self, codec: Any = None) -> bytes:
+        """The run's engine state as bytes (versioned format, no pickle: see `amrita_sense.durable`).
+
+        Works between runs, after a panic or a halt, at a suspend gate, between
+        nodes and in a middleware before `_call()`; raises `SnapshotUnavailable`
+        while a node runs. `codec` (an object with `dumps`/`loads`, such as
+        `pickle`) also stores the injection pools and the panic exception.
+        """
+        from amrita_sense.durable.snapshot import take_snapshot
+
+        return take_snapshot(self, codec)
+
+    @classmethod
+    def restore(
+        cls,
+        graph: Any,
+        data: bytes,
+        *,
+        extra_args: Any = UNSET,
+        extra_kwargs: Any = UNSET,
+        codec: Any = None,
+        object_io: Any = None,
+        exception_ignored: Any = UNSET,
+        middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
+        accept_passed_edits: bool = False,
+    ) -> WorkflowInterpreter:
+        """A new interpreter on `graph` in the state `data` (from `snapshot()`) describes.
+
+        `run()` on it continues where the snapshotted run would have gone. The
+        pools default to the snapshot's when it stored them and `codec` is
+        given, else to empty; `exception_ignored` defaults to the snapshot's
+        classes. Raises `GraphMismatch` when `graph` is not the snapshot's graph
+        (unless `accept_passed_edits` and every edit lies before where the run
+        stands), a `SnapshotFormatError` for bad data, `RestoreError` /
+        `CodecError` when the state cannot be applied; nothing is changed then.
+        """
+        from amrita_sense.durable.restore import restore_interpreter
+
+        return restore_interpreter(
+            cls, graph, data, extra_args=extra_args, extra_kwargs=extra_kwargs, codec=codec, object_io=object_io,
+            exception_ignored=exception_ignored, middleware=middleware, accept_passed_edits=accept_passed_edits,
+            unset=UNSET,
+        )
+
+    @property
+    def graph_fingerprint(self) -> str:
+        """The stable fingerprint of this interpreter's graph (`amrita_sense.durable.graph_fingerprint`)."""
+        from amrita_sense.durable.fingerprint import graph_fingerprint
+
+        return graph_fingerprint(self._graph)
+
+    @property
+    def checkpointing(self) -> Any:
+        """The automatic-checkpoint policy (`amrita_sense.durable.Checkpointing`) `run()` follows, or None."""
+        return self._checkpoints
+
+    @checkpointing.setter
+    def checkpointing(self, policy: Any) -> None:
+        if policy is not None and not callable(getattr(policy, "run", None)):
+            raise TypeError("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
+        self._checkpoints = policy
 
     # ----- navigation -----------------------------------------------------------------
 
@@ -360,11 +404,13 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._ret_addr_stack.push(self._pointer)
         self._pointer = addr if isinstance(addr, PointerVector) else PointerVector(list(addr))
         self._outer_interpreting = True
+        self._subcalls += 1
         try:
             if self._middleware is not None:
                 return await self._middleware(self)
             return await self._call(None, *extra_arg, **extra_kwargs)
         finally:
+            self._subcalls -= 1
             self._outer_interpreting = False
             saved = self._ret_addr_stack.pop()
             if not self._flag_bits & FLAG_JMP:
@@ -374,21 +420,25 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def _call(self, addr_getter: Any = None, *extra_args: Any, no_cache: bool = False, **extra_kwargs: Any) -> Any:
         """Run the node at the pointer (entering segments first) and return its result."""
-        if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
-            row = self._descend_current()
-            if not (extra_args or extra_kwargs or no_cache):
-                return await self._run_row(row)
-            node = self._prog.nodes[row]
-        else:
-            node = self._descend_with(addr_getter)
-            if node is None:
-                return None
-        if self._signal.pending:
-            await self._gate(node.tag)
-        if self._has_pre_check(node):
-            node._pre_check(self)
-        plan = await self._make_plan(node, extra_args, extra_kwargs, no_cache=no_cache)
-        return await self._invoke(node, plan)
+        self._node_calls += 1
+        try:
+            if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
+                row = self._descend_current()
+                if not (extra_args or extra_kwargs or no_cache):
+                    return await self._run_row(row)
+                node = self._prog.nodes[row]
+            else:
+                node = self._descend_with(addr_getter)
+                if node is None:
+                    return None
+            if self._signal.pending:
+                await self._gate(node.tag)
+            if self._has_pre_check(node):
+                node._pre_check(self)
+            plan = await self._make_plan(node, extra_args, extra_kwargs, no_cache=no_cache)
+            return await self._invoke(node, plan)
+        finally:
+            self._node_calls -= 1
 
     def _descend_with(self, addr_getter: Callable[[list[int]], Any]) -> BaseNode | None:
         target = addr_getter(self._pointer.base_addr)
@@ -420,8 +470,19 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """Run a sync node body in a worker thread, with the caller's context variables."""
         return await run_in_worker(asyncio.get_running_loop(), func, args, kwargs)
 
+    async def _offload_batch(self, batch: Callable[[asyncio.Future], Any]) -> Any:
+        """Run a batch of worker-thread nodes (the core's `_batch_in_worker`) in a worker thread."""
+        return await run_batch_in_worker(asyncio.get_running_loop(), batch)
+
     async def _gate(self, tag: str | None) -> bool:
-        return await self.object_io._wait_for_continue(tag)
+        self._parked_tag = tag
+        try:
+            top = self._top_interpreter or self
+            if top._checkpoints is not None:
+                await top._checkpoints.before_gate(top, self, tag)
+            return await self.object_io._wait_for_continue(tag)
+        finally:
+            self._parked_tag = None
 
     # ----- dependency injection ---------------------------------------------------------
 
@@ -444,30 +505,42 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._ava_kwargs_v = value
 
     def _untrust_di(self) -> None:
-        self._di_cache.hash_trustable = False
-        self._plans_valid = False
-        self._plans = None
+        self._shape = None
+        self._args_hash = None
+        self._refresh_plans()
 
     @property
     def args_hash(self) -> int:
         """Fingerprint of the type names in the injection pools (part of the DI cache key)."""
-        return self._di_cache.args_hash
+        if self._args_hash is None:
+            self._args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
+        return self._args_hash
 
     @property
     def args_hash_trustable(self) -> bool:
         """False after the pools were reassigned, until `rehash_args()`; the DI cache is bypassed meanwhile."""
-        return self._di_cache.hash_trustable
+        return self._shape is not None
+
+    @property
+    def _dicache(self) -> DICache:
+        """The record of plans this interpreter keeps for itself (those that cannot be shared)."""
+        cache = self._di_cache
+        if cache is None:
+            cache = self._di_cache = DICache(args_hash=0, hash_trustable=True)
+        cache.args_hash = self.args_hash
+        cache.hash_trustable = self._shape is not None
+        return cache
 
     def rehash_args(self) -> None:
-        """Fingerprint the pools again and trust the DI cache; clear it if the fingerprint moved."""
-        cache = self._di_cache
-        previous = cache.args_hash
-        cache.args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
-        cache.hash_trustable = True
-        if previous != cache.args_hash:
-            cache.payload.clear()
-        self._plans = None
-        self._plans_valid = not __flags__.WORKFLOW_DI_NO_CACHE
+        """Take the pools' shape again and trust the plans; forget the `use_cache` results if it moved."""
+        shape = self._shape = shape_of(self._ava_args_v, self._ava_kwargs_v)
+        self._args_hash = None
+        if self._values_key is not None and shape.key != self._values_key:
+            self._values_key = None
+            self._provider_values = None
+            if self._di_cache is not None:
+                self._di_cache.payload.clear()
+        self._refresh_plans()
 
     def _pools(self, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple[tuple, dict]:
         args = self._ava_args_v + tuple(extra_args) if extra_args else self._ava_args_v
@@ -484,52 +557,127 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """`(args, kwargs, per_call_factories)` for calling `node`; exactly one of args / kwargs is not None."""
         args, kwargs = self._pools(extra_args, extra_kwargs)
         extra = bool(extra_args or extra_kwargs)
-        entry = await self._plan_entry(node, args, kwargs, extra, no_cache)
-        return entry.instantiate(args, kwargs, extra)
+        entry, keep = self._plan_entry(node, args, kwargs, extra_args, extra_kwargs, no_cache)
+        cached = await self._cached_values(node, entry, args, kwargs, keep)
+        return entry.instantiate(args, kwargs, cached, extra)
 
-    async def _plan_entry(self, node: BaseNode, args: tuple, kwargs: dict, extra: bool, no_cache: bool) -> NodeEntry:
-        """The node function's plan from the DI cache (keyed by function and pool fingerprint), built on a miss."""
-        cache = self._di_cache
-        if no_cache or __flags__.WORKFLOW_DI_NO_CACHE or not cache.hash_trustable:
-            return await self._build_plan_entry(node, args, kwargs)
-        key = hash((id(node.func), _fingerprint_args(args, kwargs) if extra else cache.args_hash))
-        entry = cache.payload.get(key)
-        if entry is None or getattr(entry, "func", None) is not node.func:
-            entry = await self._build_plan_entry(node, args, kwargs)
-            cache.payload[key] = entry
-        return entry
+    def _meta_of(self, node: BaseNode) -> Any:
+        return sign_func(node.func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
 
-    async def _build_plan_entry(self, node: BaseNode, args: tuple, kwargs: dict) -> NodeEntry:
-        """Match the node's signature against the pools and resolve its `use_cache` providers."""
-        func = node.func
-        meta = sign_func(func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
-        found = match(meta, args, kwargs)
+    def _plan_entry(
+        self, node: BaseNode, args: tuple, kwargs: dict, extra_args: tuple | None, extra_kwargs: dict | None,
+        no_cache: bool,
+    ) -> tuple[PlanEntry, bool]:
+        """`(entry, keep)`: the node's plan for these pools, shared by every interpreter when it can
+        be, else this interpreter's own; `keep` says whether its `use_cache` results may be kept.
+        `DependsResolveFailed` when the signature does not match the pools."""
+        meta = self._meta_of(node)
+        shape = self._shape
+        if no_cache or __flags__.WORKFLOW_DI_NO_CACHE or shape is None:
+            return self._build_entry(node, meta, args, kwargs), False
+        if extra_args or extra_kwargs:
+            shape = shape.extended(tuple(map(type, extra_args)) if extra_args else (), extra_kwargs or ())
+        entry = shape.entry(node.func, meta, args, shape.name_map)
+        if entry is not None:
+            return entry, True
+        payload = self._dicache.payload
+        key = (getattr(node.func, "__func__", node.func), shape)
+        entry = payload.get(key)
+        if entry is None or entry.meta is not meta:
+            entry = payload[key] = self._build_entry(node, meta, args, kwargs)
+        return entry, True
+
+    @staticmethod
+    def _build_entry(node: BaseNode, meta: Any, args: tuple, kwargs: dict) -> PlanEntry:
+        found = build_entry(node.func, meta, args, kwargs)
         if isinstance(found, Unresolved):
             raise DependsResolveFailed(
-                f"Function {callable_name(func)} in {node.tag} could not be resolved due to reason "
+                f"Function {callable_name(node.func)} in {node.tag} could not be resolved due to reason "
                 f"`{found.reason.value}`: {found.describe()}"
             )
-        cacheable, per_call = split_cacheable(meta["factory_map"])
+        return found
+
+    def _shared_plan(self, node: BaseNode, as_handler: bool) -> Any:
+        """For the core's plan tables: the shared plan of `node` for the pools' shape (`as_handler`:
+        called as a CATCH handler), or `_core.UNSHARED` when it cannot be shared."""
+        shape = self._shape
+        if as_handler:
+            shape = shape.with_exc
+        entry = shape.entry(node.func, node.fun_sign, self._ava_args_v, shape.name_map)
+        return _core.UNSHARED if entry is None else entry.call_plan
+
+    async def _cached_values(self, node: BaseNode, entry: PlanEntry, args: tuple, kwargs: dict, keep: bool) -> dict | None:
+        """The results of the plan's `use_cache` providers: this interpreter's, made on first use
+        (`keep`), else resolved for this call alone."""
+        if entry.cached_group is None:
+            return None
+        if keep and self._provider_values is not None:
+            found = self._provider_values.get(entry)
+            if found is not None:
+                return found
+        values: dict = {}
+        session = Session(args, kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
+        await self._inject(node, entry.cached_group, session, values)
+        if keep:
+            if self._provider_values is None:
+                self._provider_values = {}
+                self._values_key = self._shape.key
+            self._provider_values[entry] = values
+        return values
+
+    async def _run_unshared(self, node: BaseNode) -> Any:
+        """Inject and call a node whose plan is not in the core's table (the per-interpreter path)."""
+        return await self._invoke(node, await self._make_plan(node, None, None))
+
+    async def _invoke_slow(self, node: BaseNode, plan: Any) -> Any:
+        """Call a node whose table plan needs this layer (providers, `use_cache` results)."""
+        entry = plan.entry
+        if entry is None:
+            return await self._run_unshared(node)
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        cached = await self._cached_values(node, entry, args, kwargs, True)
+        return await self._invoke(node, entry.instantiate(args, kwargs, cached, False))
+
+    def _invoke_slow_now(self, node: BaseNode, plan: Any) -> Any:
+        """`_invoke_slow` without a coroutine when it can be done at once (see `_invoke_with_factories_now`)."""
+        entry = plan.entry
+        if entry is None:
+            return _core.NOT_NOW
+        if entry.direct and not node.is_coro and not (node.wrap_to_async and not self._force_inline):
+            args, kwargs = self._ava_args_v, self._ava_kwargs_v
+            values = entry.recipe.build(args, kwargs)
+            group = entry.group
+            pending = start_plain(group.plain, args, kwargs, values)
+            if pending is not None:
+                return self._finish_call(node, group, pending, values)
+            node.func(**values)
+            return None
         cached = None
-        if cacheable:
-            cached = {}
-            session = Session(args, kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
-            await self._inject(node, FactoryGroup.prepare(cacheable, args, kwargs), session, cached)
-        group = FactoryGroup.prepare(per_call, args, kwargs) if per_call else None
-        return NodeEntry(func, meta["params"], found, cached, group, args, kwargs)
+        if entry.cached_group is not None:
+            cached = self._provider_values.get(entry) if self._provider_values is not None else None
+            if cached is None:
+                return _core.NOT_NOW
+        inst = entry.instantiate(self._ava_args_v, self._ava_kwargs_v, cached, False)
+        if inst[2]:
+            return self._invoke_with_factories_now(node, inst)
+        if node.is_coro or (node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC):
+            return _core.NOT_NOW
+        args, kwargs, _ = inst
+        node.func(*args) if args is not None else node.func(**kwargs)
+        return None
 
     async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, dict]:
         """`(static_kwargs, per_call_factories)`: matched values plus `use_cache` provider results."""
-        entry = await self._build_plan_entry(node, ava_args, ava_kwargs)
-        return dict(entry[0]), entry[1]
+        entry = self._build_entry(node, self._meta_of(node), ava_args, ava_kwargs)
+        cached = await self._cached_values(node, entry, ava_args, ava_kwargs, False)
+        return entry.values(ava_args, ava_kwargs, cached), entry.group or {}
 
     async def _rslv_node(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> dict:
         """Every parameter of `node` resolved from the given pools, per-call providers included."""
-        entry = await self._build_plan_entry(node, ava_args, ava_kwargs)
-        values = dict(entry[0])
-        if entry[1]:
+        values, group = await self._rslv_node_static(node, ava_args, ava_kwargs)
+        if group:
             session = Session(ava_args, ava_kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
-            await self._inject(node, entry[1], session, values)
+            await self._inject(node, group, session, values)
         return values
 
     async def _invoke_with_factories(
@@ -597,8 +745,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             return Session(*group.pools, self._dep_store, self._lifecycles, Scope.WORKFLOW)
         if extra_args or extra_kwargs:
             return Session(*self._pools(extra_args, extra_kwargs), self._dep_store, self._lifecycles, Scope.WORKFLOW)
-        cache = self._di_cache
-        fingerprint = cache.args_hash if cache.hash_trustable else None
+        fingerprint = self.args_hash if self._shape is not None else None
         return Session(
             self._ava_args_v, self._ava_kwargs_v, self._dep_store, self._lifecycles, Scope.WORKFLOW, fingerprint
         )
@@ -614,6 +761,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             f"Runtime resolve failed for kwargs: {session.failed_key} "
             f"(function {callable_name(node.func)} in {node.tag}: {session.miss})"
         )
+
+    def _pools_hold_factories(self) -> bool:
+        """True when a `Depends` object sits in the pools (it is resolved when the run starts)."""
+        shape = self._shape
+        if shape is None or shape.private:
+            factories = any(isinstance(v, DependsFactory) for v in self._ava_args_v)
+        else:
+            factories = shape.holds_factories
+        kwargs = self._ava_kwargs_v
+        return factories or (bool(kwargs) and any(isinstance(v, DependsFactory) for v in kwargs.values()))
 
     async def _resolve_session_factories(self) -> None:
         """At run start: `Depends` objects in the pools resolve and replace themselves; then the optional preload."""
@@ -640,50 +797,55 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             await self._refresh_di_cache_full()
 
     async def _refresh_di_cache_full(self) -> None:
-        """Build every node's plan now, in graph order and in batches (needs a trusted args hash)."""
-        cache = self._di_cache
-        if not cache.hash_trustable:
+        """Make every node's plan and `use_cache` results now, in graph order and in batches
+        (needs a trusted args hash)."""
+        if self._shape is None:
             raise DependsResolveFailed("Args hash is not trustable! Call `rehash_args()` first.")
         args, kwargs = self._ava_args_v, self._ava_kwargs_v
         size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH))
-        batch: list = []
+        plans: list = []
         seen: set[int] = set()
         for node in program_of(self._graph).nodes:
             if not isinstance(node, BaseNode) or id(node.func) in seen:
                 continue
-            if cache.payload.currsize >= cache.payload.maxsize:
+            if len(seen) >= _PRELOAD_LIMIT:
                 break
             seen.add(id(node.func))
-            batch.append(self._plan_entry(node, args, kwargs, False, False))
-            if len(batch) >= size:
-                await gather_all(batch)
-                batch = []
-        if batch:
-            await gather_all(batch)
+            plans.append((node, *self._plan_entry(node, args, kwargs, None, None, False)))
+        for start in range(0, len(plans), size):
+            await gather_all([
+                self._cached_values(node, entry, args, kwargs, keep) for node, entry, keep in plans[start:start + size]
+            ])
 
     # ----- running --------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the workflow to its end (or to a suspend, a stop or an interrupt)."""
-        self._begin_run()
+        """Run the workflow to its end (or to a suspend, a stop or an interrupt).
+
+        With a `checkpointing` policy set, the run saves checkpoints as the policy says.
+        """
+        if self._checkpoints is not None:
+            return await self._checkpoints.run(self)
+        if self._open_run() and not await self._start_work():
+            return
         outcome: BaseException | None = None
         try:
-            await self._prepare_run()
             await self._execute()
         except BaseException as exc:
             outcome = exc
             if not self._absorbs(exc):
                 raise
         finally:
-            await self._end_run(outcome)
+            if self._finish_run(outcome):
+                await self._end_scope()
 
     async def run_step_by(self) -> AsyncGenerator[Any, None]:
         """Run step by step, yielding the result of each main-loop node."""
-        self._begin_run()
+        if not await self._begin_run():
+            return
         outcome: BaseException | None = None
         lock = self._interpret_lock
         try:
-            await self._prepare_run()
             while True:
                 if self._signal.pending:
                     await self._gate(PC_CHECKPOINT)
@@ -697,7 +859,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
                         break
                     if state == _core.STEP_SKIPPED:
                         continue
-                    yield await self._run_current()
+                    result = await self._run_current()
+                    self._stepped = True
+                    try:
+                        yield result
+                    finally:
+                        self._stepped = False
                     if not self._leave_step():
                         break
                 finally:
@@ -709,26 +876,30 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         finally:
             await self._end_run(outcome)
 
-    def _begin_run(self) -> None:
+    async def _begin_run(self) -> bool:
+        """Start a run (`_open_run`, then `_start_work` when needed); False when that already ended it."""
+        return not self._open_run() or await self._start_work()
+
+    def _open_run(self) -> bool:
+        """Start a run (`_start_run`); True when run-start work must be awaited next (`_start_work`)."""
         if self._panic_exc is not None:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
-        if self._waiter_fut is not None and not self._waiter_fut.done():
-            raise IllegalState("Cannot start a new workflow while one is already running")
-        loop = asyncio.get_running_loop()
-        self._waiter_fut = loop.create_future()
-        self._run_task = asyncio.current_task()
-        _pin_async_library()
+        return self._start_run(__flags__)
 
-    async def _prepare_run(self) -> None:
-        """The run's first part, routed like a step (a failure here is the run's panic): run-start
-        `Depends`, the optional DI preload, the engine flags."""
-        await self._resolve_session_factories()
-        self._force_inline = bool(__flags__.FORCE_NOT_WRAP_TO_ASYNC)
-        self._squashed_loops = bool(__flags__.SQUASHED_LOOP)
-        self._plans_valid = self._di_cache.hash_trustable and not __flags__.WORKFLOW_DI_NO_CACHE
-        if not self._plans_valid:
-            self._plans = None
+    async def _start_work(self) -> bool:
+        """The run's first work (`Depends` in the pools, the optional preload). What it raises ends
+        the run as a step's exception would (`_absorbs`: recorded as the panic, or an InterruptNotice
+        ending it quietly, as in 1.1.3); False when the run is over."""
+        try:
+            await self._resolve_session_factories()
+        except BaseException as exc:
+            absorbed = self._absorbs(exc)
+            await self._end_run(exc)
+            if not absorbed:
+                raise
+            return False
+        return True
 
     def _absorbs(self, exc: BaseException) -> bool:
         """Route what ended a run: True when it ends the run quietly (InterruptNotice), False when it
@@ -737,53 +908,68 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._flag_bits |= FLAG_HLT
             return True
         if isinstance(exc, InterruptNotice):
-            logger.debug("Interrupt notice at %s: %s", self._pointer, exc.message)
+            if engine_debug_enabled():
+                logger.debug(f"Interrupt notice at {self._pointer}: {exc.message}")
             self._clear_state()
             return True
         if isinstance(exc, Exception):
             self._panic_exc = exc
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("workflow panic: %r at %s\n%s", exc, self._pointer, self._make_traceback())
+            if engine_debug_enabled():
+                logger.debug(f"workflow panic: {exc!r} at {self._pointer}\n{self._make_traceback()}")
         return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
-        fut, self._waiter_fut = self._waiter_fut, None
-        self._run_task = None
-        if fut is not None and not fut.done():
-            if isinstance(outcome, Exception):
-                fut.set_exception(outcome)
-                fut.exception()
-            else:
-                fut.set_result(None)
-        resumable = outcome is not None and not (
-            isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)
-        )
+        if self._finish_run(outcome):
+            await self._end_scope()
+
+    async def _end_scope(self) -> None:
         try:
-            if not resumable:
-                await self._close_workflow_scope()
+            await self._close_workflow_scope()
         finally:
-            _restore_async_library()
+            _core.restore_async_library()
+
+    def _workflow_scope_open(self) -> bool:
+        """True when the workflow scope holds something to tear down (the store is cleared either way)."""
+        if self._dep_store_v is not None:
+            self._dep_store_v.clear()
+        scopes = self._lifecycles_v
+        return scopes is not None and not scopes[Scope.WORKFLOW].unused
 
     async def _close_workflow_scope(self) -> None:
         """Tear down the workflow-scoped dependencies (last opened first) and start a fresh scope; idempotent."""
-        self._dep_store.clear()
-        scope = self._lifecycles[Scope.WORKFLOW]
-        if scope.unused:
+        if not self._workflow_scope_open():
             return
-        self._lifecycles[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
+        scopes = self._lifecycles_v
+        scope = scopes[Scope.WORKFLOW]
+        scopes[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
         await scope.aclose()
 
     @property
     def is_running(self) -> bool:
-        fut = self._waiter_fut
-        return fut is not None and not fut.done()
+        fut = self._waiter
+        return fut is _RUNNING or (fut is not None and not fut.done())
+
+    @property
+    def _waiter_fut(self) -> asyncio.Future | None:
+        """The current run's future (made when first asked for), None while idle."""
+        fut = self._waiter
+        if fut is _RUNNING:
+            task = self._run_task
+            loop = task.get_loop() if task is not None else asyncio.get_running_loop()
+            fut = self._waiter = loop.create_future()
+        return fut
+
+    @_waiter_fut.setter
+    def _waiter_fut(self, fut: asyncio.Future | None) -> None:
+        self._waiter = fut
 
     @property
     def wait(self) -> asyncio.Future:
         """The current run's future; resolves (or fails with the panic) when the run ends."""
-        if self._waiter_fut is None:
+        fut = self._waiter_fut
+        if fut is None:
             raise IllegalState("Interpreter is not running.")
-        return self._waiter_fut
+        return fut
 
     # ----- sub-interpreters -----------------------------------------------------------
 

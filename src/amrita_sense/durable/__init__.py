@@ -1,0 +1,141 @@
+"""Durable runs: snapshot a run, resume it in another process, keep checkpoints in SQLite.
+
+    data = interp.snapshot()                          # bytes, at a suspend point / between nodes / idle
+    again = WorkflowInterpreter.restore(graph, data, extra_args=(...))   # another process is fine
+    await again.run()                                 # continues where `interp` stood
+
+    store = SQLiteCheckpointStore("runs.db")
+    interp.checkpointing = Checkpointing(store, "chat-42", every_nodes=1, codec=pickle)
+    await interp.run()                                # saves after every node, at suspends, at the end
+    ...                                               # (the process may die here)
+    interp = await Checkpointing(store, "chat-42", codec=pickle).resume(graph)
+    await interp.run()
+
+What a snapshot holds (format in `amrita_sense.durable.format`, document in
+`amrita_sense.durable.snapshot`): the engine state only (pointer, return and
+context stacks, flags, pending stop, panic record, pass-through exception
+classes, sub-interpreters of a FUN_BLOCK / BATCH_RUN step in flight, return
+addresses nodes keep), the graph's fingerprint and outline. It is plain data
+(JSON, zlib, CRC-32): reading one runs nothing. User objects (the injection
+pools, the panic exception itself) are stored only through a codec the caller
+passes, and decoded only by a codec the restoring caller passes.
+
+Not in a snapshot: the stream (`object_io`) and what is queued in it, open
+workflow-scoped dependencies (a restored run opens them again), state your
+nodes keep in closures or globals, forks you made yourself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from amrita_sense.durable.checkpoint import Checkpointing
+from amrita_sense.durable.errors import (
+    CheckpointConflict,
+    CheckpointError,
+    CheckpointNotFound,
+    CodecError,
+    CorruptSnapshot,
+    DurableError,
+    ForeignSnapshot,
+    GraphMismatch,
+    RestoredPanic,
+    RestoreError,
+    SnapshotFormatError,
+    SnapshotUnavailable,
+    TruncatedSnapshot,
+    UnsupportedSnapshotVersion,
+)
+from amrita_sense.durable.fingerprint import graph_fingerprint
+from amrita_sense.durable.format import FORMAT_VERSION, STATUSES, decode
+from amrita_sense.durable.panic import restored_traceback
+from amrita_sense.durable.store import (
+    Checkpoint,
+    CheckpointRecord,
+    CheckpointStore,
+    MemoryCheckpointStore,
+    SQLiteCheckpointStore,
+)
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What a snapshot says about its run, read without a graph and without running anything."""
+
+    version: int
+    status: str
+    """One of `STATUSES`: ready, running, suspended, halted, panicked, finished."""
+    fingerprint: str
+    position: str
+    """idle, between, gate, step or nested (see `amrita_sense.durable.snapshot`)."""
+    parked: str | None
+    """The suspend tag the run (or a sub-interpreter) is parked at, if any."""
+    pointer: list[int]
+    return_depth: int
+    panic: str | None
+    """`module:QualName: message` of the panic, if any."""
+    codec: str | None
+    size: int
+
+
+def inspect_snapshot(data: Any) -> SnapshotInfo:
+    """Check `data` (framing, checksum, every field) and describe it; a `SnapshotFormatError` if unreadable."""
+    from amrita_sense.durable.restore import check_state
+
+    decoded = decode(data)
+    state = check_state(decoded.document.get("interp"), "interp", len(decoded.blobs))
+    panic = state["panic"]
+    return SnapshotInfo(
+        version=decoded.header.version,
+        status=decoded.header.status,
+        fingerprint=decoded.header.fingerprint,
+        position=state["position"],
+        parked=_parked_tag(state),
+        pointer=list(state["ptr"]),
+        return_depth=len(state["ret"]["items"]),
+        panic=None if panic is None else f"{panic['type']}: {panic['message']}",
+        codec=decoded.document.get("codec") if isinstance(decoded.document.get("codec"), str) else None,
+        size=len(data),
+    )
+
+
+def _parked_tag(state: dict) -> str | None:
+    """The gate tag the run, or the first parked sub-interpreter of its step, is parked at."""
+    if state["parked"] is not None:
+        return state["parked"]
+    for item in (state["children"] or {}).get("items", ()):
+        tag = _parked_tag(item["state"])
+        if tag is not None:
+            return tag
+    return None
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "STATUSES",
+    "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointError",
+    "CheckpointNotFound",
+    "CheckpointRecord",
+    "CheckpointStore",
+    "Checkpointing",
+    "CodecError",
+    "CorruptSnapshot",
+    "DurableError",
+    "ForeignSnapshot",
+    "GraphMismatch",
+    "MemoryCheckpointStore",
+    "RestoreError",
+    "RestoredPanic",
+    "SQLiteCheckpointStore",
+    "SnapshotFormatError",
+    "SnapshotInfo",
+    "SnapshotUnavailable",
+    "TruncatedSnapshot",
+    "UnsupportedSnapshotVersion",
+    "graph_fingerprint",
+    "inspect_snapshot",
+    "restored_traceback",
+]

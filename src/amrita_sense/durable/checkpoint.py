@@ -1,0 +1,201 @@
+"""Automatic checkpoints: a policy, and the run loop that follows it.
+
+`interp.checkpointing = Checkpointing(store, run_id, ...)` makes `run()` save
+the interpreter's snapshot into `store` under `run_id`:
+
+- after every `every_nodes` main-loop nodes and/or every `every_seconds` seconds;
+- at every suspend point, just before the run parks there (`at_suspend`): the
+  between-node gate, a main-loop node's own gate, a gate of a FUN_BLOCK /
+  BATCH_RUN sub-interpreter;
+- when the run ends: finished, halted (SUSPEND), reset (RESET) or, with
+  `on_panic`, panicked.
+
+A run with a policy uses this module's loop, which runs each step through the
+interpreter's general path (as a middleware does); without one, `run()` is the
+core's step loop, untouched: checkpointing costs nothing when it is off.
+
+At-least-once: a checkpoint is taken after a node, never inside one. When the
+process dies, the restored run continues from the last checkpoint, so the node
+that was running (and, with `every_nodes` > 1, the nodes since the checkpoint)
+runs again. Make such nodes idempotent, or checkpoint every node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+from amrita_sense import _core
+from amrita_sense.durable.errors import CheckpointError, SnapshotUnavailable
+from amrita_sense.durable.store import CheckpointRecord
+from amrita_sense.exceptions import InterruptNotice
+
+PC_CHECKPOINT = "WorkflowInterpreter::each_node"
+_CHECK_CLOCK_EVERY = 64
+
+
+async def _settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class Checkpointing:
+    """When and where a run saves its checkpoints (set it as `interp.checkpointing`).
+
+    Args:
+        store: a `CheckpointStore` (sync or async methods).
+        run_id: the key of this run in the store.
+        every_nodes: save after every that many main-loop nodes (None: not by count).
+        every_seconds: save when that many seconds passed since the last save (None: not by time).
+        at_suspend: save when the run is about to park at a suspend gate.
+        on_panic: save when the run ends with an exception.
+        codec: stores the injection pools (and panic exceptions) with each snapshot (`pickle`, or
+            an object with `dumps`/`loads`); None keeps only the engine state.
+        on_saved: called with the `CheckpointRecord` after every save.
+        expected_version: the store version this policy writes over: 0 (the default) for a new
+            run id, the loaded version when resuming (`resume` sets it); None saves unconditionally.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        run_id: str,
+        *,
+        every_nodes: int | None = 1,
+        every_seconds: float | None = None,
+        at_suspend: bool = True,
+        on_panic: bool = True,
+        codec: Any = None,
+        on_saved: Callable[[CheckpointRecord], Any] | None = None,
+        expected_version: int | None = 0,
+    ) -> None:
+        if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
+            raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError("run_id must be a non-empty string")
+        if every_nodes is not None and (type(every_nodes) is not int or every_nodes < 1):
+            raise ValueError("every_nodes must be None or an int >= 1")
+        if every_seconds is not None and not every_seconds > 0:
+            raise ValueError("every_seconds must be None or a positive number of seconds")
+        if codec is not None and not all(callable(getattr(codec, name, None)) for name in ("dumps", "loads")):
+            raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
+        self.store = store
+        self.run_id = run_id
+        self.every_nodes = every_nodes
+        self.every_seconds = every_seconds
+        self.at_suspend = at_suspend
+        self.on_panic = on_panic
+        self.codec = codec
+        self.on_saved = on_saved
+        self.version = expected_version
+        self.last: CheckpointRecord | None = None
+
+    def __repr__(self) -> str:
+        return f"Checkpointing({self.store!r}, {self.run_id!r}, every_nodes={self.every_nodes}, version={self.version})"
+
+    async def save(self, interp: Any) -> CheckpointRecord:
+        """Snapshot `interp` and store it now (over `version` when set); the new record."""
+        data = interp.snapshot(self.codec)
+        try:
+            record = await _settle(self.store.save(self.run_id, data, expected_version=self.version))
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+        if self.version is not None:
+            self.version = record.version
+        self.last = record
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    async def resume(self, graph: Any, interpreter: type | None = None, **restore_kwargs: Any) -> Any:
+        """Restore the run's latest checkpoint on `graph`; the interpreter, with this policy attached.
+
+        `restore_kwargs` go to `WorkflowInterpreter.restore` (the codec defaults to this policy's).
+        Further saves expect the loaded version, so a second process resuming the same run makes
+        one of them fail with `CheckpointConflict` at its next save.
+        """
+        if interpreter is None:
+            from amrita_sense.runtime.workflow import WorkflowInterpreter as interpreter
+        checkpoint = await _settle(self.store.load(self.run_id))
+        restore_kwargs.setdefault("codec", self.codec)
+        interp = interpreter.restore(graph, checkpoint.data, **restore_kwargs)
+        self.version = checkpoint.record.version if self.version is not None else None
+        self.last = checkpoint.record
+        interp.checkpointing = self
+        return interp
+
+    # ----- hooks the interpreter calls ----------------------------------------------------------
+
+    async def before_gate(self, top: Any, gated: Any, tag: str | None) -> None:
+        """`gated` (the top interpreter or one of its sub-interpreters) is at a gate: save if it will park."""
+        if not self.at_suspend or not top.is_running:
+            return
+        would_park = getattr(gated.object_io, "_would_park", None)
+        if would_park is not None and not would_park(tag):
+            return
+        try:
+            await self.save(top)
+        except SnapshotUnavailable:
+            pass  # a gate inside a sub-call is not a point a run can be restored at
+
+    async def run(self, interp: Any) -> None:
+        """`interp.run()` with checkpoints (see the module docstring)."""
+        if not await interp._begin_run():
+            return
+        outcome: BaseException | None = None
+        try:
+            await self._steps(interp)
+        except BaseException as exc:
+            outcome = exc
+            if isinstance(exc, CheckpointError) or not interp._absorbs(exc):
+                raise
+        finally:
+            await interp._end_run(outcome)
+            if self._saves_after(outcome):
+                await self.save(interp)
+
+    def _saves_after(self, outcome: BaseException | None) -> bool:
+        if outcome is None or isinstance(outcome, InterruptNotice):
+            return True
+        return self.on_panic and isinstance(outcome, Exception) and not isinstance(outcome, CheckpointError)
+
+    async def _steps(self, interp: Any) -> None:
+        """The step loop of `run_step_by()` without the generator, saving after steps as the policy says."""
+        lock = interp._interpret_lock
+        since_save, steps = 0, 0
+        last_save = last_yield = time.monotonic()
+        while True:
+            if interp._signal.pending:
+                await interp._gate(PC_CHECKPOINT)
+            if interp._pending_stop:
+                interp._pending_stop = False
+                return
+            await interp._take_lock()
+            try:
+                state = interp._enter_step()
+                if state == _core.STEP_END:
+                    return
+                if state == _core.STEP_SKIPPED:
+                    continue
+                await interp._run_current()
+                if not interp._leave_step():
+                    return
+            finally:
+                lock.async_release()
+            since_save += 1
+            steps += 1
+            if self._due(since_save, last_save):
+                await self.save(interp)
+                since_save, last_save = 0, time.monotonic()
+            if steps % _CHECK_CLOCK_EVERY == 0 and time.monotonic() - last_yield >= interp._yield_interval:
+                await asyncio.sleep(0)
+                last_yield = time.monotonic()
+
+    def _due(self, since_save: int, last_save: float) -> bool:
+        if self.every_nodes is not None and since_save >= self.every_nodes:
+            return True
+        return self.every_seconds is not None and time.monotonic() - last_save >= self.every_seconds

@@ -1,0 +1,400 @@
+"""Restoring a snapshot: a new interpreter that continues where the snapshotted one stood.
+
+Everything is checked and decoded first (the framing, every field of the engine
+document, the graph, the user blobs through the codec, the exception classes,
+the node state the snapshot needs); only then is the interpreter given its
+state and are the graph's nodes touched. A failing restore therefore leaves
+nothing half-restored behind: it raises and the graph is as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from amrita_sense import _core
+from amrita_sense.durable import format as fmt
+from amrita_sense.durable import node_state
+from amrita_sense.durable.errors import CodecError, CorruptSnapshot, GraphMismatch, RestoreError
+from amrita_sense.durable.fingerprint import differing_rows, graph_fingerprint, mismatch, outline_of, unpack_digests
+from amrita_sense.durable.panic import check_exception_record, exception_classes, revive_exception
+from amrita_sense.durable.snapshot import MAX_ADDRESS
+from amrita_sense.node.core import program_of
+from amrita_sense.runtime.types import Flags, InterpreterContext
+
+MAX_NESTING = 32
+"""How deep sub-interpreters (FUN_BLOCK inside FUN_BLOCK...) may nest in a snapshot."""
+_POSITIONS = ("idle", "between", "gate", "step", "nested")
+_STANDINGS = (node_state.RUNNING, node_state.RETURNED, node_state.PENDING)
+
+
+def restore_interpreter(
+    cls: type, graph: Any, data: Any, *, extra_args: Any, extra_kwargs: Any, codec: Any, object_io: Any,
+    exception_ignored: Any, middleware: Any, accept_passed_edits: bool, unset: Any,
+) -> Any:
+    """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
+    decoded = fmt.decode(data)
+    blobs = decoded.blobs
+    root = check_state(decoded.document.get("interp"), "interp", len(blobs))
+    args, kwargs = _initial_pools(root, extra_args, extra_kwargs, codec, blobs, unset)
+    interp = cls(
+        graph, object_io, exception_ignored=() if exception_ignored is unset else exception_ignored,
+        extra_args=args, extra_kwargs=kwargs, middleware=middleware,
+    )
+    _check_graph(interp, decoded, root, accept_passed_edits)
+    ignored = _resolve_ignored(root, given=exception_ignored is not unset)
+    plan = _plan_state(interp._prog, root, ignored, codec, blobs, accept_passed_edits)
+    plan.apply(interp, keep_id=True)
+    return interp
+
+
+# ----- checking the document ------------------------------------------------------------------
+
+
+def _fail(where: str, what: str) -> CorruptSnapshot:
+    return CorruptSnapshot(f"{where}: {what}")
+
+
+def _get(obj: dict, key: str, where: str) -> Any:
+    if key not in obj:
+        raise _fail(where, f"the field {key!r} is missing")
+    return obj[key]
+
+
+def _int(value: Any, where: str, low: int = 0, high: int = 2**62) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise _fail(where, f"expected an integer in [{low}, {high}], got {value!r:.40}")
+    return value
+
+
+def _address(value: Any, where: str) -> list[int]:
+    if type(value) is not list or len(value) > MAX_ADDRESS or not all(type(i) is int for i in value):
+        raise _fail(where, "expected an address (a list of at most 4096 integers)")
+    return value
+
+
+def _blob_index(value: Any, where: str, blob_count: int) -> int | None:
+    if value is None:
+        return None
+    return _int(value, where, 0, blob_count - 1) if blob_count else _int(value, where, 0, -1)
+
+
+def _stack_items(value: Any, where: str) -> list:
+    """The items of a `{"limit": int, "items": [...]}` object (a STACK, or the context stack)."""
+    if type(value) is not dict:
+        raise _fail(where, "expected a stack object")
+    _int(_get(value, "limit", where), where + ".limit")
+    items = _get(value, "items", where)
+    if type(items) is not list:
+        raise _fail(where, "the stack's items are not a list")
+    return items
+
+
+def _check_stack(value: Any, where: str) -> None:
+    for i, item in enumerate(_stack_items(value, where)):
+        _address(item, f"{where}.items[{i}]")
+
+
+def check_state(state: Any, where: str, blob_count: int, depth: int = 0) -> dict:
+    """`state` if it is a well-formed STATE object (see `durable.snapshot`), else `CorruptSnapshot`."""
+    if depth > MAX_NESTING:
+        raise _fail(where, f"sub-interpreters nest deeper than {MAX_NESTING}")
+    if type(state) is not dict:
+        raise _fail(where, "expected an interpreter state object")
+    ident = _get(state, "id", where)
+    if ident is not None and (type(ident) is not str or len(ident) > 64):
+        raise _fail(where + ".id", "expected a short string or null")
+    if _get(state, "position", where) not in _POSITIONS:
+        raise _fail(where + ".position", "unknown position")
+    if not isinstance(_get(state, "parked", where), (str, type(None))):
+        raise _fail(where + ".parked", "expected a tag or null")
+    _address(_get(state, "ptr", where), where + ".ptr")
+    _int(_get(state, "flags", where), where + ".flags", 0, 7)
+    if type(_get(state, "stop", where)) is not bool:
+        raise _fail(where + ".stop", "expected a boolean")
+    _check_stack(_get(state, "ret", where), where + ".ret")
+    stacks = _get(state, "stacks", where)
+    if type(stacks) is not list:
+        raise _fail(where + ".stacks", "expected a list")
+    for i, stack in enumerate(stacks):
+        _check_stack(stack, f"{where}.stacks[{i}]")
+    _check_contexts(_get(state, "ctx", where), where + ".ctx", blob_count, len(stacks))
+    _check_names(_get(state, "exc_ignored", where), where + ".exc_ignored")
+    panic = _get(state, "panic", where)
+    if panic is not None:
+        check_exception_record(panic, where + ".panic", blob_count)
+    _blob_index(_get(state, "pools", where), where + ".pools", blob_count)
+    _check_memos(_get(state, "memo", where), where + ".memo")
+    children = _get(state, "children", where)
+    if children is not None:
+        _check_children(children, where + ".children", blob_count, depth)
+    return state
+
+
+def _check_names(names: Any, where: str) -> list[str]:
+    if type(names) is not list or not all(type(n) is str for n in names):
+        raise _fail(where, "expected a list of class names")
+    return names
+
+
+def _check_contexts(ctx: Any, where: str, blob_count: int, stack_count: int) -> None:
+    for i, item in enumerate(_stack_items(ctx, where)):
+        at = f"{where}.items[{i}]"
+        if type(item) is not dict:
+            raise _fail(at, "expected a context object")
+        _address(_get(item, "ptr", at), at + ".ptr")
+        _int(_get(item, "flags", at), at + ".flags", 0, 7)
+        names = _get(item, "exc_ignored", at)
+        if names is not None:
+            _check_names(names, at + ".exc_ignored")
+        stack = _get(item, "stack", at)
+        if stack is not None:
+            _int(stack, at + ".stack", -1, stack_count - 1)
+        if _get(item, "panic", at) is not None:
+            check_exception_record(item["panic"], at + ".panic", blob_count)
+        if _get(item, "pools", at) != "live":
+            _blob_index(item["pools"], at + ".pools", blob_count)
+        _blob_index(_get(item, "extra", at), at + ".extra", blob_count)
+
+
+def _check_memos(memos: Any, where: str) -> None:
+    if type(memos) is not list:
+        raise _fail(where, "expected a list")
+    for i, memo in enumerate(memos):
+        if type(memo) is not list or len(memo) != 2:
+            raise _fail(f"{where}[{i}]", "expected [address, address]")
+        _address(memo[0], f"{where}[{i}][0]")
+        _address(memo[1], f"{where}[{i}][1]")
+
+
+def _check_children(children: Any, where: str, blob_count: int, depth: int) -> None:
+    if type(children) is not dict or _get(children, "kind", where) not in ("fun_block", "batch"):
+        raise _fail(where, "expected a children object of kind fun_block or batch")
+    _address(_get(children, "at", where), where + ".at")
+    items = _get(children, "items", where)
+    if type(items) is not list or not items:
+        raise _fail(where + ".items", "expected a non-empty list")
+    for i, item in enumerate(items):
+        at = f"{where}.items[{i}]"
+        if type(item) is not dict or _get(item, "standing", at) not in _STANDINGS:
+            raise _fail(at, "expected a child with a known standing")
+        fingerprint = _get(item, "graph", at)
+        if type(fingerprint) is not str or len(fingerprint) != 32:
+            raise _fail(at + ".graph", "expected a graph fingerprint")
+        check_state(_get(item, "state", at), at + ".state", blob_count, depth + 1)
+
+
+# ----- the graph ------------------------------------------------------------------------------
+
+
+def _check_graph(interp: Any, decoded: fmt.Decoded, root: dict, accept_passed_edits: bool) -> None:
+    """`GraphMismatch` unless the graph is the snapshot's (or, when accepted, differs only where the run passed)."""
+    live = outline_of(interp.get_graph())
+    expected = decoded.header.fingerprint
+    if live.fingerprint == expected:
+        return
+    digests = unpack_digests(decoded.outline)
+    rows = differing_rows(live, digests)
+    if accept_passed_edits and rows is not None and rows[1] < _frontier(live.program, root):
+        return
+    raise mismatch(live, expected, digests, None if rows is None else rows[0])
+
+
+def _frontier(prog: Any, state: dict) -> int:
+    """The first row the run can still reach: its pointer, saved return addresses, context pointers."""
+    addresses = [state["ptr"], *state["ret"]["items"], *(c["ptr"] for c in state["ctx"]["items"])]
+    for stack in state["stacks"]:
+        addresses.extend(stack["items"])
+    rows = [prog.nrows]
+    for addr in addresses:
+        if addr:
+            row, _ = prog.locate(addr)
+            rows.append(row if row >= 0 else 0)
+    return min(rows)
+
+
+# ----- planning: everything decoded, nothing applied yet ---------------------------------------
+
+
+@dataclass
+class _StatePlan:
+    """The decoded state of one interpreter, ready to apply."""
+
+    ident: str | None
+    pointer: Any
+    flags: int
+    stop: bool
+    ret: Any
+    contexts: Any
+    panic: BaseException | None
+    ignored: tuple | None
+    memos: list = field(default_factory=list)
+    children: tuple | None = None
+    """`(kind, node, [(standing, plan), ...])` for a FUN_BLOCK / BATCH_RUN step in flight."""
+
+    def apply(self, interp: Any, keep_id: bool) -> None:
+        interp._pointer = self.pointer
+        interp._flag_bits = self.flags
+        interp._pending_stop = self.stop
+        interp._ret_addr_stack = self.ret
+        interp._context_stack = self.contexts(interp)
+        interp._panic_exc = self.panic
+        if self.ignored is not None:
+            interp._exc_ignored = self.ignored
+        if keep_id and self.ident is not None:
+            interp._interpreter_id = self.ident
+        for node, value in self.memos:
+            node_state.apply_memo(node, value)
+        if self.children is not None:
+            kind, node, items = self.children
+            for child, (standing, plan) in zip(node_state.fork_children(node, kind, interp), items):
+                plan.apply(child, keep_id=False)
+                if standing == node_state.RETURNED:
+                    child._pending_stop = True  # its run had returned: running it again returns at once
+
+
+def _plan_state(
+    prog: Any, state: dict, ignored: tuple | None, codec: Any, blobs: list[bytes], lenient: bool
+) -> _StatePlan:
+    ret = _make_stack(prog, state["ret"])
+    stacks = [_make_stack(prog, s) for s in state["stacks"]]
+    contexts = _plan_contexts(prog, state["ctx"], ret, stacks, ignored, codec, blobs)
+    panic = None if state["panic"] is None else revive_exception(state["panic"], codec, blobs)
+    plan = _StatePlan(
+        state["id"], _make_pointer(prog, state["ptr"]), state["flags"], state["stop"], ret, contexts, panic, ignored,
+    )
+    plan.memos = _plan_memos(prog, state["memo"], lenient)
+    if state["children"] is not None:
+        plan.children = _plan_children(prog, state, codec, blobs)
+    return plan
+
+
+def _make_pointer(prog: Any, addr: list[int]) -> Any:
+    """A pointer at `addr`: bound to its row when it names one (as the loop leaves pointers), else a list."""
+    if addr:
+        row, exact = prog.locate(addr)
+        if row >= 0 and exact:
+            return _core.PointerVector._at_row(prog, row)
+    vec = _core.PointerVector(list(addr))
+    if not addr:
+        vec.clear()
+    return vec
+
+
+def _make_stack(prog: Any, doc: dict) -> Any:
+    stack = _core.Stack(doc["limit"])
+    stack.stack = [_make_pointer(prog, addr) for addr in doc["items"]]
+    return stack
+
+
+def _plan_contexts(
+    prog: Any, doc: dict, ret: Any, stacks: list, ignored: tuple | None, codec: Any, blobs: list[bytes]
+) -> Any:
+    """A function of the restored interpreter that builds its context stack (live pools need it)."""
+    entries = []
+    for i, item in enumerate(doc["items"]):
+        where = f"context {i}"
+        own = None if item["exc_ignored"] is None else exception_classes(item["exc_ignored"], where)
+        stack = None if item["stack"] is None else (ret if item["stack"] == -1 else stacks[item["stack"]])
+        panic = None if item["panic"] is None else revive_exception(item["panic"], codec, blobs)
+        pools = item["pools"] if item["pools"] in (None, "live") else _decode_pools(blobs, item["pools"], codec, where)
+        extra = {} if item["extra"] is None else _decode_blob(blobs, item["extra"], codec, where + " extra data")
+        if not isinstance(extra, dict):
+            raise RestoreError(f"{where}: the codec decoded its extra data to {type(extra).__name__}, not a dict")
+        entries.append((item["ptr"], item["flags"], own, stack, panic, pools, extra))
+
+    def build(interp: Any) -> Any:
+        contexts = _core.Stack(doc["limit"])
+        contexts.stack = [_make_context(prog, interp, ignored, *entry) for entry in entries]
+        return contexts
+
+    return build
+
+
+def _make_context(prog, interp, ignored, ptr, flags, own, stack, panic, pools, extra) -> InterpreterContext:
+    if pools == "live":
+        s_args, s_kwargs = interp._ava_args_v, interp._ava_kwargs_v
+    elif pools is None:
+        s_args = s_kwargs = None
+    else:
+        s_args, s_kwargs = (interp, *pools[0]), pools[1]
+    return InterpreterContext(
+        ptr=_make_pointer(prog, ptr),
+        exception_ignored=own if own is not None else (ignored if ignored is not None else interp._exc_ignored),
+        s_args=s_args, s_kwargs=s_kwargs, extra=extra, stack=stack, exception=panic, flags=Flags(flags),
+    )
+
+
+def _plan_memos(prog: Any, memos: list, lenient: bool) -> list:
+    planned = []
+    for node_addr, value in memos:
+        row, exact = prog.locate(node_addr)
+        if row < 0 or not exact:
+            problem = "no node has this address"
+        else:
+            problem = node_state.memo_conflict(prog.nodes[row], value)
+        if problem is None:
+            planned.append((prog.nodes[row], value))
+        elif not lenient:
+            raise RestoreError(f"the return address kept by the node at {node_addr} cannot be restored: {problem}")
+    return planned
+
+
+def _plan_children(prog: Any, state: dict, codec: Any, blobs: list[bytes]) -> tuple:
+    """The step's node and a plan per sub-interpreter (forked at apply time, keeping their own pass-through classes)."""
+    doc = state["children"]
+    row, exact = prog.locate(doc["at"])
+    if row < 0 or not exact or doc["at"] != state["ptr"]:
+        raise CorruptSnapshot(f"the sub-interpreters' step {doc['at']} is not the node at the pointer")
+    node = prog.nodes[row]
+    problem = node_state.check_children_free(node, doc["kind"], len(doc["items"]))
+    if problem is not None:
+        raise RestoreError(f"the step at {doc['at']} cannot take its sub-interpreters back: {problem}")
+    items = []
+    for graph, item in zip(node_state.child_graphs(node, doc["kind"]), doc["items"]):
+        actual = graph_fingerprint(graph)
+        if actual != item["graph"]:
+            raise GraphMismatch(
+                f"the sub-graph run by the step at {doc['at']} differs from the snapshot's",
+                row=row, address=list(doc["at"]), expected=item["graph"], actual=actual,
+            )
+        plan = _plan_state(program_of(graph), item["state"], None, codec, blobs, False)
+        items.append((item["standing"], plan))
+    return doc["kind"], node, items
+
+
+# ----- pools and user blobs --------------------------------------------------------------------
+
+
+def _initial_pools(root: dict, extra_args: Any, extra_kwargs: Any, codec: Any, blobs: list[bytes], unset: Any):
+    """The pools to build the interpreter with: the caller's, else the snapshot's (with a codec), else empty."""
+    stored = None
+    if root["pools"] is not None and codec is not None and (extra_args is unset or extra_kwargs is unset):
+        stored = _decode_pools(blobs, root["pools"], codec, "the injection pools")
+    args = extra_args if extra_args is not unset else (stored[0] if stored else ())
+    kwargs = extra_kwargs if extra_kwargs is not unset else (stored[1] if stored else None)
+    return tuple(args), kwargs
+
+
+def _decode_pools(blobs: list[bytes], index: int, codec: Any, what: str) -> tuple[tuple, dict]:
+    value = _decode_blob(blobs, index, codec, what)
+    pair = isinstance(value, tuple) and len(value) == 2
+    if not (pair and isinstance(value[0], tuple) and isinstance(value[1], dict)):
+        raise RestoreError(f"the codec decoded {what} to {type(value).__name__}, not (args, kwargs)")
+    return value
+
+
+def _decode_blob(blobs: list[bytes], index: int, codec: Any, what: str) -> Any:
+    if codec is None:
+        raise RestoreError(f"{what} were stored with a codec: pass the same codec to restore them")
+    try:
+        return codec.loads(blobs[index])
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"the codec could not decode {what}: {exc!r}") from exc
+
+
+def _resolve_ignored(root: dict, given: bool) -> tuple | None:
+    """The snapshot's pass-through exception classes, unless the caller gave its own (None: keep the interpreter's)."""
+    if given:
+        return None
+    return exception_classes(root["exc_ignored"], "the pass-through exception classes (pass exception_ignored=...)")

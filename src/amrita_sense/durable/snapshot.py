@@ -1,0 +1,290 @@
+"""Taking a snapshot: the engine state of an interpreter, at a point where no node is running.
+
+Where a snapshot can be taken (`position` in `SnapshotInfo`):
+
+- ``idle``: no run in flight: before the first run, after a run ended, after a
+  panic, after a SUSPEND / `InterruptKeepContext` halt;
+- ``between``: in a run, between two nodes: parked at the between-node gate
+  (`PC_CHECKPOINT`), at a `run_step_by()` yield (the step's node has run; the
+  snapshot holds the state the loop will have after it moves on, ``idle`` when
+  that step was the run's last), or in a run's own bookkeeping;
+- ``gate``: parked at a node's own suspend gate (`object_io._wait_for_continue(tag)`
+  of a main-loop node), before the node runs;
+- ``step``: inside a middleware, from the run's own task, before the middleware
+  calls `_call()` (taken after it, the restored run runs that node again: the
+  at-least-once rule);
+- ``nested``: the current node is a FUN_BLOCK or BATCH_RUN step whose
+  sub-interpreters are themselves at one of these points (or have returned).
+
+Anywhere else (a node is running, a sub-call such as an IF condition is in
+progress, an external `call_sub(..., interrupt=True)` holds the lock)
+`snapshot()` raises `SnapshotUnavailable`.
+
+The engine document (format version 1) is a JSON object::
+
+    {"interp": STATE, "codec": name of the codec or null}
+
+    STATE = {
+      "id": the interpreter id (hex; a restored root interpreter keeps it),  "position": see above,
+      "parked": the gate tag it is parked at, or null,
+      "ptr": [int, ...]  (the program counter; [] when the run has ended),
+      "flags": int (IF=1, HLT=2, JMP=4),  "stop": bool (a pending terminate()),
+      "ret": STACK (the return-address stack),
+      "ctx": {"limit": int, "items": [CONTEXT, ...]} (the context stack),
+      "stacks": [STACK, ...] (return stacks captured by PUSH_CONTEXT(exclude_stack=False)),
+      "exc_ignored": ["module:QualName", ...] (the pass-through exception classes),
+      "panic": EXCEPTION or null,
+      "pools": index of the user blob holding (extra_args, extra_kwargs), or null,
+      "memo": [[address, address], ...] (return addresses INT / PUSH_CONTEXT(None) computed and kept),
+      "children": null or {"kind": "fun_block" | "batch", "at": address of the step,
+                           "items": [{"standing": "running" | "returned" | "pending",
+                                      "graph": fingerprint, "state": STATE}, ...]}
+    }
+    STACK = {"limit": int, "items": [[int, ...], ...]}   (bottom first)
+    CONTEXT = {"ptr": [int, ...], "flags": int, "exc_ignored": [names] or null (the interpreter's),
+               "stack": null | -1 (the live return stack) | index into "stacks",
+               "panic": EXCEPTION or null, "pools": null | "live" | user blob index,
+               "extra": null or user blob index}
+    EXCEPTION = {"type": "module:QualName", "args": [plain values] or null, "message": str,
+                 "traceback": str, "blob": user blob index or null}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from amrita_sense import _core
+from amrita_sense.durable import format as fmt
+from amrita_sense.durable import node_state
+from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
+from amrita_sense.durable.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
+from amrita_sense.durable.panic import encode_exception, type_name
+
+IDLE, BETWEEN, GATE, STEP, NESTED = "idle", "between", "gate", "step", "nested"
+MAX_ADDRESS = 4096
+"""The longest address (pointer depth) a snapshot stores."""
+
+
+def take_snapshot(interp: Any, codec: Any = None) -> bytes:
+    """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
+    blobs: list[bytes] = []
+    state, parked = _capture(interp, codec, blobs, with_pools=True)
+    outline = _outline(interp)
+    document = {"interp": state, "codec": _codec_name(codec)}
+    status = _status(interp, state["position"], state["ptr"], parked)
+    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
+
+
+def _codec_name(codec: Any) -> str | None:
+    if codec is None:
+        return None
+    return getattr(codec, "__name__", None) or type(codec).__qualname__
+
+
+def _status(interp: Any, position: str, ptr: list[int], parked: bool) -> str:
+    if interp._panic_exc is not None:
+        return "panicked"
+    if parked:
+        return "suspended"
+    if position != IDLE:
+        return "running"  # even with an empty pointer (a jump to nowhere): the run goes on at [0]
+    if interp._flag_bits & _core.FLAG_HLT:
+        return "halted"
+    return "ready" if ptr else "finished"
+
+
+# ----- where the run stands ------------------------------------------------------------------
+
+
+def position_of(interp: Any) -> str:
+    """Where `interp` stands (IDLE, BETWEEN, GATE, STEP, NESTED); `SnapshotUnavailable` inside a node."""
+    owner = interp._interpret_lock.owner
+    if not interp.is_running:
+        if owner is not None:
+            raise SnapshotUnavailable("an injected call (call_sub(..., interrupt=True)) is running")
+        return IDLE
+    if owner is None or interp._stepped:
+        return BETWEEN
+    if owner is not interp._run_task:
+        raise SnapshotUnavailable("an injected call (call_sub(..., interrupt=True)) is running")
+    if interp._subcalls or interp._outer_interpreting:
+        raise SnapshotUnavailable("a node is running a sub-call (a condition, a body, a Try part...)")
+    node = _node_at_pointer(interp)
+    if interp._parked_tag is not None and interp._parked_tag == getattr(node, "tag", None):
+        return GATE
+    if interp._middleware is not None and interp._node_calls == 0 and _current_task() is owner:
+        return STEP
+    if node is not None and node_state.step_children(node, interp) is not None:
+        return NESTED
+    raise SnapshotUnavailable("a node is running: take the snapshot at a suspend point or between nodes")
+
+
+def _current_task() -> Any:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+def _node_at_pointer(interp: Any) -> Any:
+    ptr = interp._pointer
+    prog = interp._prog
+    if ptr._items is None and ptr._prog is prog:
+        return prog.nodes[ptr._row]
+    row, exact = prog.locate(ptr._items)
+    return prog.nodes[row] if row >= 0 and exact else None
+
+
+# ----- capturing ---------------------------------------------------------------------------------
+
+
+def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> tuple[dict, bool]:
+    """`(STATE, parked anywhere in the tree)`; raises `SnapshotUnavailable` inside a node."""
+    position = position_of(interp)
+    ptr, flags, ends = _pointer_and_flags(interp)
+    if ends:
+        position = IDLE  # the step taken was the run's last: the snapshot is of the run that ended
+    stacks: list[dict] = []
+    state = {
+        "id": interp.id,
+        "position": position,
+        "parked": interp._parked_tag,
+        "ptr": ptr,
+        "flags": flags,
+        "stop": bool(interp._pending_stop),
+        "ret": _stack_document(interp._ret_addr_stack, "the return stack"),
+        "ctx": _contexts_document(interp, codec, blobs, stacks),
+        "stacks": stacks,
+        "exc_ignored": [type_name(cls) for cls in interp._exc_ignored],
+        "panic": None if interp._panic_exc is None else encode_exception(interp._panic_exc, codec, blobs),
+        "pools": _pools_blob(interp, codec, blobs) if with_pools and codec is not None else None,
+        "memo": _memos(interp),
+        "children": None,
+    }
+    parked = interp._parked_tag is not None
+    if position == NESTED:
+        state["children"], parked = _children_document(interp, codec, blobs)
+    return state, parked
+
+
+def _outline(interp: Any) -> GraphOutline:
+    """The outline of the node table `interp` runs (a slot swapped in place makes a newer one)."""
+    prog = interp._prog
+    while prog.successor is not None:
+        prog = prog.successor
+    return outline_of_program(prog)
+
+
+def _memos(interp: Any) -> list[list]:
+    outline = _outline(interp)
+    return node_state.capture_memos(outline.program, outline.memo_rows) if outline.memo_rows else []
+
+
+def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:
+    """The pointer and flags to store, and whether the run ends; at a `run_step_by()` yield, the
+    pointer and flags the loop will have next (it ends when advancing runs off the graph)."""
+    flags = interp._flag_bits
+    if not interp._stepped:
+        return _address(interp._pointer), flags, False
+    if flags & _core.FLAG_JMP:
+        return _address(interp._pointer), flags & ~_core.FLAG_JMP, False
+    after = interp._pointer.copy()
+    if interp.advance_pointer(after):
+        return _address(after), flags, False
+    return [], flags, True
+
+
+def _address(ptr: Any) -> list[int]:
+    """A pointer's address without materialising a bound pointer's list."""
+    items = ptr._items
+    if items is None:  # bound to a row: the table's own address
+        return list(ptr._prog.addrs[ptr._row])
+    addr = list(items)
+    if len(addr) > MAX_ADDRESS or not all(type(i) is int for i in addr):
+        raise SnapshotUnavailable(f"the pointer {addr[:8]}... is not an address of at most {MAX_ADDRESS} ints")
+    return addr
+
+
+def _entry_address(entry: Any, what: str) -> list[int]:
+    if isinstance(entry, _core.PointerVector):
+        return _address(entry)
+    base = getattr(entry, "base_addr", None)
+    if isinstance(base, list) and all(type(i) is int for i in base):
+        return list(base)
+    raise SnapshotUnavailable(f"{what} holds a {type(entry).__name__}, not an address")
+
+
+def _stack_document(stack: Any, what: str) -> dict:
+    return {"limit": int(stack.ovf), "items": [_entry_address(entry, what) for entry in stack.stack]}
+
+
+def _contexts_document(interp: Any, codec: Any, blobs: list[bytes], stacks: list[dict]) -> dict:
+    seen: dict[int, int] = {}
+    items = [_context_document(interp, ctx, codec, blobs, stacks, seen) for ctx in interp._context_stack.stack]
+    return {"limit": int(interp._context_stack.ovf), "items": items}
+
+
+def _context_document(interp: Any, ctx: Any, codec: Any, blobs: list[bytes], stacks: list[dict], seen: dict) -> dict:
+    ignored = tuple(ctx.exception_ignored)
+    return {
+        "ptr": _entry_address(ctx.ptr, "a context's pointer"),
+        "flags": int(ctx.flags),
+        "exc_ignored": None if ignored == tuple(interp._exc_ignored) else [type_name(cls) for cls in ignored],
+        "stack": _context_stack_ref(interp, ctx.stack, stacks, seen),
+        "panic": None if ctx.exception is None else encode_exception(ctx.exception, codec, blobs),
+        "pools": _context_pools(interp, ctx, codec, blobs),
+        "extra": _user_blob(ctx.extra, codec, blobs, "a context's extra data") if ctx.extra else None,
+    }
+
+
+def _context_stack_ref(interp: Any, stack: Any, stacks: list[dict], seen: dict) -> int | None:
+    """Where a context's return stack is: None, -1 (the live one, shared) or its index in STATE's "stacks"."""
+    if stack is None:
+        return None
+    if stack is interp._ret_addr_stack:
+        return -1
+    if id(stack) not in seen:
+        seen[id(stack)] = len(stacks)
+        stacks.append(_stack_document(stack, "a context's return stack"))
+    return seen[id(stack)]
+
+
+def _context_pools(interp: Any, ctx: Any, codec: Any, blobs: list[bytes]) -> Any:
+    if ctx.s_args is None and ctx.s_kwargs is None:
+        return None
+    if ctx.s_args is interp._ava_args_v and ctx.s_kwargs is interp._ava_kwargs_v:
+        return "live"
+    args = tuple(a for a in (ctx.s_args or ()) if a is not interp)
+    return _user_blob((args, ctx.s_kwargs), codec, blobs, "a context's injection pools")
+
+
+def _pools_blob(interp: Any, codec: Any, blobs: list[bytes]) -> int:
+    args = tuple(interp._ava_args_v[1:])
+    return _user_blob((args, dict(interp._ava_kwargs_v)), codec, blobs, "the injection pools")
+
+
+def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
+    if codec is None:
+        raise CodecError(f"{what} hold user objects: pass a codec (for example pickle) to snapshot them")
+    try:
+        blob = codec.dumps(value)
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"the codec could not encode {what}: {exc!r}") from exc
+    if not isinstance(blob, (bytes, bytearray)):
+        raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
+    blobs.append(bytes(blob))
+    return len(blobs) - 1
+
+
+def _children_document(interp: Any, codec: Any, blobs: list[bytes]) -> tuple[dict, bool]:
+    kind, children = node_state.step_children(_node_at_pointer(interp), interp)
+    items, parked = [], False
+    for child in children:
+        if child._panic_exc is not None:
+            raise SnapshotUnavailable(f"a {kind} sub-interpreter failed: the step is ending with its error")
+        standing = node_state.child_standing(child)
+        state, child_parked = _capture(child, codec, blobs, with_pools=False)
+        parked = parked or child_parked
+        items.append({"standing": standing, "graph": graph_fingerprint(child.get_graph()), "state": state})
+    return {"kind": kind, "at": _address(interp._pointer), "items": items}, parked

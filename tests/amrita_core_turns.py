@@ -1,0 +1,182 @@
+"""Real AmritaCore chat turns over a scripted model adapter (no network).
+
+Run as a script: `python tests/amrita_core_turns.py LOOP` (LOOP: asyncio or
+uvloop) runs every scenario in a fresh process on whatever `amrita_sense` the
+interpreter imports, and prints one JSON object: what the runtime is and, per
+scenario, what the model was sent, what the consumer received and what was
+logged. `tests/test_amrita_core_e2e.py` runs it on this runtime and on 1.1.3 and
+holds both to the same expectations.
+
+The adapter registers under its own protocol; each scenario gives it a script:
+the tool calls its `call_tools` answers, in turn (None: no tool call), and the
+answer chunks its `call_api` streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import amrita_sense
+from amrita_core import AmritaConfig, ChatObject, ModelPreset, set_config, simple_tool
+from amrita_core.base.adapter import ModelAdapter
+from amrita_core.chatmanager import _step_workflow_rendered
+from amrita_core.types import ToolCall, UniResponse
+from amrita_sense.logging import logger
+from amrita_sense.streaming import SuspendObjectStream
+
+PROTOCOL = "sense-e2e-scripted"
+ANSWER = ["Hello", " world"]
+
+
+class Script:
+    """What the scripted model does in the current scenario, and what it was sent."""
+
+    tool_rounds: list[list[dict] | None] = []
+    requests: list[dict[str, Any]] = []
+
+    @classmethod
+    def start(cls, tool_rounds: list[list[dict] | None]) -> None:
+        cls.tool_rounds = list(tool_rounds)
+        cls.requests = []
+
+
+def _message(message: Any) -> dict[str, str]:
+    if isinstance(message, dict):
+        return {"role": str(message.get("role")), "content": str(message.get("content"))}
+    return {"role": str(getattr(message, "role", "")), "content": str(getattr(message, "content", ""))}
+
+
+class ScriptedAdapter(ModelAdapter):
+    """A model adapter that answers from `Script` and records every request."""
+
+    @staticmethod
+    def get_adapter_protocol() -> str:
+        return PROTOCOL
+
+    async def call_api(self, messages: Any, **kwargs: Any) -> Any:
+        Script.requests.append({"kind": "call_api", "messages": [_message(m) for m in messages]})
+        for chunk in ANSWER:
+            yield chunk
+        yield UniResponse(role="assistant", content="".join(ANSWER), usage=None, tool_calls=None)
+
+    async def call_tools(self, messages: Any, tools: Any, tool_choice: Any = None, **kwargs: Any) -> Any:
+        Script.requests.append({"kind": "call_tools", "messages": [_message(m) for m in messages]})
+        calls = Script.tool_rounds.pop(0) if Script.tool_rounds else None
+        tool_calls = [ToolCall.model_validate(call) for call in calls] if calls else None
+        return UniResponse(role="assistant", content=None, usage=None, tool_calls=tool_calls)
+
+
+@simple_tool
+def sense_e2e_lookup(city: str) -> str:
+    """Look up the weather of a city.
+
+    Args:
+        city (str): The city.
+    """
+    return f"sunny in {city}"
+
+
+@simple_tool
+def sense_e2e_explode(reason: str) -> str:
+    """A tool that always fails.
+
+    Args:
+        reason (str): Why.
+    """
+    raise RuntimeError(f"tool exploded: {reason}")
+
+
+def _call(name: str, arguments: str, call_id: str) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _chat(**kwargs: Any) -> ChatObject:
+    return ChatObject(
+        train={"role": "system", "content": "Answer briefly."},
+        user_input="What is the weather?",
+        session_id="sense-e2e",
+        preset=ModelPreset(model="scripted", protocol=PROTOCOL),
+        **kwargs,
+    )
+
+
+async def _finish(chat: ChatObject, consume: Any) -> dict[str, Any]:
+    errors: list[str] = []
+    sink = logger.add(lambda message: errors.append(str(message.record["message"])), level="ERROR", format="{message}")
+    try:
+        chat.begin()
+        received = await asyncio.wait_for(consume(chat), 60)
+        await asyncio.wait_for(chat, 60)
+    finally:
+        logger.remove(sink)
+    return {
+        "received": received,
+        "exception": repr(chat.get_exception()) if chat.get_exception() else None,
+        "requests": Script.requests,
+        "errors_logged": errors,
+    }
+
+
+async def _full_response(chat: ChatObject) -> Any:
+    return await chat.full_response()
+
+
+async def _stream(chat: ChatObject) -> Any:
+    return [item for item in [x async for x in chat.io_stream.get_response_generator()] if isinstance(item, str)]
+
+
+async def plain_answer() -> dict[str, Any]:
+    Script.start([None])
+    return await _finish(_chat(), _full_response)
+
+
+async def tool_call() -> dict[str, Any]:
+    Script.start([[_call("sense_e2e_lookup", '{"city": "Oslo"}', "call_lookup")], None])
+    return await _finish(_chat(), _full_response)
+
+
+async def failing_tool() -> dict[str, Any]:
+    Script.start([[_call("sense_e2e_explode", '{"reason": "on purpose"}', "call_explode")], None])
+    return await _finish(_chat(), _full_response)
+
+
+async def streamed_answer() -> dict[str, Any]:
+    Script.start([None])
+    return await _finish(_chat(), _stream)
+
+
+async def step_loop_with_a_peer_message() -> dict[str, Any]:
+    Script.start([None])
+    stream: SuspendObjectStream = SuspendObjectStream()
+    await stream.send_to_producer("peer note")
+    return await _finish(_chat(io_stream=stream, workflow=_step_workflow_rendered), _full_response)
+
+
+SCENARIOS = [plain_answer, tool_call, failing_tool, streamed_answer, step_loop_with_a_peer_message]
+
+
+async def run_all() -> dict[str, Any]:
+    set_config(AmritaConfig())
+    return {scenario.__name__: await scenario() for scenario in SCENARIOS}
+
+
+def main(loop_name: str) -> None:
+    if loop_name == "uvloop":
+        import uvloop
+
+        outcomes = uvloop.run(run_all())
+    else:
+        outcomes = asyncio.run(run_all())
+    runtime = {
+        "turbo": hasattr(amrita_sense, "IMPLEMENTATION"),
+        "implementation": getattr(amrita_sense, "IMPLEMENTATION", None),
+        "file": amrita_sense.__file__,
+    }
+    print("SENSE-E2E " + json.dumps({"runtime": runtime, "outcomes": outcomes}, default=str))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "asyncio")
