@@ -26,6 +26,10 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
 
 
+cdef extern from *:
+    bint unlikely(bint)  # Cython's branch hint macro: the slow paths stay out of the hot code
+
+
 cdef extern from "Python.h":
     ctypedef struct PyListObject:
         Py_ssize_t allocated
@@ -1312,13 +1316,13 @@ cdef class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
-        if not self._still_at(row):
+        if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        if self._left_unmarked(row):
+        if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
             self._jump_at(rows[3], row, 3)
@@ -1331,7 +1335,7 @@ cdef class InterpreterCore:
         if body_plan is None:
             return C_NATIVE_NOT_READY
         self._call_resuming(rows[0], body_plan, row, 2, False)
-        if self._left_unmarked(row):
+        if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
             self._jump_at(rows[3], row, 1)
@@ -1345,7 +1349,7 @@ cdef class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
-        if not self._still_at(row):
+        if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
@@ -1353,12 +1357,12 @@ cdef class InterpreterCore:
         try:
             self._call_resuming(rows[1], body_plan, row, 5, True)
         except BreakLoop:
-            if self._left_unmarked(row):
+            if unlikely(self._left_unmarked(row)):
                 self._prog.nodes[row]._after_body(self, True)
             else:
                 self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
-        if self._left_unmarked(row):
+        if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self, False)
         else:
             self._jump_at(rows[3], row, 2)
@@ -1373,12 +1377,12 @@ cdef class InterpreterCore:
         try:
             self._call_resuming(rows[0], body_plan, row, 3, True)
         except BreakLoop:
-            if self._left_unmarked(row):
+            if unlikely(self._left_unmarked(row)):
                 self._prog.nodes[row]._after_body(self, True)
             else:
                 self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
-        if self._left_unmarked(row):
+        if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self, False)
         else:
             self._jump_at(rows[3], row, 1)
@@ -1391,7 +1395,7 @@ cdef class InterpreterCore:
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         again = self._call_resuming(rows[0], cond_plan, row, 3, True)
-        if not self._still_at(row):
+        if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(rows[3], row, 1)
@@ -1408,7 +1412,7 @@ cdef class InterpreterCore:
         if cond_plan is None or (not compose_body and body_plan is None):
             return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
-        if not self._still_at(row):
+        if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
@@ -1417,7 +1421,7 @@ cdef class InterpreterCore:
             self._jump_at(rows[3], row, 3)
             return C_NATIVE_DONE
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        if self._left_unmarked(row):
+        if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
             self._jump_at(rows[3], row, 3)
@@ -1439,7 +1443,7 @@ cdef class InterpreterCore:
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
-        if not self._still_at(row):
+        if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
@@ -1563,7 +1567,7 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            if self._left_unmarked(row):
+            if unlikely(self._left_unmarked(row)):
                 self.jump_near(operands[1])
             else:
                 self._jump_at(rows[3], row, 0)
@@ -1602,7 +1606,7 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            if self._left_unmarked(row):
+            if unlikely(self._left_unmarked(row)):
                 self.jump_near(operands[1])
             else:
                 self._jump_at(self._prog.crows[4 * row + 3], row, 0)
