@@ -1,8 +1,11 @@
-"""Build amrita-sense-turbo: the runtime package, the optional compiled core, the import hook.
+"""Build amrita-sense-turbo: the runtime package, the compiled core, the import hook.
 
-Without a compiler the build still succeeds and the pure-Python twin runs,
-unless AMRITA_SENSE_REQUIRE_EXTENSIONS=1, which turns a failed compile into an error.
-AMRITA_SENSE_NO_EXTENSIONS=1 skips the compiled core altogether.
+The compiled core needs Cython (a build requirement) and a C compiler. A build that
+cannot compile it FAILS with a message saying what to do, so that nobody gets the ten
+times slower pure-Python twin without knowing: AMRITA_SENSE_NO_EXTENSIONS=1 asks for the
+pure build (a `py3-none-any` wheel without the core; the twin then loads without a
+warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other Python
+implementations than CPython always get the pure build.
 
 Layout. The source tree keeps the runtime at `src/amrita_sense/` and the core at
 `src/_sense_core.pyx` (dev mode: `PYTHONPATH=src`, `setup.py build_ext --inplace`
@@ -19,6 +22,7 @@ classes report as `__module__`); only its file moves into the wheel's runtime di
 
 import os
 import platform
+import re
 import shutil
 
 from setuptools import Extension, find_packages, setup
@@ -26,13 +30,13 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 from setuptools.command.editable_wheel import editable_wheel
 from setuptools.command.egg_info import egg_info
+from setuptools.errors import SetupError
 
 
 def _env_flag(name):
     return os.environ.get(name, "") not in ("", "0")
 
 
-REQUIRE = _env_flag("AMRITA_SENSE_REQUIRE_EXTENSIONS")
 SKIP = _env_flag("AMRITA_SENSE_NO_EXTENSIONS") or platform.python_implementation() != "CPython"
 
 RUNTIME = "amrita_sense"  # the import name users keep
@@ -124,24 +128,30 @@ class _AlsoWritesHook:
         return self._strategy.__exit__(*exc_info)
 
 
-# ----- the optional compiled core ----------------------------------------------------------
+# ----- the compiled core ----------------------------------------------------------------
 
 
-class OptionalBuildExt(build_ext):
-    """Turn a compiler failure into a warning unless the compiled core is required, and put the
-    core's file in the runtime's installed directory (or beside the runtime's source with --inplace)."""
+class CoreBuildExt(build_ext):
+    """Build the compiled core (a toolchain failure becomes the clear error of `_no_core`), and put
+    its file in the runtime's installed directory (or beside the runtime's source with --inplace)."""
 
     def run(self):
         try:
             super().run()
+        except CoreNotBuilt:
+            raise
         except Exception as exc:  # noqa: BLE001 - any toolchain failure
-            self._fail(exc)
+            _no_core(exc)
+
+    def build_extensions(self):
+        _drop_build_machine_rpath(self.compiler)
+        super().build_extensions()
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            _no_core(exc)
 
     def get_ext_filename(self, fullname):
         # Called with the dotted name by setuptools (outputs, --inplace copies) and with the last
@@ -157,10 +167,31 @@ class OptionalBuildExt(build_ext):
             return path
         return os.path.join(self.build_lib, *RUNTIME_PARENT.split("."), os.path.relpath(path, self.build_lib))
 
-    def _fail(self, exc):
-        if REQUIRE:
-            raise
-        print(f"WARNING: building the compiled core failed ({exc}); the pure-Python core will be used")
+
+def _drop_build_machine_rpath(compiler):
+    """Link the core without the run-time search path some Pythons put in LDSHARED (pyenv's
+    `-Wl,-rpath,<prefix>/lib`): the core needs no library of the build machine's Python, and a
+    wheel must not carry that machine's paths (auditwheel keeps them)."""
+    linker = getattr(compiler, "linker_so", None)
+    if linker:
+        compiler.linker_so = [arg for arg in linker if not arg.startswith(("-Wl,-rpath", "-Wl,-R"))]
+
+
+class CoreNotBuilt(SetupError):
+    """The compiled core cannot be built here, and the pure build was not asked for."""
+
+
+def _no_core(cause):
+    """Stop the build with what to do instead."""
+    raise CoreNotBuilt(
+        f"amrita-sense-turbo: the compiled core could not be built ({type(cause).__name__}: {cause}).\n"
+        "Building from source needs a C compiler (gcc or clang; MSVC on Windows) and the Python headers "
+        "(for example: apt-get install build-essential python3-dev). Alternatives:\n"
+        "  - install a prebuilt wheel of amrita-sense-turbo for this platform;\n"
+        "  - or ask for the pure-Python runtime (same behaviour, about 10x slower engine):\n"
+        "      AMRITA_SENSE_NO_EXTENSIONS=1 pip install --no-cache-dir amrita-sense-turbo\n"
+        "    and set AMRITA_SENSE_NO_EXTENSIONS=1 where it runs to silence its import warning."
+    ) from cause
 
 
 def _cython_include_dir():
@@ -191,36 +222,37 @@ def _extensions():
         return []
     try:
         from Cython.Build import cythonize
-    except ImportError:
-        if REQUIRE:
-            raise
-        print("WARNING: Cython is not available; the pure-Python core will be used")
-        return []
+    except ImportError as exc:  # a build without isolation, in an environment without Cython
+        _no_core(exc)
     _drop_stale_c()
     try:
-        extensions = cythonize(
+        return cythonize(
             [Extension(CORE, [CORE_SOURCES["pyx"]])],
             include_path=[_cython_include_dir()],
             compiler_directives={"language_level": "3"},
             quiet=True,
         )
-    except Exception as exc:  # noqa: BLE001 - a Cython error must not break a pure install
-        if REQUIRE:
-            raise
-        print(f"WARNING: cythonizing the compiled core failed ({exc}); the pure-Python core will be used")
-        return []
-    for ext in extensions:
-        ext.optional = not REQUIRE
-    return extensions
+    except Exception as exc:  # noqa: BLE001 - any Cython failure
+        _no_core(exc)
+
+
+def _version():
+    """`__version__` from src/amrita_sense/_version.py, without importing the package."""
+    with open(os.path.join("src", RUNTIME, "_version.py"), encoding="utf-8") as source:
+        match = re.search(r'^__version__ = "([^"]+)"$', source.read(), re.M)
+    if match is None:
+        raise RuntimeError(f"no __version__ in src/{RUNTIME}/_version.py")
+    return match.group(1)
 
 
 setup(
+    version=_version(),
     packages=_packages(),
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
     ext_modules=_extensions(),
     cmdclass={
-        "build_ext": OptionalBuildExt,
+        "build_ext": CoreBuildExt,
         "build_py": LayoutBuildPy,
         "egg_info": TopLevelNames,
         "editable_wheel": EditableWithHook,

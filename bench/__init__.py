@@ -1,7 +1,2 @@
-"""Benchmarks for amrita-sense-turbo.
-
-`bench.scenarios` holds the scenarios (public 1.1.3 API only, so the same file
-runs against the reference), `bench.runner` the comparison runner
-(`python -m bench --help`), and `bench/test_bench_*.py` the pytest-benchmark
-versions of the main scenarios.
-"""
+"""The project's pytest-benchmark suite (`bench/test_*.py`) over the scenarios of
+`amrita_sense.bench.scenarios`; the comparison runner is `python -m amrita_sense.bench`."""

@@ -1,7 +1,8 @@
-"""`python -m bench`: the comparison runner (see `bench.runner`)."""
+"""`python -m bench` in a checkout: the same runner as `python -m amrita_sense.bench`."""
 
 import sys
 
-from bench.runner import main
+from amrita_sense.bench.runner import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,18 +13,35 @@ side by side:
 
 In CI: `pytest bench --benchmark-disable` runs every scenario once, at its quick
 size, with its count check, so the benchmarks cannot rot.
-For ratios against amrita-sense 1.1.3 use the runner instead: `python -m bench`.
+For ratios against amrita-sense 1.1.3 use the runner instead: `python -m amrita_sense.bench`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import sys
+from pathlib import Path
 
 import pytest
 
-from bench import scenarios as S
+
+def _scenarios():
+    """The package's scenarios; under another amrita_sense (1.1.3, which has no `bench`), the
+    checkout's copy of the same file, loaded by path."""
+    try:
+        from amrita_sense.bench import scenarios
+    except ImportError:
+        path = Path(__file__).resolve().parents[1] / "src" / "amrita_sense" / "bench" / "scenarios.py"
+        spec = importlib.util.spec_from_file_location("_amrita_sense_bench_scenarios", path)
+        scenarios = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = scenarios
+        spec.loader.exec_module(scenarios)
+    return scenarios
+
+
+S = _scenarios()
 
 
 def _core_id() -> str:

@@ -32,7 +32,7 @@ from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteChe
 from amrita_sense.durable.fingerprint import _build_outline
 from amrita_sense.node.core import program_of
 from amrita_sense.types import PointerVector
-from bench.scenarios import Plan, expect, format_seconds, measure_best
+from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
 
 
 def distinct_nodes(count: int, tally: list) -> list:

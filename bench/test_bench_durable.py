@@ -3,7 +3,7 @@
 import asyncio
 
 from bench import durable
-from bench.scenarios import measure
+from amrita_sense.bench.scenarios import measure
 
 
 def test_every_durable_row_runs_and_checks():

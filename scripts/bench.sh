@@ -7,11 +7,12 @@
 #              reinstalled automatically when the sources changed since the last install
 #   .venv-ref  amrita-sense==1.1.3 (plus uvloop): the reference
 # then runs the comparison runner on the default scenario set:
-#   .venv/bin/python -m bench --against .venv-ref/bin/python --loop both --json bench-results.json
+#   .venv/bin/python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
 #
 # Options: --rebuild  reinstall both environments.
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
-#          --loop asyncio, --repeats 9, --plot bench.png (needs the `plot` extra), --help.
+#          --loop asyncio, --repeats 9, --targets, --plot bench-results.png (installs matplotlib),
+#          --workflow mymodule:factory, --profile-nodes, --help.
 # Environment: PYTHON (default python3), VENV (default .venv), REF_VENV (default .venv-ref),
 #              BENCH_JSON (default bench-results.json).
 set -euo pipefail
@@ -88,6 +89,14 @@ else
     say "reusing $REF_VENV (amrita-sense 1.1.3)"
 fi
 
+case " ${RUNNER_ARGS[*]-} " in
+    *" --plot"*)
+        "$VENV/bin/python" -c "import matplotlib" 2>/dev/null || {
+            say "installing matplotlib into $VENV for --plot"
+            "$VENV/bin/python" -m pip install -q "matplotlib>=3.7"
+        } ;;
+esac
+
 say "running the benchmarks (progress below, then the table); JSON goes to $JSON"
-exec "$VENV/bin/python" -m bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
+exec "$VENV/bin/python" -m amrita_sense.bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
     ${RUNNER_ARGS[@]+"${RUNNER_ARGS[@]}"}

@@ -70,3 +70,34 @@ def pytest_asyncio_loop_factories(config, item):
 
         factories["uvloop"] = uvloop.new_event_loop
     return factories
+
+
+@pytest.fixture(scope="session")
+def ray_instance():
+    """A real local Ray instance with 2 CPUs, once per session (tests marked `ray`).
+
+    Skips when Ray is not installed, or fails when AMRITA_SENSE_REQUIRE_RAY=1. The workers inherit
+    this process's environment (the core switches, PYTHONPATH) with this directory added to
+    PYTHONPATH, so they import `distributed_support` as a user's module would be imported.
+    """
+    import os
+
+    try:
+        import ray
+    except ImportError as exc:
+        if os.environ.get("AMRITA_SENSE_REQUIRE_RAY", "") not in ("", "0"):
+            pytest.fail(f"AMRITA_SENSE_REQUIRE_RAY=1 but Ray cannot be imported: {exc}")
+        pytest.skip("Ray is not installed (pip install 'amrita-sense-turbo[ray]')")
+    os.environ["RAY_TQDM_PATCH_PRINT"] = "0"  # else the driver's builtins.print is replaced when a worker dies
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, saved) if p)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+    yield ray
+    ray.shutdown()

@@ -57,7 +57,7 @@ def test_core_reason_says_why_this_core_loaded():
 
         assert _core.CORE_REASON.startswith("the pure-Python twin: ")
         if importlib.util.find_spec("amrita_sense._sense_core") is None:
-            assert "this build has no compiled core" in _core.CORE_REASON
+            assert "this installation has no compiled core" in _core.CORE_REASON
 
 
 def test_stack_push_pop_keeps_references_balanced():
@@ -73,3 +73,53 @@ def test_stack_push_pop_keeps_references_balanced():
         assert stack.pop() is item
         assert stack.pop() is item
     assert sys.getrefcount(item) == before and len(stack) == 0 and stack.stack == []
+
+
+def _runtime_copy_without_core(tmp_path):
+    """A copy of the loaded runtime without its compiled core (as a pure build installs it)."""
+    import shutil
+    from pathlib import Path
+
+    copy = tmp_path / "amrita_sense"
+    shutil.copytree(Path(amrita_sense.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for core in copy.glob("_sense_core*"):
+        if core.suffix in (".so", ".pyd"):
+            core.unlink()
+    return tmp_path
+
+
+def _import_in_child(tmp_path, code, **env):
+    import subprocess
+    import sys
+
+    # AMRITA_SENSE_TURBO=0: an installed import hook then picks the copy on PYTHONPATH, not its own runtime
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("AMRITA_SENSE_")}
+    child_env.update(PYTHONPATH=str(tmp_path), AMRITA_SENSE_TURBO="0", **env)
+    return subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_an_unasked_twin_warns_once_at_import(tmp_path):
+    root = _runtime_copy_without_core(tmp_path)
+    code = ("import amrita_sense, amrita_sense.streaming, importlib; importlib.import_module('amrita_sense');"
+            "print(amrita_sense.IMPLEMENTATION, amrita_sense.__file__)")
+    proc = _import_in_child(root, code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "python" and proc.stdout.split()[1].startswith(str(root))
+    assert proc.stderr.count("RuntimeWarning: amrita_sense runs on its pure-Python twin") == 1
+    assert "this installation has no compiled core" in proc.stderr
+    assert "AMRITA_SENSE_NO_EXTENSIONS=1" in proc.stderr
+
+
+def test_an_asked_for_twin_does_not_warn(tmp_path):
+    root = _runtime_copy_without_core(tmp_path)
+    proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)", AMRITA_SENSE_NO_EXTENSIONS="1")
+    assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
+    assert "RuntimeWarning" not in proc.stderr
+
+
+def test_a_core_that_fails_to_load_warns_with_the_error(tmp_path):
+    root = _runtime_copy_without_core(tmp_path)
+    (root / "amrita_sense" / "_sense_core.py").write_text("raise ImportError('broken on purpose')\n")
+    proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)")
+    assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
+    assert "the compiled core failed to load (broken on purpose)" in proc.stderr

@@ -1,11 +1,13 @@
 """amrita-sense-turbo: a compiled, drop-in runtime for AmritaSense workflows.
 
 `IMPLEMENTATION` says which core loaded: "cython" (the compiled `_sense_core`)
-or "python" (the pure twin).
+or "python" (the pure twin); `__version__` is amrita-sense-turbo's version (its
+API is amrita-sense 1.1.3's).
 """
 
 from . import _unsafe
 from ._core import IMPLEMENTATION
+from ._version import __version__
 from .exceptions import (
     AliasNotFoundError,
     DependsDeclarationError,

@@ -1,8 +1,13 @@
 """Pick the core: the compiled `amrita_sense._sense_core`, or the pure-Python twin.
 
 AMRITA_SENSE_NO_EXTENSIONS=1 forces the twin; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
-makes a missing compiled core an error instead of a silent fallback.
-`IMPLEMENTATION` records what actually loaded and `CORE_REASON` why.
+makes a missing compiled core an error instead of a fallback. A fallback nobody asked
+for (CPython without a loadable compiled core) warns once, at import: the twin is about
+ten times slower on the engine's own work. `IMPLEMENTATION` records what actually loaded
+and `CORE_REASON` why.
+
+Type checkers see the twin's classes (one set of classes, from a real module), whichever
+core loads at run time.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import warnings
+from typing import TYPE_CHECKING
 
 
 def _flag(name: str) -> bool:
@@ -31,17 +38,36 @@ def _load():
             raise ImportError("the compiled core was required but this interpreter cannot load it")
         return _twin(f"the pure-Python twin: {platform.python_implementation()} cannot load the compiled core")
     try:
-        from amrita_sense import _sense_core as core
+        from amrita_sense import _sense_core as core  # type: ignore[attr-defined,unused-ignore]  # stub beside the built core only
     except ImportError as exc:
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise
         if importlib.util.find_spec(f"{__package__}._sense_core") is None:
-            return _twin("the pure-Python twin: this build has no compiled core (no C compiler or Cython at build time)")
-        return _twin(f"the pure-Python twin: the compiled core failed to load ({exc})")
+            return _unasked_twin(
+                "this installation has no compiled core (it was built with AMRITA_SENSE_NO_EXTENSIONS=1, "
+                "or pip reused such a build from its cache)"
+            )
+        return _unasked_twin(f"the compiled core failed to load ({exc})")
     return core, f"the compiled core ({core.__file__})"
 
 
-_impl, CORE_REASON = _load()
+def _unasked_twin(why: str):
+    warnings.warn(
+        f"amrita_sense runs on its pure-Python twin, about 10x slower: {why}. Reinstall with a C compiler "
+        "(pip install --no-cache-dir --force-reinstall amrita-sense-turbo), or set AMRITA_SENSE_NO_EXTENSIONS=1 "
+        "to choose the twin and silence this warning",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    return _twin(f"the pure-Python twin: {why}")
+
+
+if TYPE_CHECKING:
+    from amrita_sense import _core_py as _impl
+
+    CORE_REASON: str
+else:
+    _impl, CORE_REASON = _load()
 
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Program = _impl.Program

@@ -67,7 +67,7 @@ def _new_logger() -> Logger:
     )
     if _loguru_defaults.LOGURU_AUTOINIT and sys.stderr:
         new.add(sys.stderr)
-    return new
+    return new  # type: ignore[return-value]  # loguru's class behind its public Logger type
 
 
 logger: Logger = _new_logger()
@@ -144,7 +144,7 @@ def engine_debug_enabled() -> bool:
     lets it print debug, or another sink whose level admits debug. Guards the engine's own debug
     lines, so building their text costs nothing when nobody reads it (a cached verdict: two
     identity/equality tests)."""
-    handlers = logger._core.handlers  # noqa: SLF001 - loguru's sinks, replaced on every add/remove
+    handlers = logger._core.handlers  # type: ignore[attr-defined]  # noqa: SLF001 - loguru's sinks, replaced on every add/remove
     raw = _raw_log_level()
     verdict = _debug_verdict
     if verdict[0] is not handlers or verdict[1] != raw:

@@ -73,7 +73,7 @@ class WeakValueLRUCache(Generic[K, V]):
             del self._cache[key]
         return value
 
-    def get(self, key: K, default: T = None) -> V | T:
+    def get(self, key: K, default: T | None = None) -> V | T | None:
         """The value of `key` (refreshing its recency), or `default` if absent or dead."""
         with self._lock:
             value = self._live(key)
@@ -137,7 +137,7 @@ class WeakValueLRUCache(Generic[K, V]):
         value = self.get(key, _MISSING)
         if value is _MISSING:
             raise KeyError(key)
-        return value
+        return value  # type: ignore[return-value]  # present: a V
 
     def __setitem__(self, key: K, value: V) -> None:
         self.put(key, value)

@@ -15,6 +15,10 @@ the front of `sys.meta_path` that resolves the top-level name `amrita_sense`:
 Importing `amrita_sense_turbo` itself installs the hook and gives this small module
 (`python -m amrita_sense_turbo` prints the same report as `python -m amrita_sense`);
 the runtime is never importable under a second name.
+
+PYTEST_DONT_REWRITE: the `.pth` file imports this package before pytest starts, and the
+distribution's pytest plugin makes pytest want to rewrite its asserts; this marker keeps
+pytest from warning about that in every test run of the environment (it has no asserts).
 """
 
 from __future__ import annotations

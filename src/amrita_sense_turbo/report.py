@@ -55,7 +55,7 @@ def _where(dist: metadata.Distribution) -> str:
 def _recorded(dist: metadata.Distribution) -> list[Path]:
     """The module files of a distribution's RECORD (bytecode caches left out)."""
     files = dist.files or []
-    return [Path(dist.locate_file(f)) for f in files if f.suffix in (".py", ".so", ".pyd") and "__pycache__" not in f.parts]
+    return [Path(str(dist.locate_file(f))) for f in files if f.suffix in (".py", ".so", ".pyd") and "__pycache__" not in f.parts]
 
 
 def _missing(dist: metadata.Distribution) -> list[Path]:
@@ -140,7 +140,7 @@ def _check_runtime(report: Report) -> None:
         report.fact("runtime", "none")
         report.warnings.append(f"`import amrita_sense` fails: {exc}")
         return
-    location = Path(runtime.__file__).parent
+    location = Path(runtime.__file__ or "").parent
     ours = location.parent.resolve() == Path(hook.runtime_parent()).resolve()
     report.fact("runtime", f"{OURS if ours else THEIRS + ' (or another copy)'} from {location}")
     if ours != hook.turbo_selected():

@@ -135,7 +135,7 @@ def _build_index(breakpoints: list[Breakpoint], prog: Any) -> _Index:
         if not bp.enabled:
             continue
         if bp.kind == "tag":
-            by_tag.setdefault(bp.target, []).append((order, bp))
+            by_tag.setdefault(bp.target, []).append((order, bp))  # type: ignore[arg-type]  # a tag is a str
             continue
         row = _row_of(prog, bp.target)
         if row is not None:

@@ -70,7 +70,7 @@ async def _run_node(inter: WorkflowInterpreter) -> InterruptNotice | None:
         except InterruptNotice as notice:
             return notice
         except Exception as exc:
-            inter._panic_exc = exc
+            inter._panic_exc = exc  # type: ignore[assignment]  # declared by its None default
             raise
         if inter.jump_marked:
             inter.unmarkup()

@@ -111,7 +111,7 @@ class Checkpointing:
             await _settle(self.on_saved(record))
         return record
 
-    async def resume(self, graph: Any, interpreter: type | None = None, **restore_kwargs: Any) -> Any:
+    async def resume(self, graph: Any, interpreter: Any = None, **restore_kwargs: Any) -> Any:
         """Restore the run's latest checkpoint on `graph`; the interpreter, with this policy attached.
 
         `restore_kwargs` go to `WorkflowInterpreter.restore` (the codec defaults to this policy's).

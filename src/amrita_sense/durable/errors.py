@@ -109,3 +109,6 @@ class RestoredPanic(Exception):
 
     def __repr__(self) -> str:
         return f"RestoredPanic({self.type_name}: {self.message!r})"
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.type_name, self.message, self.args, self.traceback_text)

@@ -22,13 +22,13 @@ RUNNING, RETURNED, PENDING = "running", "returned", "pending"
 """How a child stood when its parent's step was snapshotted: mid-run, its run had returned, not started."""
 
 
-def _func_block() -> type:
+def _func_block() -> Any:
     from amrita_sense.instructions.func_block import FuncBlock
 
     return FuncBlock
 
 
-def _batch_run() -> type:
+def _batch_run() -> Any:
     from amrita_sense.instructions.batch import BatchRun
 
     return BatchRun
@@ -121,7 +121,7 @@ def capture_memos(prog: Any, rows: tuple[int, ...]) -> list[list]:
     memos = []
     for row in rows:
         node = prog.nodes[row]
-        kept = getattr(node, _memo_field(node))
+        kept = getattr(node, _kept_field(node))
         if kept is not None:
             memos.append([list(prog.addrs[row]), list(kept)])
     return memos
@@ -139,4 +139,12 @@ def memo_conflict(node: Any, value: list[int]) -> str | None:
 
 
 def apply_memo(node: Any, value: list[int]) -> None:
-    setattr(node, _memo_field(node), list(value))
+    setattr(node, _kept_field(node), list(value))
+
+
+def _kept_field(node: Any) -> str:
+    """`_memo_field` of a node known to keep a return address."""
+    field = _memo_field(node)
+    if field is None:
+        raise TypeError(f"{node!r} keeps no return address")
+    return field

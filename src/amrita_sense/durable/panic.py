@@ -91,6 +91,7 @@ def _traceback_text(exc: BaseException) -> str:
 
 def encode_exception(exc: BaseException, codec: Any, blobs: list[bytes]) -> dict:
     """The plain-data record of `exc` (its codec copy appended to `blobs` when the codec can encode it)."""
+    record: dict[str, Any]
     if isinstance(exc, RestoredPanic):
         record = {"type": exc.type_name, "args": list(exc.args), "message": exc.message}
     else:

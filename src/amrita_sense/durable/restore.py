@@ -326,9 +326,10 @@ def _make_context(prog, interp, ignored, ptr, flags, own, stack, panic, pools, e
 
 
 def _plan_memos(prog: Any, memos: list, lenient: bool) -> list:
-    planned = []
+    planned: list[tuple[Any, list]] = []
     for node_addr, value in memos:
         row, exact = prog.locate(node_addr)
+        problem: str | None
         if row < 0 or not exact:
             problem = "no node has this address"
         else:

@@ -278,7 +278,9 @@ def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
 
 
 def _children_document(interp: Any, codec: Any, blobs: list[bytes]) -> tuple[dict, bool]:
-    kind, children = node_state.step_children(_node_at_pointer(interp), interp)
+    found = node_state.step_children(_node_at_pointer(interp), interp)
+    assert found is not None, "only called at a NESTED position"
+    kind, children = found
     items, parked = [], False
     for child in children:
         if child._panic_exc is not None:

@@ -219,9 +219,15 @@ class FactoryGroup(dict):
     """
 
     __slots__ = ("direct_only", "needs_call_scope", "plain", "pools", "scoped", "stable")
+    direct_only: bool
+    needs_call_scope: bool
+    plain: tuple
+    pools: tuple | None
+    scoped: tuple
+    stable: bool
 
     @classmethod
-    def prepare(cls, factories: Mapping[Hashable, Any], args: Any, kwargs: Mapping[str, Any], trail: tuple = ()) -> FactoryGroup:
+    def prepare(cls, factories: Mapping[Any, Any], args: Any, kwargs: Mapping[str, Any], trail: tuple = ()) -> FactoryGroup:
         group = cls(factories)
         items = [(key, Prepared(factory, args, kwargs, trail)) for key, factory in factories.items()]
         group.plain = tuple(item for item in items if item[1].kind == _PLAIN)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType, FunctionType, MethodType
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
@@ -85,7 +85,7 @@ def _set_factory_class(cls: type) -> None:
 def unwrap_annotated(anno: Any) -> Any:
     """Remove the `Annotated[...]` layer (typing flattens nested ones), keeping the type."""
     if type(anno) is _AnnotatedAlias:
-        return anno.__origin__
+        return anno.__origin__  # type: ignore[attr-defined]  # typing's private alias class
     return anno
 
 
@@ -93,9 +93,9 @@ def _declared_depends(anno: Any) -> DependsFactory | None:
     """The last `Depends(...)` marker in an `Annotated` annotation, if any."""
     if type(anno) is not _AnnotatedAlias:
         return None
-    for meta in reversed(anno.__metadata__):
+    for meta in reversed(anno.__metadata__):  # type: ignore[attr-defined]  # typing's private alias class
         if isinstance(meta, _factory_cls):
-            return meta
+            return meta  # type: ignore[return-value]  # an instance of the registered DependsFactory class
     return None
 
 
@@ -206,7 +206,7 @@ def _globals_of(func: Any) -> dict[str, Any]:
 
 def _describe(func: Any, name: str, anno: Any, default: Any, factories: dict[str, Any]) -> ParamDescriptor:
     declared = _declared_depends(anno) if type(anno) is _AnnotatedAlias else None
-    hint = anno.__origin__ if type(anno) is _AnnotatedAlias else anno
+    hint = anno.__origin__ if type(anno) is _AnnotatedAlias else anno  # type: ignore[attr-defined]
     if isinstance(default, _factory_cls):
         if declared is not None:
             raise DependsDeclarationError(
@@ -281,6 +281,7 @@ def _sign_plain(func: FunctionType, skip: int) -> DependencyMeta:
 
 def _sign_inspect(func: Any) -> DependencyMeta:
     """The general path: `inspect.signature` plus the callable's own `__annotations__`."""
+    parameters: Mapping[str, inspect.Parameter]
     try:
         parameters = inspect.signature(func).parameters
     except ValueError:  # a builtin without signature metadata (Python 3.10): nothing to inject
@@ -318,9 +319,9 @@ def sign_func(func: Callable[..., Any]) -> DependencyMeta:
     a factory parameter. Declaring both raises `DependsDeclarationError`.
     """
     if _is_plain(func):
-        return _sign_plain(func, 0)
+        return _sign_plain(func, 0)  # type: ignore[arg-type]  # _is_plain checked it is a FunctionType
     if type(func) is MethodType and _is_plain(func.__func__) and func.__func__.__code__.co_argcount:
-        return _sign_plain(func.__func__, 1)
+        return _sign_plain(func.__func__, 1)  # type: ignore[arg-type]
     return _sign_inspect(func)
 
 

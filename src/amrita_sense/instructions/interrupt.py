@@ -52,6 +52,8 @@ def _return_stack_top(pc: WorkflowInterpreter, who: str) -> list[int]:
 class _InstructionNode(Node):
     """A built-in node whose function is a bound method (sync, run inline)."""
 
+    _compiled: bool
+
     def __init__(self, tag: str) -> None:
         self._init(self._execute, tag, wrap_to_async=False, address_able=True)
 

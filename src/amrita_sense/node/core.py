@@ -78,15 +78,44 @@ class BaseNode:
         return NodeCompose(self)
 
 
-class Node(BaseNode, Generic[NODE_T]):
-    """A node wrapping one function; calling the node calls the function."""
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from types import FrameType
 
-    __slots__ = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
+    from typing_extensions import ParamSpec
 
-    def __init__(self, func, tag=None, wrap_to_async=True, address_able=True, frame=None):
-        self._init(func, tag, wrap_to_async, address_able, frame or sys._getframe(1))
+    NODE_P = ParamSpec("NODE_P", default=...)
 
-    if not TYPE_CHECKING:
+    class Node(BaseNode, Generic[NODE_T, NODE_P]):
+        """A node wrapping one function; calling the node calls the function.
+
+        For type checkers `Node[T, P]`: `T` is what the function returns (awaited, for an
+        `async def`), as in 1.1.3's `Node[T]` (which still means `Node[T, ...]`), and `P`
+        its parameters, so a decorated function keeps its signature."""
+
+        func: Callable[NODE_P, NODE_T | Awaitable[NODE_T]]
+        fun_frame: FrameType
+
+        def __init__(
+            self,
+            func: Callable[NODE_P, NODE_T | Awaitable[NODE_T]],
+            tag: str | None = None,
+            wrap_to_async: bool = True,
+            address_able: bool = True,
+            frame: FrameType | None = None,
+        ) -> None: ...
+
+        def __call__(self, *args: NODE_P.args, **kwargs: NODE_P.kwargs) -> Any: ...
+
+else:
+
+    class Node(BaseNode, Generic[NODE_T]):
+        """A node wrapping one function; calling the node calls the function."""
+
+        __slots__ = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
+
+        def __init__(self, func, tag=None, wrap_to_async=True, address_able=True, frame=None):
+            self._init(func, tag, wrap_to_async, address_able, frame or sys._getframe(1))
 
         @property
         def __call__(self):
@@ -132,6 +161,11 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
     """A compiled graph segment; the top-level one also owns `calc` and the node table."""
 
     __slots__ = ("_calc", "_collected_hooks", "_graph", "_original", "_program", "alias2vector_map")
+    _calc: AddressCalculator
+    _collected_hooks: Any  # the top graph's post-compile hooks while it is being built, else None
+    _graph: list[Any]
+    _original: Any
+    _program: Any
 
     def __init__(self, original_graph: Any):
         self._original = original_graph

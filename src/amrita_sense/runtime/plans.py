@@ -182,12 +182,12 @@ class PoolShape:
         if found is not None and found.meta is meta:
             return found
         try:
-            found = build_entry(func, meta, args, kwargs)
+            built = build_entry(func, meta, args, kwargs)
         except Exception:  # a declaration error: the caller's own resolution raises it
             return None
-        if isinstance(found, Unresolved) or not found.stable or not self.entries.put(key, found):
+        if isinstance(built, Unresolved) or not built.stable or not self.entries.put(key, built):
             return None
-        return found
+        return built
 
     @property
     def with_exc(self) -> PoolShape:

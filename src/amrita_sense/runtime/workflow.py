@@ -34,7 +34,7 @@ from amrita_sense.hook._inject import (
     start_plain,
 )
 from amrita_sense.logging import engine_debug_enabled, logger
-from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
@@ -73,7 +73,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def __init__(
         self,
-        node_compose: Any,
+        node_compose: AbstractCompose[AddressCalculator] | SelfCompileInstruction,
         object_io: Any = None,
         *,
         exception_ignored: tuple[type[BaseException], ...] = (),

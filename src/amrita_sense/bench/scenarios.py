@@ -136,7 +136,7 @@ def need(module: str, *names: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def expect(what: str, counted: int, wanted: int) -> None:
+def expect(what: str, counted: Any, wanted: Any) -> None:
     """Raise `CountMismatch` unless `counted == wanted`."""
     if counted != wanted:
         raise CountMismatch(f"{what}: counted {counted}, expected {wanted}")
@@ -222,6 +222,13 @@ class _Holder:
     """Carries per-measurement state (interpreter, task, stream) from prepare to timed and check."""
 
     __slots__ = ("graph", "interp", "interps", "nbytes", "nodes", "stream", "task")
+    graph: Any
+    interp: Any
+    interps: Any
+    nbytes: int
+    nodes: Any
+    stream: Any
+    task: Any
 
 
 _ids = itertools.count()
@@ -325,7 +332,7 @@ def nested(n: int, depth: int = 50) -> Plan:
         raise ValueError(f"size {n} is not a multiple of the depth {depth}")
     tally = Tally()
     body = _counting_body(tally)
-    inner = None
+    inner: Any = None
     for _ in range(depth):
         level = [_sync(Node, body) for _ in range(n // depth)]
         inner = NodeCompose(*level) if inner is None else NodeCompose(*level, inner)
@@ -666,6 +673,7 @@ _DI = (Target("vs_ref", ">=", 20), _TWIN)
 @scenario("event_dispatch", "event dispatch to 1 handler", unit="event", size=10_000, quick=200,
           floor="floor_await", targets=(Target("vs_ref", ">=", 20),))
 def event_dispatch(n: int) -> Plan:
+    BaseEvent: Any
     BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
     tally = Tally()
     event_type = f"bench.event.{next(_ids)}"
@@ -886,7 +894,7 @@ def _request_bodies(tally: Tally, n: int, depends: Any = None) -> list:
 
 
 def _provider(tally: Tally) -> Callable[..., int]:
-    def provider(a: CONTEXTS[0]) -> int:
+    def provider(a: CONTEXTS[0]) -> int:  # type: ignore[valid-type]  # a runtime type for injection
         tally.aux += 1
         return 1
 
@@ -991,6 +999,8 @@ def try_request(n: int) -> Plan:
 
 def _event_api(tally: Tally) -> Tuple[Any, Any, Callable[..., Any]]:
     """A dataclass event type of its own, and a handler injected with the event, its matcher and two contexts."""
+    BaseEvent: Any
+    Matcher: Any
     BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
     Matcher = need("amrita_sense.hook.matcher", "Matcher")
     event_type = f"bench.request.{next(_ids)}"
@@ -1006,7 +1016,8 @@ def _event_api(tally: Tally) -> Tuple[Any, Any, Callable[..., Any]]:
         def event_type(self) -> str:
             return event_type
 
-    async def handler(event: RequestEvent, matcher: Matcher, a: CONTEXTS[2], b: CONTEXTS[7]) -> None:
+    async def handler(event: RequestEvent, matcher: Matcher,
+                      a: CONTEXTS[2], b: CONTEXTS[7]) -> None:  # type: ignore[valid-type]  # runtime types
         tally.n += event.payload == "ping"
 
     on_event(event_type).handle()(handler)
@@ -1333,77 +1344,3 @@ def floor_thread_request(n: int) -> Plan:
                 await to_thread(body, a, b)
 
     return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
-
-
-# ---------------------------------------------------------------------------
-# A user's own workflow
-
-
-def load_callable(spec: str) -> Callable[[], Any]:
-    """Resolve "package.module:function"."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected module:function, got {spec!r}")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise TypeError(f"{spec} is not callable")
-    return obj
-
-
-def _as_rendered(obj: Any) -> Any:
-    if getattr(obj, "__rendered_compose__", False):
-        return obj
-    if hasattr(obj, "extract"):  # a self-compiling instruction
-        obj = obj.extract()
-    if hasattr(obj, "render"):
-        return obj.render()
-    return None
-
-
-async def _count_steps(interp: Any) -> int:
-    steps = 0
-    async for _ in interp.run_step_by():
-        steps += 1
-    return steps
-
-
-async def user_workflow(spec: str, runs: int = 0) -> Plan:
-    """Plan for `spec` ("module:function"): the function returns a graph or an async callable.
-
-    A graph (rendered, or a compose / self-compiling instruction, rendered here)
-    is run to completion by a fresh `WorkflowInterpreter` per operation; a first
-    untimed run counts its steps and must execute at least one node. An async
-    callable is awaited once per operation. `runs` operations make one
-    measurement (0: enough for about 0.2 s, judged from the first run).
-    """
-    made = load_callable(spec)()
-    graph = _as_rendered(made)
-    if graph is not None:
-        WorkflowInterpreter = need("amrita_sense", "WorkflowInterpreter")
-        start = time.perf_counter()
-        steps = await _count_steps(WorkflowInterpreter(graph))
-        once = time.perf_counter() - start
-        if steps < 1:
-            raise CountMismatch(f"{spec}: the workflow executed no node")
-
-        async def one() -> None:
-            await WorkflowInterpreter(graph).run()
-    elif callable(made):
-        one = made
-        start = time.perf_counter()
-        await _settle(one())
-        once = time.perf_counter() - start
-    else:
-        raise TypeError(f"{spec} returned {type(made).__name__}; expected a graph or an async callable")
-    if runs <= 0:
-        runs = max(1, min(10_000, int(0.2 / max(once, 1e-7))))
-    done = Tally()
-
-    async def timed() -> None:
-        for _ in range(runs):
-            await _settle(one())
-            done.n += 1
-
-    return Plan(runs, timed, done.reset, lambda: expect("workflow runs", done.n, runs))

@@ -10,10 +10,10 @@ measurement is the best of the runs that fit in --budget seconds; the table
 quotes the median of the --repeats measurements and the ratios between them.
 
 Examples:
-  python -m bench --quick
-  python -m bench --against .venv-ref/bin/python --loop both --json bench-results.json
-  python -m bench --scenarios sync_chain,while_loop --repeats 9
-  python -m bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
+  python -m amrita_sense.bench --quick
+  python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
+  python -m amrita_sense.bench --scenarios sync_chain,while_loop --repeats 9
+  python -m amrita_sense.bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import queue
+import shlex
 import statistics
 import subprocess
 import sys
@@ -33,10 +34,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-if __package__ in (None, ""):  # run as a plain script: make `bench` importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench import scenarios as S  # noqa: E402
+from amrita_sense.bench import charts
+from amrita_sense.bench import scenarios as S
+from amrita_sense.bench import workload as W
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 BUILD_ORDER = ("compiled", "twin", "ref")
@@ -62,7 +62,7 @@ class Build:
         self.label = self.label or {"compiled": "compiled", "twin": "twin", "ref": "1.1.3"}[self.key]
 
 
-def _build_env(key: str) -> dict:
+def _build_env(key: str, overrides: dict | None = None) -> dict:
     env = dict(os.environ)
     for name in ("AMRITA_SENSE_NO_EXTENSIONS", "AMRITA_SENSE_REQUIRE_EXTENSIONS"):
         env.pop(name, None)
@@ -70,10 +70,24 @@ def _build_env(key: str) -> dict:
         env["AMRITA_SENSE_REQUIRE_EXTENSIONS"] = "1"
     elif key == "twin":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"
-    else:  # the reference must not see this checkout's sources
+    else:  # the other environment must not see this one's sources; its workers get the user's module by path
         env.pop("PYTHONPATH", None)
+    env.update(overrides or {})
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def parse_against(text: str) -> tuple[str, dict]:
+    """`--against "[NAME=VALUE ...] PYTHON"`: the Python, and environment variables for its workers
+    (e.g. AMRITA_SENSE_TURBO=0 to compare with the amrita-sense installed beside this package)."""
+    words = shlex.split(text)
+    overrides = {}
+    while len(words) > 1 and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        name, value = words.pop(0).split("=", 1)
+        overrides[name] = value
+    if len(words) != 1:
+        raise SystemExit(f"--against {text!r}: expected [NAME=VALUE ...] PYTHON")
+    return words[0], overrides
 
 
 def resolve_python(path: str) -> str:
@@ -125,9 +139,11 @@ class WorkerProcess:
     def request(self, cmd: dict, timeout: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             return {"status": "error", "reason": "worker is not running"}
+        stdin = self.proc.stdin
+        assert stdin is not None  # started with stdin=PIPE
         try:
-            self.proc.stdin.write(json.dumps(cmd) + "\n")
-            self.proc.stdin.flush()
+            stdin.write(json.dumps(cmd) + "\n")
+            stdin.flush()
             line = self.replies.get(timeout=timeout)
         except queue.Empty:
             self.stop()
@@ -146,7 +162,8 @@ class WorkerProcess:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             try:
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
                 proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
@@ -168,6 +185,7 @@ class Cell:
     values: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     reason: str = ""
+    comparable: bool = True  # False: this build's node trace differs from the primary build's
 
     @property
     def median(self) -> float | None:
@@ -234,6 +252,10 @@ class Progress:
         sys.stderr.write(f"[{100 * self.done // self.total:>3}% {self.elapsed()}] {text}\n")
         sys.stderr.flush()
 
+    def clear(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+
     def elapsed(self) -> str:
         secs = int(time.monotonic() - self.start)
         return f"{secs // 60}:{secs % 60:02d}"
@@ -264,7 +286,7 @@ def run_loop(loop: str, builds: list[Build], jobs: list[Job], args: argparse.Nam
              progress: Progress, results: dict, build_info: dict) -> None:
     """Measure every job on every build for one event loop, interleaved."""
     workers: dict[str, WorkerProcess] = {}
-    extra_paths = [os.getcwd()] if args.workflow else []
+    extra_paths = args.workflow_paths
     try:
         for build in builds:
             worker = WorkerProcess(build, loop, extra_paths)
@@ -279,6 +301,8 @@ def run_loop(loop: str, builds: list[Build], jobs: list[Job], args: argparse.Nam
         missing = {key: info.get("reason", "unavailable") for (lp, key), info in build_info.items()
                    if lp == loop and info.get("status") != "ok"}
         for job in jobs:
+            if job.name.startswith(WORKFLOW_PREFIX):
+                results[(loop, job.name)] = compare_traces(loop, job, builds, workers, args, progress)
             _run_job(loop, job, builds, workers, missing, args, progress, results)
     finally:
         for worker in workers.values():
@@ -293,8 +317,7 @@ def _describe(hello: dict) -> str:
 
 def _run_job(loop: str, job: Job, builds: list[Build], workers: dict, missing: dict,
              args: argparse.Namespace, progress: Progress, results: dict) -> None:
-    cells = {b.key: Cell() for b in builds}
-    results[(loop, job.name)] = cells
+    cells = results.setdefault((loop, job.name), {b.key: Cell() for b in builds})
     order = [b for b in builds if b.key in workers]
     for b in builds:
         if b.key not in workers:
@@ -333,6 +356,58 @@ def _restart(loop: str, build: Build, workers: dict, args: argparse.Namespace, p
         progress.note(f"{loop}: {build.label} could not be restarted")
 
 
+# ---------------------------------------------------------------------------
+# Did the builds do the same work?
+
+
+def compare_traces(loop: str, job: Job, builds: list[Build], workers: dict, args: argparse.Namespace,
+                   progress: Progress) -> dict:
+    """Run the workflow once on every build (before anything is timed) and compare the node
+    traces with the first build's: a build that ran other nodes is marked not comparable."""
+    cells = {b.key: Cell() for b in builds}
+    spec = job.name[len(WORKFLOW_PREFIX):]
+    traces = {}
+    for build in builds:
+        if build.key not in workers:
+            continue
+        reply = workers[build.key].request({"op": "trace", "spec": spec}, args.timeout)
+        if reply.get("status") == "ok":
+            traces[build.key] = reply["trace"]
+        else:
+            _record(cells[build.key], reply)
+            progress.note(f"{loop}: {build.label} could not run {spec}: {cells[build.key].reason.splitlines()[0]}")
+    if not traces:
+        return cells
+    labels = {b.key: b.label for b in builds}
+    first = next(iter(traces))
+    progress.note(f"{loop}: node trace of {spec} on {labels[first]}: {len(traces[first])} entries")
+    for key, trace in traces.items():
+        diff = describe_difference(labels[first], traces[first], labels[key], trace)
+        if diff:
+            cells[key].comparable = False
+            cells[key].reason = f"not comparable: {diff}"
+            progress.note(f"{loop}: {labels[key]} is NOT comparable with {labels[first]} on {spec}:\n{diff}")
+    return cells
+
+
+def describe_difference(name_a: str, a: list, name_b: str, b: list, context: int = 3) -> str:
+    """Where two node traces part, with a few entries before it ("" when they are equal)."""
+    index = W.first_difference(a, b)
+    if index is None:
+        return ""
+    lo = max(0, index - context)
+    width = max(len(name_a), len(name_b))
+
+    def window(name: str, trace: list) -> str:
+        shown = [f"#{i} {trace[i]}" for i in range(lo, min(len(trace), index + 2))] or ["(end)"]
+        if len(trace) <= index:
+            shown.append("(end)")
+        return f"    {name:<{width}}  " + " | ".join(shown)
+
+    return (f"the builds ran different nodes: {name_a} entered {len(a)} functions, {name_b} {len(b)}; "
+            f"the first difference is entry #{index}:\n{window(name_a, a)}\n{window(name_b, b)}")
+
+
 def _cell_text(cell: Cell, measure: str) -> str:
     if cell.status == "ok":
         return format_value(cell.median, measure)
@@ -357,11 +432,18 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         floor_cells = results.get((loop, job.floor), {})
         floors = {key: cell.median for key, cell in floor_cells.items()}
     x_floor = {key: _ratio(medians.get(key), floors.get(key)) for key in cells}
+    comparable = {key: cell.comparable for key, cell in cells.items()}
+
+    def ratio(slow: str, fast: str | None) -> float | None:
+        if fast is None or not (comparable.get(slow, True) and comparable.get(fast, True)):
+            return None
+        return _ratio(medians.get(slow), medians.get(fast))
+
     ratios = {
         "x_floor": x_floor,
-        "vs_twin": _ratio(medians.get("twin"), medians.get("compiled")),
-        "vs_ref": _ratio(medians.get("ref"), medians.get(primary)) if primary else None,
-        "twin_vs_ref": _ratio(medians.get("ref"), medians.get("twin")),
+        "vs_twin": ratio("twin", "compiled"),
+        "vs_ref": ratio("ref", primary),
+        "twin_vs_ref": ratio("ref", "twin"),
     }
     verdicts = _verdicts(job, medians, ratios, primary)
     return {
@@ -369,7 +451,7 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "measure": job.measure, "size": job.size, "floor": job.floor,
         "floor_median": floors.get(primary) if primary else None,
         "builds": {key: {"status": cell.status, "median": cell.median, "values": cell.values,
-                         "runs": cell.runs, "reason": cell.reason or None}
+                         "runs": cell.runs, "reason": cell.reason or None, "comparable": cell.comparable}
                    for key, cell in cells.items()},
         "ratios": ratios, "primary": primary, "targets": verdicts,
         "met": _met(verdicts),
@@ -413,52 +495,77 @@ def _fmt_ratio(value: float | None) -> str:
     return f"{value:.2f}x" if value < 10 else f"{value:.0f}x" if value >= 100 else f"{value:.1f}x"
 
 
-def render_table(rows: list[dict], builds: list[Build], primary: str | None) -> str:
-    """The human table: one section per loop, floors at the end of each."""
+def render_table(rows: list[dict], builds: list[Build], primary: str | None, targets: bool = False) -> str:
+    """The table: one section per loop. By default a build's time per operation, the floor
+    and the speed-ups; `targets` adds x floor, twin vs the reference, the project's own
+    targets and the floor rows themselves."""
     labels = {b.key: b.label for b in builds}
     keys = [b.key for b in builds]
-    header = (["scenario", "per"] + [labels[k] for k in keys] + ["floor", "x floor"]
-              + (["vs twin"] if primary == "compiled" and "twin" in keys else [])
-              + (["vs 1.1.3"] if "ref" in keys else [])
-              + (["twin vs 1.1.3"] if "twin" in keys and "ref" in keys else [])
-              + ["targets met"])
+    ref = labels.get("ref", "1.1.3")
+    columns = [("floor", "floor")]
+    columns += [("x floor", "x_floor")] if targets else []
+    columns += [("vs twin", "vs_twin")] if primary == "compiled" and "twin" in keys else []
+    columns += [(f"vs {ref}", "vs_ref")] if "ref" in keys else []
+    columns += [(f"twin vs {ref}", "twin_vs_ref")] if targets and "twin" in keys and "ref" in keys else []
+    columns += [("targets met", "met")] if targets else []
+    header = ["scenario", "per"] + [labels[k] for k in keys] + [title for title, _ in columns]
     out = []
     for loop in dict.fromkeys(r["loop"] for r in rows):
-        body = []
-        for row in [r for r in rows if r["loop"] == loop and r["kind"] != "floor"]:
-            body.append(_table_row(row, keys, header))
-        floors = [r for r in rows if r["loop"] == loop and r["kind"] == "floor"]
-        for row in floors:
-            body.append(_table_row(row, keys, header))
-        title = f"event loop: {loop}" + (f"   (ratios for the {labels[primary]} build)" if primary else "")
+        body = [_table_row(r, keys, columns) for r in rows if r["loop"] == loop and r["kind"] != "floor"]
+        floors = [_table_row(r, keys, columns) for r in rows if r["loop"] == loop and r["kind"] == "floor"]
+        shown_floors = floors if targets or not body else []
+        title = f"event loop: {loop}" + (f"   (speed-ups of the {labels[primary]} build)" if primary else "")
         out.append(title)
-        out.append(_grid(header, body, split=len(body) - len(floors)))
-    return "\n\n".join(out)
+        out.append(_grid(header, body + shown_floors, split=len(body), text_last=targets))
+    return "\n\n".join(out) + "\n\n" + _legend(columns, labels, primary)
 
 
-def _table_row(row: dict, keys: list[str], header: list[str]) -> list[str]:
+def _legend(columns: list[tuple], labels: dict, primary: str | None) -> str:
+    lines = ["per: the unit one time is for (a node, a loop iteration, a run of your workflow...)",
+             "floor: the same function bodies without the engine (a plain Python loop, await, try/except)"]
+    if any(kind in ("vs_twin", "vs_ref") for _, kind in columns):
+        fast = labels.get(primary, "first") if primary else "first"
+        lines.append(f"vs X: how many times faster the {fast} build is than X (higher is better)")
+        lines.append("n/c: not comparable, the builds ran different nodes (see the notes)")
+    return "\n".join(lines)
+
+
+_SLOWER = {"vs_twin": "twin", "vs_ref": "ref", "twin_vs_ref": "ref"}
+
+
+def _table_row(row: dict, keys: list[str], columns: list[tuple]) -> list[str]:
     measure = row["measure"]
-    cells = [row["scenario"], row["unit"]]
+    cells = [_short_name(row["scenario"]), row["unit"]]
     for key in keys:
         build = row["builds"][key]
         cells.append(format_value(build["median"], measure) if build["status"] == "ok"
                      else {"n/a": "n/a", "fail": "FAIL", "error": "ERR"}.get(build["status"], "-"))
     primary = row["primary"]
-    cells.append(format_value(row["floor_median"], "time") if row["floor"] else "")
-    cells.append(_fmt_ratio(row["ratios"]["x_floor"].get(primary)) if row["floor"] and primary else "")
-    if "vs twin" in header:
-        cells.append(_fmt_ratio(row["ratios"]["vs_twin"]))
-    if "vs 1.1.3" in header:
-        cells.append(_fmt_ratio(row["ratios"]["vs_ref"]))
-    if "twin vs 1.1.3" in header:
-        cells.append(_fmt_ratio(row["ratios"]["twin_vs_ref"]))
-    cells.append(row["met"] if row["kind"] != "floor" else "")
+    for _, kind in columns:
+        if kind == "floor":
+            cells.append(format_value(row["floor_median"], "time") if row["floor"] else "")
+        elif kind == "x_floor":
+            cells.append(_fmt_ratio(row["ratios"]["x_floor"].get(primary)) if row["floor"] and primary else "")
+        elif kind == "met":
+            cells.append(row["met"] if row["kind"] != "floor" else "")
+        elif row["builds"].get(_SLOWER[kind], {}).get("comparable", True):
+            cells.append(_fmt_ratio(row["ratios"][kind]))
+        else:
+            cells.append("n/c")
     return cells
 
 
-def _grid(header: list[str], body: list[list[str]], split: int) -> str:
+def _short_name(scenario: str) -> str:
+    """A workflow given as path/to/file.py:factory shows as file.py:factory."""
+    if not scenario.startswith(WORKFLOW_PREFIX):
+        return scenario
+    target, _, attr = scenario[len(WORKFLOW_PREFIX):].rpartition(":")
+    return f"{WORKFLOW_PREFIX}{os.path.basename(target) if W.is_file_target(target) else target}:{attr}"
+
+
+def _grid(header: list[str], body: list[list[str]], split: int, text_last: bool = False) -> str:
     widths = [max(len(str(r[i])) for r in [header] + body) for i in range(len(header))]
-    numeric = set(range(2, len(header) - 1))
+    numeric = set(range(2, len(header) - (1 if text_last else 0)))
 
     def line(cells: list[str]) -> str:
         parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
@@ -485,6 +592,11 @@ def render_notes(rows: list[dict], builds: list[Build]) -> str:
     lines = []
     for (status, reason), (who, where) in seen.items():
         lines.append(f"  {status.upper()} on {', '.join(who)}: {reason}\n      in {', '.join(where)}")
+    for row in rows:
+        for key, build in row["builds"].items():
+            if not build.get("comparable", True):
+                lines.append(f"  NOT COMPARABLE on {labels.get(key, key)} ({row['scenario']}@{row['loop']}): "
+                             + (build["reason"] or "").removeprefix("not comparable: "))
     return "notes:\n" + "\n".join(lines) if lines else ""
 
 
@@ -498,48 +610,74 @@ def write_json(path: str, rows: list[dict], meta: dict) -> None:
         handle.write("\n")
 
 
-def write_plot(path: str, rows: list[dict], builds: list[Build]) -> str:
-    """Bar chart of the compiled build's speed-ups; returns a message for the user."""
-    try:
-        import matplotlib
+# ---------------------------------------------------------------------------
+# --profile-nodes
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return ("--plot needs matplotlib, which is not installed for this Python; "
-                "install it with: pip install 'amrita-sense-turbo[plot]'  (no chart written)")
-    series = [("vs_ref", "vs 1.1.3"), ("vs_twin", "vs twin")]
-    loops = list(dict.fromkeys(r["loop"] for r in rows))
-    data = {loop: [r for r in rows if r["loop"] == loop and r["kind"] != "floor"
-                   and any(r["ratios"][m] for m, _ in series)] for loop in loops}
-    if not any(data.values()):
-        return "--plot: no speed-up to chart (needs the compiled build and the twin or the reference)"
-    height = max(len(v) for v in data.values())
-    fig, axes = plt.subplots(1, len(loops), figsize=(6.5 * len(loops), 0.42 * height + 1.8), squeeze=False)
-    for ax, loop in zip(axes[0], loops):
-        sel = data[loop]
-        names = [r["scenario"] for r in sel]
-        for offset, (metric, label) in enumerate(series):
-            values = [r["ratios"][metric] or 0 for r in sel]
-            ys = [i + offset * 0.4 for i in range(len(sel))]
-            ax.barh(ys, values, height=0.38, label=f"compiled {label}")
-            for y, v in zip(ys, values):
-                if v:
-                    ax.text(v, y, f" {v:.1f}x", va="center", fontsize=7)
-        ax.set_yticks([i + 0.2 for i in range(len(sel))])
-        ax.set_yticklabels(names, fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        shown = [r["ratios"][m] for r in sel for m, _ in series if r["ratios"][m]]
-        ax.set_xlim(min(min(shown), 1.0) / 2, max(max(shown), 1.0) * 3)  # room for the value labels
-        ax.axvline(1, color="grey", linewidth=0.8)
-        ax.set_xlabel("speed-up (x, log scale; higher is better)")
-        ax.set_title(f"amrita-sense-turbo speed-ups ({loop})")
-        ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return f"chart written to {path}"
+
+def profile_nodes(args: argparse.Namespace, builds: list[Build], loops: list[str]) -> int:
+    """Profile the workflow on every build and loop, one fresh worker each; print the tables."""
+    started = _dt.datetime.now(_dt.timezone.utc)
+    progress = Progress(len(builds) * len(loops))
+    profiles: list[dict] = []
+    build_info: dict = {}
+    for loop in loops:
+        for build in builds:
+            profiles.append(_profile_one(build, loop, args, progress, build_info))
+    progress.clear()
+    _label_builds(builds, build_info)
+    labels = {b.key: b.label for b in builds}
+    for profile in profiles:
+        profile["title"] = f"{labels[profile['build']]} ({profile['loop']})"
+        print(render_profile(profile, args.workflow) + "\n")
+    meta = _meta(args, builds, build_info, loops, started)
+    if args.json:
+        write_json(args.json, profiles, meta)
+        progress.note(f"JSON written to {args.json}")
+    if args.plot:
+        progress.note(charts.node_profile(args.plot, profiles, meta))
+    ours = [p for p in profiles if p["build"] in ("compiled", "twin")]
+    return 1 if any(p["status"] in ("fail", "error") for p in ours) else 0
+
+
+def _profile_one(build: Build, loop: str, args: argparse.Namespace, progress: Progress, build_info: dict) -> dict:
+    worker = WorkerProcess(build, loop, args.workflow_paths)
+    try:
+        hello = worker.start(args.timeout)
+        build_info[(loop, build.key)] = hello
+        if hello.get("status") != "ok":
+            reply = hello
+        else:
+            command = {"op": "profile", "spec": args.workflow, "runs": args.workflow_runs,
+                       "seconds": 0.2 if args.quick else 1.0}
+            reply = worker.request(command, args.timeout)
+    finally:
+        worker.stop()
+    progress.step(f"{loop} {build.label}: {reply.get('status')}")
+    return {"build": build.key, "loop": loop, **reply}
+
+
+def render_profile(profile: dict, spec: str) -> str:
+    """One build's profile: per node function, calls, body and engine time per run, share."""
+    title = f"node profile of {spec} on {profile['title']}"
+    if profile.get("status") != "ok":
+        return f"{title}: {profile.get('status', 'error').upper()}: {profile.get('reason', '')}"
+    rows = sorted(profile["rows"], key=lambda r: r["body_s"] + r["engine_s"], reverse=True)
+    accounted = sum(r["body_s"] + r["engine_s"] for r in rows) + profile["after_s"]
+    body = [[r["label"], f"{r['calls']:.3g}", S.format_seconds(r["body_s"]), S.format_seconds(r["engine_s"]),
+             _share(r["body_s"] + r["engine_s"], accounted)] for r in rows]
+    body.append(["(engine, after the last node)", "", "", S.format_seconds(profile["after_s"]),
+                 _share(profile["after_s"], accounted)])
+    engine = sum(r["engine_s"] for r in rows) + profile["after_s"]
+    header = ["node function (file:line)", "calls", "body", "engine", "share"]
+    summary = (f"{title}\none run: {S.format_seconds(profile['run_s'])} without the profiler; "
+               f"{S.format_seconds(accounted)} accounted, of which the engine {_share(engine, accounted)} "
+               f"(per run, over {profile['runs']} profiled runs; the profiler's own cost, "
+               f"{S.format_seconds(profile['event_cost_s'])} per event, is taken out)")
+    return summary + "\n" + _grid(header, body, split=len(body) - 1, text_last=False)
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
 
 
 # ---------------------------------------------------------------------------
@@ -548,10 +686,12 @@ def write_plot(path: str, rows: list[dict], builds: list[Build]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__.split("\n\n")[0],
+        prog="python -m amrita_sense.bench", description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", metavar="PYTHON",
-                        help="a Python (or venv directory) with amrita-sense==1.1.3 to compare with")
+                        help="another environment to compare with: a Python (or venv directory) with "
+                             "amrita-sense==1.1.3, or with another build of this package; environment "
+                             "variables for it may come first: --against 'AMRITA_SENSE_TURBO=0 .venv/bin/python'")
     parser.add_argument("--python", metavar="PYTHON", default=sys.executable,
                         help="the Python that runs this project's builds (default: this one)")
     parser.add_argument("--builds", metavar="LIST",
@@ -567,13 +707,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a measurement is the best of the runs that fit in this time "
                              "(default 0.2; quick 0, i.e. one run)")
     parser.add_argument("--json", metavar="FILE", help="write all measurements and ratios as JSON")
-    parser.add_argument("--plot", metavar="FILE", help="write a bar chart of the speed-ups (needs matplotlib)")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="write a chart (PNG, SVG, PDF): the speed-ups, or with --profile-nodes the "
+                             "profile (needs matplotlib: pip install 'amrita-sense-turbo[plot]')")
+    parser.add_argument("--targets", action="store_true",
+                        help="also show this project's own performance targets, x floor and the floor rows")
     parser.add_argument("--report", metavar="JSON",
                         help="measure nothing: print the table (and --plot) from a JSON file "
                              "written by an earlier --json run")
-    parser.add_argument("--workflow", metavar="MODULE:FUNCTION",
-                        help="benchmark your own workflow: FUNCTION returns a rendered graph or an async "
-                             "callable (MODULE is imported from the current directory)")
+    parser.add_argument("--workflow", metavar="SPEC",
+                        help="benchmark your own workflow: module:factory or path/to/file.py:factory, where "
+                             "factory() returns a graph (each run: a new WorkflowInterpreter) or an async "
+                             "callable (each run: one call); the module is found as this Python finds it "
+                             "(current directory, PYTHONPATH, the environment) and loaded by every build")
+    parser.add_argument("--profile-nodes", action="store_true",
+                        help="with --workflow: where a run's time goes, per node function: its own body and "
+                             "the engine's overhead before it, on each build (a table; a chart with --plot)")
     parser.add_argument("--workflow-runs", type=int, default=0,
                         help="runs of --workflow per measurement (default: about 0.2 s worth)")
     parser.add_argument("--timeout", type=float, default=300.0,
@@ -587,6 +736,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.budget = 0.0 if args.quick else 0.2
     if args.repeats < 1 or args.warmup < 0:
         parser.error("--repeats must be >= 1 and --warmup >= 0")
+    if args.profile_nodes and not args.workflow:
+        parser.error("--profile-nodes profiles your workflow: give --workflow module:factory")
+    if args.plot:
+        problem = charts.plot_problem(args.plot)
+        if problem:
+            parser.exit(2, f"{parser.prog}: {problem}\n")
+    args.workflow_paths = []
+    if args.workflow:
+        try:
+            args.workflow, args.workflow_paths = W.resolve(args.workflow)
+        except W.WorkflowError as exc:
+            parser.exit(2, f"{parser.prog}: {exc}\n")
     return args
 
 
@@ -608,14 +769,15 @@ def select_builds(args: argparse.Namespace) -> list[Build]:
         raise SystemExit(f"unknown build(s): {', '.join(bad)}; choose from {', '.join(BUILD_ORDER)}")
     if "ref" in keys and not args.against:
         raise SystemExit("the ref build needs --against /path/to/python (a venv with amrita-sense==1.1.3)")
+    against, overrides = parse_against(args.against) if args.against else ("", {})
     builds = []
     for key in BUILD_ORDER:
         if key in keys:
             try:
-                python = resolve_python(args.against if key == "ref" else args.python)
+                python = resolve_python(against if key == "ref" else args.python)
             except FileNotFoundError as exc:
                 raise SystemExit(str(exc)) from None
-            builds.append(Build(key, python, _build_env(key)))
+            builds.append(Build(key, python, _build_env(key, overrides if key == "ref" else None)))
     return builds
 
 
@@ -636,8 +798,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         return report(args)
     builds = select_builds(args)
-    jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
+    if args.profile_nodes:
+        return profile_nodes(args, builds, loops)
+    jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     total = len(loops) * len(jobs) * len(builds) * (args.repeats + args.warmup)
     progress = Progress(total)
     progress.note(f"{len(jobs)} scenarios x {len(builds)} builds x {len(loops)} loop(s), "
@@ -649,25 +813,32 @@ def main(argv: list[str] | None = None) -> int:
         run_loop(loop, builds, jobs, args, progress, results, build_info)
     rows = []
     for loop in loops:
-        available = [b.key for b in builds if build_info.get((loop, b.key), {}).get("status") == "ok"]
-        primary = next((k for k in ("compiled", "twin") if k in available), None)
+        primary = _primary(loop, builds, build_info)
         rows += [analyse(loop, job, results[(loop, job.name)], results, primary) for job in jobs]
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
-    _label_reference(builds, build_info)
-    print(render_table(rows, builds, _overall_primary(rows)))
-    notes = render_notes(rows, builds)
-    if notes:
-        print("\n" + notes)
+    progress.clear()
+    _label_builds(builds, build_info)
     meta = _meta(args, builds, build_info, loops, started)
+    _print_results(rows, builds, args.targets)
     if args.json:
         write_json(args.json, rows, meta)
         progress.note(f"JSON written to {args.json}")
     if args.plot:
-        progress.note(write_plot(args.plot, rows, builds))
+        progress.note(charts.speedups(args.plot, rows, meta))
     ours_broken = any(row["builds"][k]["status"] in ("fail", "error")
                       for row in rows for k in ("compiled", "twin") if k in row["builds"])
     return 1 if ours_broken else 0
+
+
+def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
+    available = [b.key for b in builds if build_info.get((loop, b.key), {}).get("status") == "ok"]
+    return next((k for k in ("compiled", "twin") if k in available), None)
+
+
+def _print_results(rows: list[dict], builds: list[Build], targets: bool) -> None:
+    print(render_table(rows, builds, _overall_primary(rows), targets))
+    notes = render_notes(rows, builds)
+    if notes:
+        print("\n" + notes)
 
 
 def report(args: argparse.Namespace) -> int:
@@ -675,16 +846,13 @@ def report(args: argparse.Namespace) -> int:
     try:
         with open(args.report, encoding="utf-8") as handle:
             doc = json.load(handle)
-        rows, builds_meta = doc["results"], doc["meta"]["builds"]
+        rows, meta = doc["results"], doc["meta"]
+        builds = [Build(key, b.get("python", ""), {}, b.get("label", "")) for key, b in meta["builds"].items()]
     except (OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"cannot read {args.report}: {exc}") from None
-    builds = [Build(key, meta.get("python", ""), {}, meta.get("label", "")) for key, meta in builds_meta.items()]
-    print(render_table(rows, builds, _overall_primary(rows)))
-    notes = render_notes(rows, builds)
-    if notes:
-        print("\n" + notes)
+    _print_results(rows, builds, args.targets)
     if args.plot:
-        sys.stderr.write(write_plot(args.plot, rows, builds) + "\n")
+        sys.stderr.write(charts.speedups(args.plot, rows, meta) + "\n")
     return 0
 
 
@@ -693,28 +861,42 @@ def _overall_primary(rows: list[dict]) -> str | None:
     return primaries[0] if primaries else None
 
 
-def _label_reference(builds: list[Build], build_info: dict) -> None:
+def _label_builds(builds: list[Build], build_info: dict) -> None:
+    """Keep each build's description; the reference column is named after what it runs."""
     for build in builds:
         infos = [info for (loop, key), info in build_info.items() if key == build.key and info.get("status") == "ok"]
         build.info = infos[0] if infos else {}
         if build.key == "ref" and build.info.get("version"):
-            build.label = build.info["version"]
+            impl = build.info.get("implementation")
+            build.label = build.info["version"] + ("" if impl == "reference" else f" {impl}")
 
 
 def _meta(args: argparse.Namespace, builds: list[Build], build_info: dict, loops: list[str],
           started: _dt.datetime) -> dict:
     return {
-        "command": [sys.executable, "-m", "bench"] + (sys.argv[1:] if sys.argv else []),
+        "command": [sys.executable, "-m", "amrita_sense.bench"] + (sys.argv[1:] if sys.argv else []),
         "started": started.isoformat(timespec="seconds"),
         "duration_s": round((_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(), 1),
         "machine": {"platform": platform.platform(), "machine": platform.machine(),
-                    "processor": platform.processor(), "cpu_count": os.cpu_count()},
+                    "processor": platform.processor(), "cpu": _cpu_model(), "cpu_count": os.cpu_count()},
         "loops": loops, "repeats": args.repeats, "warmup": args.warmup, "budget_s": args.budget,
         "quick": args.quick,
-        "builds": {b.key: {"label": b.label, "python": b.python,
+        "builds": {b.key: {"label": b.label, "python": b.python, "version": b.info.get("version"),
                            "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops}}
                    for b in builds},
     }
+
+
+def _cpu_model() -> str:
+    """The processor's model name where the system says it (Linux), else platform.processor()."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
 
 
 if __name__ == "__main__":

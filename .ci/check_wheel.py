@@ -1,0 +1,82 @@
+"""CI: check a release wheel of amrita-sense-turbo (python .ci/check_wheel.py WHEEL [--pure]).
+
+Compiled wheel: manylinux-tagged; the compiled core, its .pyi stub and .pxd in the runtime's own
+directory; the core stripped (no symbol table, no debug sections), under MAX_CORE_BYTES, with no
+RUNPATH/RPATH of the build machine. Either wheel: the import hook, no generated C, nothing under
+amrita-sense's own directory, the console script and the pytest plugin's entry point.
+Needs pyelftools (an auditwheel dependency) for the compiled wheel.
+"""
+
+import io
+import sys
+import zipfile
+
+RUNTIME = "amrita_sense_turbo/runtime/amrita_sense/"
+MAX_CORE_BYTES = 1_000_000  # stripped: about 0.45 MB; with debug information: about 2.9 MB
+
+
+def fail(message: str) -> None:
+    sys.exit(f"check_wheel: {message}")
+
+
+def check_common(names: list[str], read) -> None:
+    if "amrita_sense_turbo.pth" not in names:
+        fail("the wheel holds no import hook")
+    if [n for n in names if n.endswith(".c")]:
+        fail("generated C sources leaked into the wheel")
+    shared = [n for n in names if n.startswith("amrita_sense/")]
+    if shared:
+        fail(f"the wheel writes into amrita-sense's directory: {shared}")
+    points = read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
+    for wanted in ("amrita-sense-bench = amrita_sense.bench.runner:main",
+                   "amrita_sense_bench = amrita_sense_turbo.pytest_plugin"):
+        if wanted not in points:
+            fail(f"entry point missing: {wanted}")
+    if RUNTIME + "bench/_worker.py" not in names:
+        fail("the benchmark worker script is not in the wheel")
+
+
+def check_core(data: bytes, name: str) -> None:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(data))
+    sections = [s.name for s in elf.iter_sections()]
+    unstripped = [s for s in sections if s == ".symtab" or s.startswith(".debug")]
+    if unstripped:
+        fail(f"{name} is not stripped: {unstripped}")
+    if len(data) > MAX_CORE_BYTES:
+        fail(f"{name} is {len(data)} bytes (more than {MAX_CORE_BYTES})")
+    for section in elf.iter_sections():
+        if isinstance(section, DynamicSection):
+            paths = [t.runpath if t.entry.d_tag == "DT_RUNPATH" else t.rpath
+                     for t in section.iter_tags() if t.entry.d_tag in ("DT_RUNPATH", "DT_RPATH")]
+            if any(not p.startswith("$ORIGIN") for p in paths):
+                fail(f"{name} has a run-time search path of the build machine: {paths}")
+    print(f"compiled core {name}: {len(data)} bytes, stripped, no RUNPATH")
+
+
+def main() -> None:
+    wheel, pure = sys.argv[1], "--pure" in sys.argv[2:]
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    check_common(names, lambda n: archive.read(n).decode())
+    cores = [n for n in names if n.startswith(RUNTIME + "_sense_core.") and n.endswith((".so", ".pyd"))]
+    if pure:
+        if cores or not wheel.endswith("-py3-none-any.whl"):
+            fail(f"a pure wheel must be py3-none-any without a compiled core: {wheel}, {cores}")
+        print(f"pure wheel ok: {wheel}")
+        return
+    if "-manylinux" not in wheel:
+        fail(f"not manylinux-tagged: {wheel}")
+    if not cores:
+        fail(f"the wheel holds no compiled core in {RUNTIME}")
+    for stub in ("_sense_core.pyi", "_sense_core.pxd", "py.typed"):
+        if RUNTIME + stub not in names:
+            fail(f"{stub} is not beside the compiled core")
+    check_core(archive.read(cores[0]), cores[0])
+    print(f"compiled wheel ok: {wheel}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Benchmark worker: one build on one event loop, driven by the runner over stdin/stdout.
+
+Started as a script, by path (`python .../amrita_sense/bench/_worker.py --loop asyncio
+--expect cython`), so it also runs under a foreign Python whose `amrita_sense` has no
+`bench` package (the 1.1.3 reference venv): it loads its sibling `scenarios.py` by path
+too, so every build runs the very same scenario code. Protocol: one JSON
+command per line on stdin, one JSON reply per line on the original stdout. The
+process's own stdout (fd 1) is sent to /dev/null before anything is imported, so
+log output of the package under test cannot corrupt the protocol.
+
+Commands:
+  {"op": "hello"}                                -> build description, or why it is unavailable
+  {"op": "run", "scenario": NAME, "size": N, "budget": S}      -> one measurement of a scenario
+  {"op": "trace", "spec": SPEC}                  -> the node trace of one run of a user workflow
+  {"op": "workflow", "spec": SPEC, "runs": N, "budget": S}     -> one measurement of a user workflow
+  {"op": "profile", "spec": SPEC, "runs": N}     -> the per-node profile of N runs
+A measurement is the best of as many runs as fit in `budget` seconds (at least one).
+Replies carry "status": "ok" | "n/a" | "fail" (count check) | "error".
+The runner sends "trace" first, before anything else has started a thread: the trace's
+profile hook then reaches every thread the workflow uses.
+"""
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_sibling(name: str):
+    """Import `HERE/<name>.py` under a private module name (registered, so dataclasses and
+    pickles defined in it resolve their module)."""
+    import importlib.util
+
+    module_name = f"_amrita_sense_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, os.path.join(HERE, f"{name}.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {name}.py from {HERE}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _protocol_channel():
+    """Keep the real stdout for replies; point fd 1 (and sys.stdout) at /dev/null."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    return channel
+
+
+def _make_loop(name: str) -> Any:
+    import asyncio
+
+    loop: Any
+    if name == "uvloop":
+        import uvloop  # ImportError is reported as "n/a" by hello
+
+        loop = uvloop.new_event_loop()
+    elif name == "asyncio":
+        loop = asyncio.new_event_loop()
+    else:
+        raise ValueError(f"unknown event loop {name!r}")
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def _distribution_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _describe_build(expect: str) -> dict:
+    """What this Python's `amrita_sense` is. `expect` "reference" (the --against column)
+    accepts any build: amrita-sense itself, or amrita-sense-turbo in another environment."""
+    import platform
+
+    import amrita_sense
+
+    impl = getattr(amrita_sense, "IMPLEMENTATION", None)
+    info = {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "module_path": os.path.dirname(amrita_sense.__file__),
+    }
+    if impl is None:
+        if expect != "reference":
+            raise RuntimeError(f"{info['module_path']} is not amrita-sense-turbo (no IMPLEMENTATION)")
+        info.update(implementation="reference", version=_distribution_version("amrita-sense"))
+        return info
+    if expect not in ("reference", impl):
+        raise RuntimeError(f"expected the {expect} core, but {impl} loaded")
+    version = getattr(amrita_sense, "__version__", None) or _distribution_version("amrita-sense-turbo")
+    info.update(implementation=impl, version=version)
+    return info
+
+
+class Worker:
+    def __init__(self, loop_name: str, expect: str, paths: list) -> None:
+        self.loop_name = loop_name
+        self.expect = expect
+        self.paths = paths
+        self.loop: Any = None
+        self.scenarios: Any = None  # scenarios.py and workload.py, loaded by path by hello
+        self.workload: Any = None
+        self.workflows: dict = {}  # spec -> workload.Workflow, loaded once
+        self.cached: Any = None  # (key, plan): the last plan built, reused while the same scenario repeats
+
+    def hello(self) -> dict:
+        try:
+            self.loop = _make_loop(self.loop_name)
+        except ImportError as exc:
+            return {"status": "n/a", "reason": f"{self.loop_name} is not installed here ({exc})"}
+        try:
+            info = _describe_build(self.expect)
+        except Exception as exc:  # noqa: BLE001 - any import failure makes the build unavailable
+            return {"status": "n/a", "reason": f"{type(exc).__name__}: {exc}"}
+        self.scenarios = load_sibling("scenarios")
+        self.workload = load_sibling("workload")
+        self.workload.add_import_paths(self.paths)
+        info.update(status="ok", loop=self.loop_name)
+        return info
+
+    def workflow(self, spec: str):
+        if spec not in self.workflows:
+            self.workflows[spec] = self.workload.Workflow(spec)
+        return self.workflows[spec]
+
+    def answer(self, compute) -> dict:
+        """Run `compute()` (a coroutine function returning the reply's fields) on the loop."""
+        try:
+            fields = self.loop.run_until_complete(compute())
+        except self.scenarios.Unavailable as exc:
+            return {"status": "n/a", "reason": str(exc)}
+        except AssertionError as exc:  # a count check (scenarios.CountMismatch, workload.NothingRan)
+            return {"status": "fail", "reason": str(exc)}
+        except self.workload.WorkflowError as exc:
+            return {"status": "error", "reason": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8)}
+        return {"status": "ok", **fields}
+
+    async def _plan(self, key: tuple, make):
+        if self.cached is None or self.cached[0] != key:
+            self.cached = None
+            plan = make()
+            if hasattr(plan, "__await__"):
+                plan = await plan
+            self.cached = (key, plan)
+        return self.cached[1]
+
+    def measure(self, key: tuple, make, budget: float) -> dict:
+        async def compute() -> dict:
+            plan = await self._plan(key, make)
+            value, runs = await self.scenarios.measure_best(plan, budget)
+            return {"value": value, "ops": plan.ops, "runs": runs}
+
+        reply = self.answer(compute)
+        if reply["status"] != "ok":
+            self.cached = None
+        return reply
+
+    async def _trace(self, spec: str) -> dict:
+        return {"trace": await self.workflow(spec).trace()}
+
+    def handle(self, cmd: dict) -> dict:
+        op = cmd.get("op")
+        if op == "hello":
+            return self.hello()
+        if self.scenarios is None:
+            return {"status": "error", "reason": "hello first"}
+        budget = float(cmd.get("budget") or 0.0)
+        if op == "run":
+            name, size = cmd["scenario"], cmd.get("size")
+            return self.measure(("run", name, size), lambda: self.scenarios.build(name, size), budget)
+        spec, runs = cmd.get("spec", ""), int(cmd.get("runs") or 0)
+        if op == "trace":
+            return self.answer(lambda: self._trace(spec))
+        if op == "workflow":
+            return self.measure(("workflow", spec, runs), lambda: self.workflow(spec).plan(runs), budget)
+        if op == "profile":
+            seconds = float(cmd.get("seconds") or 1.0)
+            return self.answer(lambda: self.workload.profile_runs(self.workflow(spec), runs, seconds))
+        return {"status": "error", "reason": f"unknown op {op!r}"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loop", default="asyncio")
+    parser.add_argument("--expect", required=True, choices=["cython", "python", "reference"])
+    parser.add_argument("--path", action="append", default=[],
+                        help="a directory to import user workflows from (first on sys.path, after the build loaded)")
+    args = parser.parse_args()
+    channel = _protocol_channel()
+    # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+    worker = Worker(args.loop, args.expect, args.path)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = worker.handle(json.loads(line))
+        channel.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()
