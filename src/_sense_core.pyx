@@ -1526,6 +1526,19 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
+    cdef object _leave_body_frame(self, object raised):
+        """`_leave_frame` after a Try body that raised `raised` (or None): what the block catches. The
+        frame's own failure (its pop, when the body emptied the return stack) is raised inside the
+        block, as `call_sub`'s `finally` would raise it, with the body's exception as its context."""
+        try:
+            self._leave_frame()
+        except BaseException as exc:
+            if raised is not None and exc.__context__ is None:
+                exc.__context__ = raised
+            return exc
+        return raised
+
+    @cython.final
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
@@ -1541,6 +1554,7 @@ cdef class InterpreterCore:
         cdef bint as_subcall = self._outer_interpreting
         values = self._plan_values(<CallPlan> plan, None)
         names = (<CallPlan> plan).names
+        raised = None
         self._enter_frame(target)
         try:
             if names is None:
@@ -1548,7 +1562,7 @@ cdef class InterpreterCore:
             else:
                 raised = _call_catching(self._prog.funcs[target], (), dict(zip(names, values)))
         finally:
-            self._leave_frame()
+            raised = self._leave_body_frame(raised)
         try:
             if raised is not None:
                 handler = self._catch_for(operands[5], raised)

@@ -103,6 +103,7 @@ SLOTS: dict[str, Callable[[list], list]] = {
     "NATIVE_DO.cond": lambda m: ["ndo", [R], m],
     "Try.body": lambda m: ["try", m, [["ValueError", R]], None, R],
     "Try.body (CATCH only)": lambda m: ["try", m, [["ValueError", R]], None, None],
+    "Try.body (CATCH Exception)": lambda m: ["try", m, [["Exception", R]], None, None],
     "Try.handler": lambda m: ["try", X, [["ValueError", m]], None, R],
     "Try.handler (CATCH only)": lambda m: ["try", X, [["ValueError", m]], None, None],
     "Try.THEN": lambda m: ["try", R, [["KeyError", R]], m, R],
