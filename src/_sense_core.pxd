@@ -144,6 +144,7 @@ cdef class InterpreterCore:
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
     cdef int _call_body(self, Py_ssize_t target, CallPlan plan) except -1
+    cdef bint _frame_leaves_cleanly(self) noexcept
     cdef object _leave_body_frame(self, object raised)
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
     cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, object exc_kwargs) except -1

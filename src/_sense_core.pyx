@@ -1526,6 +1526,14 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
+    cdef inline bint _frame_leaves_cleanly(self) noexcept:
+        """True when `_leave_frame` cannot fail: the return stack is a `Stack` with a pointer on top."""
+        if type(self._ret_addr_stack) is not Stack:
+            return False
+        cdef list items = (<Stack> self._ret_addr_stack).stack
+        return items is not None and len(items) > 0 and type(<object> PyList_GET_ITEM(items, len(items) - 1)) is PointerVector
+
+    @cython.final
     cdef object _leave_body_frame(self, object raised):
         """`_leave_frame` after a Try body that raised `raised` (or None): what the block catches. The
         frame's own failure (its pop, when the body emptied the return stack) is raised inside the
@@ -1562,7 +1570,10 @@ cdef class InterpreterCore:
             else:
                 raised = _call_catching(self._prog.funcs[target], (), dict(zip(names, values)))
         finally:
-            raised = self._leave_body_frame(raised)
+            if self._frame_leaves_cleanly():
+                self._leave_frame()
+            else:
+                raised = self._leave_body_frame(raised)
         try:
             if raised is not None:
                 handler = self._catch_for(operands[5], raised)
