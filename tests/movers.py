@@ -31,6 +31,11 @@ same place on every path."""
 RUNS = 3
 """Iterations of the loop that repeats the program's statements (places "fn" and "loop")."""
 
+STACK_LIMIT = 40
+"""Return-stack capacity: a program that recurses through `call_sub` (a Try part called relative to
+a moved pointer can land on its own Try block) stops with OverflowError at the same depth everywhere,
+long before Python's recursion limit, which each build reaches at another depth."""
+
 
 class OverBudget(BaseException):
     """Raised by a traced node once the run has made `BUDGET` traced calls (not an `Exception`:
@@ -462,6 +467,7 @@ async def record(api: Api, program: dict, mode: str) -> list:
     except Exception as exc:
         return [["build", type(exc).__name__, str(exc)]]
     interp = api.WorkflowInterpreter(graph, middleware=_pass_through if mode == "generic" else None)
+    interp._ret_addr_stack.resize(STACK_LIMIT)
     runs = []
     for _ in range(2 if program["place"] == "top" else 1):
         start = len(builder.trace)
