@@ -9,13 +9,23 @@ construction or in `_post_compile`, so a later compiler can read them.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Awaitable
 from typing import Any
 
-from amrita_sense.exceptions import AliasNotFoundError
+from amrita_sense.exceptions import AliasNotFoundError, BreakLoop
 from amrita_sense.node.abc_base import is_rendered_compose
 
 NODE_SLOTS = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
 """The attributes `BaseNode._init` sets; instruction classes add their operands to these."""
+
+
+async def broke_out(body: Awaitable[Any]) -> bool:
+    """Await a loop body: True when it raised `BreakLoop`."""
+    try:
+        await body
+    except BreakLoop:
+        return True
+    return False
 
 
 def already_compiled(kind: str) -> RuntimeError:
