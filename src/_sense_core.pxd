@@ -93,6 +93,7 @@ cdef class InterpreterCore:
     cdef object _ava_args_v
     cdef object _ava_kwargs_v
     cdef PointerVector _spare_pointer
+    cdef object _native_rest  # a node's continuation the loop is about to await (C_NATIVE_AWAIT)
     # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
     cdef object _args_hash
     cdef object _dep_store_v
@@ -129,6 +130,9 @@ cdef class InterpreterCore:
     cdef object _pop_ret(self)
     cdef object _inline_plan(self, Py_ssize_t row)
     cdef object _callee_plan(self, Py_ssize_t row)
+    cdef bint _still_at(self, Py_ssize_t row) noexcept
+    cdef bint _left_unmarked(self, Py_ssize_t row) noexcept
+    cdef int _finish_with(self, object rest) except -1
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef int _goto(self, tuple target) except -1
     cdef int _native_jump(self, tuple target) except -1
@@ -149,8 +153,10 @@ cdef class InterpreterCore:
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, tuple catches, object exc)
     cdef int _call_body(self, Py_ssize_t target, CallPlan plan) except -1
+    cdef bint _frame_leaves_cleanly(self) noexcept
+    cdef object _leave_body_frame(self, object raised)
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands)
-    cdef bint _run_near_inline(self, tuple part, object exc_kwargs) except -1
+    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, object exc_kwargs) except -1
     cdef int _native_callsub(self, Py_ssize_t row) except -1
     cdef int _native_ret(self) except -1
     cdef int _native_if(self, Py_ssize_t row) except -1

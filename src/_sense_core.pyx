@@ -32,6 +32,10 @@ from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, 
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 
 
+cdef extern from *:
+    bint unlikely(bint)  # Cython's branch hint macro: the slow paths stay out of the hot code
+
+
 cdef extern from "Python.h":
     ctypedef struct PyListObject:
         Py_ssize_t allocated
@@ -84,9 +88,8 @@ cdef enum:
     C_OP_LOOP_CONTROL = 13
     C_OP_INVOKE = 14
     C_NATIVE_DONE = 0
-    C_NATIVE_CALL_BODY = 1
-    C_NATIVE_CALL_LOOP_BODY = 2
-    C_NATIVE_NOT_READY = 3
+    C_NATIVE_NOT_READY = 1  # the opcode did nothing: run the node's own function
+    C_NATIVE_AWAIT = 2  # the node's continuation finishes the opcode: await `_native_rest`
     C_STEP_RAN = 0
     C_STEP_SKIPPED = 1
     C_STEP_END = 2
@@ -603,8 +606,11 @@ cdef Stack _new_stack():
 
 
 cdef object _current_task():
+    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
         return asyncio.current_task()
+    except RecursionError:
+        raise
     except RuntimeError:
         return None
 
@@ -1844,8 +1850,9 @@ cdef class InterpreterCore:
         return self._offload(func, None, dict(zip(plan.names, values)))
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
-    # (see the twin for the protocol: ops run only when every called node is ready to
-    # run synchronously; a called node that jumped makes the loop finish the op.)
+    # (see the twin for the protocol: ops run only when every called node is ready to run
+    # synchronously; after each callee, unless the pointer is still bound to the op's row with
+    # no jump marked, the node's own `_after_condition` / `_after_body` finishes the op.)
 
     @cython.final
     cdef int _push_ret(self, object item) except -1:
@@ -1877,16 +1884,29 @@ cdef class InterpreterCore:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
-    async def _finish_native(self, int status, operands):
-        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
-        do_offset = operands[4]
-        if status == C_NATIVE_CALL_BODY:
-            await self.call_offset(do_offset)
-            return
-        try:
-            await self.call_offset(do_offset)
-        except BreakLoop:
-            pass
+    @cython.final
+    cdef inline bint _still_at(self, Py_ssize_t row) noexcept:
+        """True when no jump is marked and the pointer is bound to `row`, where the running opcode
+        left it: its compiled rows are then where the node's own function would go."""
+        return (not self._flag_bits & C_FLAG_JMP and self._pointer._items is None
+                and self._pointer._row == row and self._pointer._prog is self._prog)
+
+    @cython.final
+    cdef inline bint _left_unmarked(self, Py_ssize_t row) noexcept:
+        """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
+        where a node's last move (one jump) goes from there, only the node can tell. With a jump
+        marked that move is refused, as `_jump_at` refuses it."""
+        return not self._flag_bits & C_FLAG_JMP and not (
+            self._pointer._items is None and self._pointer._row == row and self._pointer._prog is self._prog)
+
+    @cython.final
+    cdef int _finish_with(self, object rest) except -1:
+        """The status for a node's continuation `rest`: C_NATIVE_DONE when it finished (None), else
+        C_NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
+        if rest is None:
+            return C_NATIVE_DONE
+        self._native_rest = rest
+        return C_NATIVE_AWAIT
 
     @cython.final
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
@@ -2026,13 +2046,16 @@ cdef class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_BODY if taken else C_NATIVE_DONE
+        if unlikely(not self._still_at(row)):
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        self._jump_at(rows[3], row, 3)
+        if unlikely(self._left_unmarked(row)):
+            self._prog.nodes[row]._after_body(self)
+        else:
+            self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2042,7 +2065,10 @@ cdef class InterpreterCore:
         if body_plan is None:
             return C_NATIVE_NOT_READY
         self._call_resuming(rows[0], body_plan, row, 2, False)
-        self._jump_at(rows[3], row, 1)
+        if unlikely(self._left_unmarked(row)):
+            self._prog.nodes[row]._after_body(self)
+        else:
+            self._jump_at(rows[3], row, 1)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2053,17 +2079,23 @@ cdef class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
+        if unlikely(not self._still_at(row)):
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_LOOP_BODY
         try:
             self._call_resuming(rows[1], body_plan, row, 5, True)
         except BreakLoop:
-            self._jump_at(rows[2], row, 3)
+            if unlikely(self._left_unmarked(row)):
+                self._prog.nodes[row]._after_body(self, True)
+            else:
+                self._jump_at(rows[2], row, 3)
             return C_NATIVE_DONE
-        self._jump_at(rows[3], row, 2)
+        if unlikely(self._left_unmarked(row)):
+            self._prog.nodes[row]._after_body(self, False)
+        else:
+            self._jump_at(rows[3], row, 2)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2075,9 +2107,15 @@ cdef class InterpreterCore:
         try:
             self._call_resuming(rows[0], body_plan, row, 3, True)
         except BreakLoop:
-            self._jump_at(rows[2], row, 2)
+            if unlikely(self._left_unmarked(row)):
+                self._prog.nodes[row]._after_body(self, True)
+            else:
+                self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
-        self._jump_at(rows[3], row, 1)
+        if unlikely(self._left_unmarked(row)):
+            self._prog.nodes[row]._after_body(self, False)
+        else:
+            self._jump_at(rows[3], row, 1)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2087,6 +2125,8 @@ cdef class InterpreterCore:
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         again = self._call_resuming(rows[0], cond_plan, row, 3, True)
+        if unlikely(not self._still_at(row)):
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(rows[3], row, 1)
         else:
@@ -2102,16 +2142,19 @@ cdef class InterpreterCore:
         if cond_plan is None or (not compose_body and body_plan is None):
             return C_NATIVE_NOT_READY
         taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        if unlikely(not self._still_at(row)):
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(rows[2], row, 2)
             return C_NATIVE_DONE
         if compose_body:  # entered by a jump
             self._jump_at(rows[3], row, 3)
             return C_NATIVE_DONE
-        if self._flag_bits & C_FLAG_JMP:
-            return C_NATIVE_CALL_BODY
         self._call_resuming(rows[1], body_plan, row, 6, True)
-        self._jump_at(rows[3], row, 3)
+        if unlikely(self._left_unmarked(row)):
+            self._prog.nodes[row]._after_body(self)
+        else:
+            self._jump_at(rows[3], row, 3)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2130,11 +2173,10 @@ cdef class InterpreterCore:
         if cond_plan is None:
             return C_NATIVE_NOT_READY
         truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        if unlikely(not self._still_at(row)):
+            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(rows[2], row, 3)
-        elif self._flag_bits & C_FLAG_JMP:  # the jump into the body is refused; the push still happens
-            head_slot = (<tuple> self._prog.operands[row])[4]
-            self._push_ret(PointerVector(_beside(self._pointer._list(), head_slot)))
         else:
             self._push_ret(self._pointer_at(rows[1]))
             self._jump_at(rows[3], row, 2)
@@ -2162,10 +2204,9 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc):
-        """The plan for running `call_near` of `row` inline (`with_exc`: as a CATCH handler, with
-        the exception keywords), or None: a jump happened, or the plan is not ready."""
-        if self._flag_bits & C_FLAG_JMP:
-            return None
+        """The plan for running `call_near` of the Try part at `row` inline (`with_exc`: as a CATCH
+        handler, with the exception keywords), or None when it is not ready. Valid only while the
+        pointer is on the Try row (`_still_at`), as it is when the body starts."""
         if not with_exc:
             return self._inline_plan(row)
         if not self._inline_callable(row) or self._signal.pending:
@@ -2180,10 +2221,12 @@ cdef class InterpreterCore:
         return plan
 
     @cython.final
-    cdef bint _run_near_inline(self, tuple part, object exc_kwargs) except -1:
-        """`call_near` of a Try block's `(slot, row)` part (a CATCH handler when `exc_kwargs` is
-        given), run inline when it can be; False when it cannot."""
+    cdef bint _run_near_inline(self, Py_ssize_t row, tuple part, object exc_kwargs) except -1:
+        """`call_near` of a part `(slot, row)` of the Try block at `row` (a CATCH handler when
+        `exc_kwargs` is given), run inline when it can be; False when it cannot."""
         cdef Py_ssize_t target = part[1]
+        if not self._still_at(row):
+            return False
         plan = self._near_plan(target, exc_kwargs is not None)
         if plan is None:
             return False
@@ -2213,6 +2256,27 @@ cdef class InterpreterCore:
         return 0
 
     @cython.final
+    cdef inline bint _frame_leaves_cleanly(self) noexcept:
+        """True when `_leave_frame` cannot fail: the return stack is a `Stack` with a pointer on top."""
+        if type(self._ret_addr_stack) is not Stack:
+            return False
+        cdef list items = (<Stack> self._ret_addr_stack).stack
+        return items is not None and len(items) > 0 and type(<object> PyList_GET_ITEM(items, len(items) - 1)) is PointerVector
+
+    @cython.final
+    cdef object _leave_body_frame(self, object raised):
+        """`_leave_frame` after a Try body that raised `raised` (or None): what the block catches. The
+        frame's own failure (its pop, when the body emptied the return stack) is raised inside the
+        block, as `call_sub`'s `finally` would raise it, with the body's exception as its context."""
+        try:
+            self._leave_frame()
+        except BaseException as exc:
+            if raised is not None and exc.__context__ is None:
+                exc.__context__ = raised
+            return exc
+        return raised
+
+    @cython.final
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
@@ -2228,6 +2292,7 @@ cdef class InterpreterCore:
         cdef bint as_subcall = self._outer_interpreting
         values = self._plan_values(<CallPlan> plan, None)
         names = (<CallPlan> plan).names
+        raised = None
         self._enter_frame(target)
         try:
             if names is None:
@@ -2235,13 +2300,16 @@ cdef class InterpreterCore:
             else:
                 raised = _call_catching(self._prog.funcs[target], (), dict(zip(names, values)))
         finally:
-            self._leave_frame()
+            if self._frame_leaves_cleanly():
+                self._leave_frame()
+            else:
+                raised = self._leave_body_frame(raised)
         try:
             if raised is not None:
                 handler = self._catch_for(operands[5], raised)
                 if handler is None:
                     raise raised
-                plan = self._near_plan(handler[1], True)
+                plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, raised, as_subcall)
                 exc_kwargs = _exc_keywords(raised)
@@ -2254,7 +2322,10 @@ cdef class InterpreterCore:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._jump_at(rows[3], row, 0)
+            if unlikely(self._left_unmarked(row)):
+                self.jump_near(operands[1])
+            else:
+                self._jump_at(rows[3], row, 0)
         return None
 
     async def _native_try(self, Py_ssize_t row, raised, bint as_subcall):
@@ -2278,21 +2349,24 @@ cdef class InterpreterCore:
                 if handler is None:
                     raise
                 exc_kwargs = _exc_keywords(exc_val)
-                if not self._run_near_inline(handler, exc_kwargs):
+                if not self._run_near_inline(row, handler, exc_kwargs):
                     await self.call_near(handler[0], **exc_kwargs)
             else:
                 part = operands[3]
-                if part is not None and not self._run_near_inline(part, None):
+                if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
             finally:
                 part = operands[4]
-                if part is not None and not self._run_near_inline(part, None):
+                if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
         except InterruptKeepContext:
             _support().resume_near(self, operands[1])
             raise
         if not as_subcall:
-            self._native_jump(operands[0])
+            if unlikely(self._left_unmarked(row)):
+                self.jump_near(operands[1])
+            else:
+                self._jump_at(self._prog.crows[4 * row + 3], row, 0)
 
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
@@ -2451,8 +2525,9 @@ cdef class InterpreterCore:
                                     status = self._run_native_sync(row, op)
                                     if status == C_NATIVE_NOT_READY:
                                         await self._run_row(row)
-                                    elif status != C_NATIVE_DONE:
-                                        await self._finish_native(status, self._prog.operands[row])
+                                    elif status == C_NATIVE_AWAIT:
+                                        rest, self._native_rest = self._native_rest, None
+                                        await rest
                             else:
                                 plan = self._cached_plan(row)
                                 if plan is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import pytest
 
 from amrita_sense import DependsInjectFailed, DependsResolveFailed, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense._unsafe import _Flags
-from amrita_sense.exceptions import BreakLoop
+from amrita_sense.exceptions import BreakLoop, InterruptNotice
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.instructions.try_catch import Try
 from amrita_sense.runtime import workflow as workflow_module
@@ -69,6 +70,38 @@ async def test_sync_async_and_awaitable_returning_providers():
 
     await WorkflowInterpreter(graph(node), extra_args=(Config("x"),)).run()
     assert seen == [("x", 2, "awaited")]
+
+
+@pytest.mark.asyncio
+async def test_providers_start_in_declaration_order_sync_and_async_alike():
+    """As in 1.1.3, a node's providers start in declaration order: an async one runs up to its first
+    suspension before the next provider is called (the second slot runs on the cached plan)."""
+    log = []
+
+    async def first() -> int:
+        log.append("first starts")
+        await asyncio.sleep(0)
+        log.append("first ends")
+        return 1
+
+    def second() -> int:
+        log.append("second")
+        return 2
+
+    async def third() -> int:
+        log.append("third")
+        return 3
+
+    def fourth() -> int:
+        log.append("fourth")
+        return 4
+
+    @inline
+    def node(a: int = Depends(first), b: int = Depends(second), c: int = Depends(third), d: int = Depends(fourth)):
+        log.append((a, b, c, d))
+
+    await WorkflowInterpreter(graph(node, node)).run()
+    assert log == ["first starts", "second", "third", "fourth", "first ends", (1, 2, 3, 4)] * 2
 
 
 @pytest.mark.asyncio
@@ -394,6 +427,24 @@ async def test_preload_resolves_cached_providers_before_any_node(flags):
 
 
 @pytest.mark.asyncio
+async def test_preload_keeps_cached_values_for_the_next_run(flags):
+    """With the preload, a `use_cache` provider still runs once per interpreter (1.1.3 runs it at
+    every run start; README, compatibility)."""
+    calls, _, cached = counting_providers()
+    seen = []
+
+    @inline
+    def node(c: int = Depends(cached, use_cache=True)):
+        seen.append(c)
+
+    flags.WORKFLOW_DI_PRELOAD_CACHE = True
+    interp = WorkflowInterpreter(graph(node))
+    await interp.run()
+    await interp.run()
+    assert calls["cached"] == 1 and seen == [101, 101]
+
+
+@pytest.mark.asyncio
 async def test_preload_fails_fast_on_an_unresolvable_node(flags):
     log = []
 
@@ -469,12 +520,52 @@ async def test_depends_in_extra_args_and_kwargs_resolve_at_run_start():
     assert interp.args_hash_trustable
 
 
-@pytest.mark.asyncio
-async def test_unresolvable_run_start_factory_is_a_runtime_error():
-    interp = WorkflowInterpreter(graph(inline(lambda: None)), extra_args=(Depends(lambda: None),))
-    with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved"):
+async def drain(interp, driver: str) -> None:
+    if driver == "steps":
+        async for _ in interp.run_step_by():
+            pass
+    else:
         await interp.run()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", ["run", "steps"])
+async def test_unresolvable_run_start_factory_is_a_runtime_error_and_the_panic(driver):
+    interp = WorkflowInterpreter(graph(inline(lambda: None)), extra_args=(Depends(lambda: None),))
+    with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved") as raised:
+        await drain(interp, driver)
     assert not interp.is_running
+    assert interp.get_exception() is raised.value
+    interp._ava_args = (interp,)
+    interp.rehash_args()
+    await drain(interp, driver)
+    assert interp.get_exception() is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", ["run", "steps"])
+async def test_a_failing_preload_is_the_panic(flags, driver):
+    @inline
+    def broken(tok: Token):
+        pass
+
+    flags.WORKFLOW_DI_PRELOAD_CACHE = True
+    interp = WorkflowInterpreter(graph(broken))
+    with pytest.raises(DependsResolveFailed) as raised:
+        await drain(interp, driver)
+    assert interp.get_exception() is raised.value
+
+
+@pytest.mark.asyncio
+async def test_an_interrupt_notice_from_a_run_start_factory_ends_the_run_quietly():
+    ran = []
+
+    def interrupting() -> Config:
+        raise InterruptNotice("stop before the first node")
+
+    interp = WorkflowInterpreter(graph(inline(lambda: ran.append(1))), extra_args=(Depends(interrupting),))
+    await interp.run()
+    assert ran == [] and interp.get_exception() is None and list(interp._pointer) == []
 
 
 # ----- private resolution helpers ----------------------------------------------------------

@@ -11,12 +11,16 @@ traces, yielded results, errors, pointers, stack depths and flags.
 Termination: loop conditions are counters that turn false for good after a
 few calls, jumps only go forward, FN bodies make no calls, and every run is
 capped anyway (in steps, or by a timeout for `run()`).
+
+The programs of `movers` (a node that moves the pointer or the stacks in every
+instruction slot, and random programs made of such slots) run on both cores too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import movers
 import pytest
 from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 from hypothesis import HealthCheck, given, settings
@@ -287,3 +291,31 @@ def test_a_fixed_program_gives_the_same_record_on_both_cores(cores, driver):
     record = run_on(compiled, _drive, spec, "asyncio")
     assert record == run_on(twin, _drive, spec, "asyncio")
     assert len(record) >= 2 and record[0][1]
+
+
+# ----- pointer-moving nodes in instruction slots (`movers`) --------------------------------
+
+
+async def _movers_records(sense: SenseCopy, programs: dict) -> dict:
+    return await movers.record_all(movers.Api(sense.sub), programs, "run")
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_pointer_moving_nodes_in_every_slot_agree_on_both_cores(cores, loop_name):
+    programs = movers.every_slot_program()
+    compiled, twin = (run_on(sense, _movers_records, programs, loop_name) for sense in cores)
+    assert [key for key in programs if compiled[key] != twin[key]] == []
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+@pytest.mark.parametrize("mode", ["run", "steps"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_programs_with_pointer_moving_nodes_agree_on_both_cores(cores, loop_name, mode, data):
+    program = movers.random_program(lambda options: data.draw(st.sampled_from(options)))
+
+    async def drive(sense: SenseCopy, program: dict) -> list:
+        return await movers.record(movers.Api(sense.sub), program, mode)
+
+    compiled, twin = cores
+    assert run_on(compiled, drive, program, loop_name) == run_on(twin, drive, program, loop_name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
+from dual import Recorder, run_program, run_whole
 
 from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullPointerException, WorkflowInterpreter
 from amrita_sense.instructions import (
@@ -23,6 +23,7 @@ from amrita_sense.instructions import (
     SUSPEND,
 )
 from amrita_sense.instructions.enum import BuiltinTags
+from amrita_sense.instructions.native import NATIVE_WHILE
 from amrita_sense.instructions.subprogram import ARCHIVED_SEGMENT, CallNode, InvokeNode, SubprogramJumpNode
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.types import PointerVector
@@ -245,6 +246,22 @@ async def test_invoke_passes_through_a_target_failure():
     program = NodeCompose(ARCHIVED_NODES(ALIAS(rec.act("s", exc=ValueError("v")), "s")), INVOKE("s"))
     out = await run(program, rec)
     assert isinstance(out.error, ValueError) and out.pointer == [1]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", [run_program, run_whole])
+async def test_invoke_keeps_its_target_when_the_target_jumps(driver):
+    """An invoked CALL runs on every execution of the INVOKE (1.1.3 rewrites the target on the
+    first jump; README, compatibility)."""
+    rec = Recorder()
+    loop_body = NodeCompose(INVOKE("m"), rec.act("b"), rec.act("a"))
+    program = NodeCompose(
+        NATIVE_WHILE(rec.counter("w", 2)).ACTION(loop_body),
+        FN("g", rec.act("g")),
+        ARCHIVED_NODES(ALIAS(CALL("g"), "m")),
+    )
+    out = await driver(WorkflowInterpreter(program.render()), rec)
+    assert out.trace == ["w1", "g", "b", "a", "w2", "g", "b", "a", "w3"] and out.error is None
 
 
 def test_archived_nodes_layout():

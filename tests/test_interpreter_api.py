@@ -4,6 +4,7 @@ compatibility names `_pointer` / `_ret_addr_stack` (semantics sections B, C and 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 import pytest
@@ -1046,6 +1047,39 @@ async def test_call_sub_to_a_missing_address_raises():
         await interp.run()
     assert interp._pointer == PointerVector([0])
     assert len(interp._ret_addr_stack) == 0
+
+
+def _stack_depth() -> int:
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+@pytest.mark.asyncio
+async def test_infinite_recursion_through_call_sub_is_a_recursion_error():
+    """Wherever the limit is hit (the current-task lookup of the lock check too), the run raises and
+    records `RecursionError`, and releases the lock. The limit moves over a range so that every
+    frame of one recursion level is the one that hits it for some limit."""
+
+    async def recurse(pc):
+        return await pc.call_sub(list(pc._pointer))
+
+    graph = act_async([], "r", recurse).as_compose().render()
+    saved, base = sys.getrecursionlimit(), _stack_depth()
+    outcomes = set()
+    for extra in range(150, 230):
+        interp = WorkflowInterpreter(graph)
+        sys.setrecursionlimit(base + extra)
+        try:
+            await interp.run()
+        except BaseException as exc:  # noqa: BLE001 - the kind is what is compared
+            outcomes.add(type(exc).__name__)
+        finally:
+            sys.setrecursionlimit(saved)
+        assert isinstance(interp.get_exception(), RecursionError)
+        assert not interp._interpret_lock.locked() and len(interp._ret_addr_stack) == 0
+    assert outcomes == {"RecursionError"}
 
 
 @pytest.mark.asyncio

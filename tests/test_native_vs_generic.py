@@ -1,5 +1,7 @@
 """Native opcodes are an optimisation only: every random program gives the same trace with them
-(the fast path) and without them (a pass-through middleware forces each node's Python function).
+(`run()`, the fast path) and without them (`run_step_by()`, and `run()` under a pass-through
+middleware, run each node's own Python function), also when a condition, body, handler, THEN,
+FINALLY or ELSE moves the pointer or the stacks (`movers`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from hypothesis import strategies as st
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, IF, INVOKE, JMP, NOP, RET, WHILE, Try
+from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, FN, IF, INVOKE, JMP, NOP, RET, WHILE, Try
 from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
+from movers import MOVERS, PLACES, SLOTS, Api, random_program, record, slot_program
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
 branch = st.tuples(
@@ -181,12 +184,18 @@ async def pass_through(pc: WorkflowInterpreter):
     return await pc._call()
 
 
-async def run_spec(spec, *, generic: bool):
+async def run_spec(spec, driver: str):
+    """Run `spec` with `run()` ("run"), `run_step_by()` ("steps") or `run()` under a pass-through
+    middleware ("generic")."""
     builder = Builder()
-    interp = WorkflowInterpreter(builder.build(spec), middleware=pass_through if generic else None)
+    interp = WorkflowInterpreter(builder.build(spec), middleware=pass_through if driver == "generic" else None)
     outcome = None
     try:
-        await interp.run()
+        if driver == "steps":
+            async for _ in interp.run_step_by():
+                pass
+        else:
+            await interp.run()
     except Exception as exc:  # compared, not hidden
         outcome = (type(exc).__name__, str(exc))
     return builder.trace, list(interp._pointer), len(interp._ret_addr_stack), outcome
@@ -196,7 +205,63 @@ async def run_spec(spec, *, generic: bool):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=program)
 async def test_native_opcodes_match_the_generic_path(spec):
-    assert await run_spec(spec, generic=False) == await run_spec(spec, generic=True)
+    native = await run_spec(spec, "run")
+    assert native == await run_spec(spec, "generic")
+    assert native == await run_spec(spec, "steps")
+
+
+async def _diverging_modes(program: dict) -> list[str]:
+    """The modes whose record differs from `run_step_by()`'s (the nodes' own functions)."""
+    api = Api()
+    expected = await record(api, program, "steps")
+    return [mode for mode in ("run", "generic") if await record(api, program, mode) != expected]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("slot", list(SLOTS))
+async def test_a_node_moving_the_pointer_in_any_slot_gives_what_the_node_functions_give(slot):
+    diverged = []
+    for place in PLACES:
+        for mover in MOVERS:
+            diverged += [f"{place}|{mover}|{mode}" for mode in await _diverging_modes(slot_program(place, slot, mover))]
+    assert diverged == []
+
+
+@pytest.mark.asyncio
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+async def test_random_programs_with_pointer_moving_nodes_give_what_the_node_functions_give(data):
+    program = random_program(lambda options: data.draw(st.sampled_from(options)))
+    assert await _diverging_modes(program) == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("driver", ["run", "steps"])
+async def test_a_function_returning_early_from_else_in_a_native_loop(driver):
+    """The issue's example: RET in an ELSE inside FN "f", CALLed from a NATIVE_WHILE body."""
+    trace, calls = [], {}
+
+    def counter(name, limit):
+        @Node(wrap_to_async=False)
+        def cond():
+            calls[name] = calls.get(name, 0) + 1
+            trace.append(name)
+            return calls[name] <= limit
+
+        return cond
+
+    graph = NodeCompose(
+        NATIVE_WHILE(counter("w", 2)).ACTION(NodeCompose(CALL("f"), NOP)),
+        FN("f", IF(counter("i", 0), NOP).ELSE(RET())),
+    ).render()
+    interp = WorkflowInterpreter(graph)
+    if driver == "steps":
+        async for _ in interp.run_step_by():
+            pass
+    else:
+        await interp.run()
+    assert trace == ["w", "i", "w", "i", "w"]
+    assert list(interp._pointer) == [] and len(interp._ret_addr_stack) == 0 and interp.get_exception() is None
 
 
 HALTING_CLAUSES = {

@@ -56,9 +56,10 @@ OP_LOOP_CONTROL = 13
 OP_INVOKE = 14
 
 NATIVE_DONE = 0
-NATIVE_CALL_BODY = 1
-NATIVE_CALL_LOOP_BODY = 2
-NATIVE_NOT_READY = 3
+NATIVE_NOT_READY = 1
+"""The opcode did nothing: run the node's own function."""
+NATIVE_AWAIT = 2
+"""The node's continuation finishes the opcode: await `_native_rest`."""
 
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
@@ -608,8 +609,11 @@ class InterpretLock:
 
 
 def _current_task():
+    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
         return asyncio.current_task()
+    except RecursionError:
+        raise
     except RuntimeError:
         return None
 
@@ -852,6 +856,7 @@ class InterpreterCore:
         "_interpreter_id",
         "_lifecycles_v",
         "_middleware_v",
+        "_native_rest",
         "_object_io",
         "_outer_interpreting",
         "_panic_exc_v",
@@ -884,6 +889,7 @@ class InterpreterCore:
         )
         self._flag_bits = 0
         self._middleware_v = _checked_middleware(middleware, "middleware")
+        self._native_rest = None
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock_v = InterpretLock()
@@ -1353,7 +1359,8 @@ class InterpreterCore:
                 return None
             if status == NATIVE_NOT_READY:
                 return await self._run_row(row)
-            return await self._finish_native(status, self._prog_v.operands[row])
+            rest, self._native_rest = self._native_rest, None
+            return await rest
         plan = self._cached_plan(row)
         if plan is None:
             return await self._run_row(row)
@@ -1432,10 +1439,35 @@ class InterpreterCore:
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
     # An opcode first takes the plans of the nodes it calls; when one cannot run
-    # synchronously right now it does nothing and returns NATIVE_NOT_READY, and the
-    # node's own Python function runs instead (`_run_row`). If a called node jumped,
-    # the op returns NATIVE_CALL_BODY and the loop finishes the way the Python
-    # function would: `call_offset(do_offset)` relative to the new pointer.
+    # synchronously right now it does nothing and returns NATIVE_NOT_READY, and the node's own
+    # Python function runs instead (`_run_row`). After every node it calls, the opcode
+    # checks that the pointer is still bound to its own row with no jump marked
+    # (`_still_at`): only then are its compiled rows where the node's function would go.
+    # Otherwise (the callee jumped, returned with RET, pushed a return address, restored
+    # a context, rewrote the pointer...) the node's own continuation (`_after_condition` /
+    # `_after_body`) finishes from where the pointer is; when that is a coroutine the
+    # opcode returns NATIVE_AWAIT and the loop awaits it (`_native_rest`).
+
+    def _still_at(self, row):
+        """True when no jump is marked and the pointer is bound to `row`, where the running opcode
+        left it: its compiled rows are then where the node's own function would go."""
+        ptr = self._pointer_v
+        return not self._flag_bits & FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
+
+    def _left_unmarked(self, row):
+        """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
+        where a node's last move (one jump) goes from there, only the node can tell. With a jump
+        marked that move is refused, as `_jump_at` refuses it."""
+        ptr = self._pointer_v
+        return not self._flag_bits & FLAG_JMP and not (ptr._items is None and ptr._row == row and ptr._prog is self._prog_v)
+
+    def _finish_with(self, rest):
+        """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
+        NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
+        if rest is None:
+            return NATIVE_DONE
+        self._native_rest = rest
+        return NATIVE_AWAIT
 
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
@@ -1452,17 +1484,6 @@ class InterpreterCore:
         if self._prog_v.ops[row] == OP_JUMP:
             return JUMP_CALLEE
         return self._inline_plan(row)
-
-    async def _finish_native(self, status, operands):
-        """A called node jumped: call the body relative to the new pointer, as the Python function does."""
-        do_offset = operands[4]
-        if status == NATIVE_CALL_BODY:
-            await self.call_offset(do_offset)
-            return
-        try:
-            await self.call_offset(do_offset)
-        except BreakLoop:
-            pass
 
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
@@ -1564,13 +1585,16 @@ class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, False)
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_BODY if taken else NATIVE_DONE
+        if not self._still_at(row):
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
         self._call_resuming(body, body_plan, row, 6, True)
-        self._jump_at(then_row, row, 3)
+        if self._left_unmarked(row):
+            self._prog_v.nodes[row]._after_body(self)
+        else:
+            self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
     def _native_else(self, row):
@@ -1579,7 +1603,10 @@ class InterpreterCore:
         if body_plan is None:
             return NATIVE_NOT_READY
         self._call_resuming(body, body_plan, row, 2, False)
-        self._jump_at(then_row, row, 1)
+        if self._left_unmarked(row):
+            self._prog_v.nodes[row]._after_body(self)
+        else:
+            self._jump_at(then_row, row, 1)
         return NATIVE_DONE
 
     def _native_while(self, row):
@@ -1588,17 +1615,23 @@ class InterpreterCore:
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 6, True)
+        if not self._still_at(row):
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_LOOP_BODY
         try:
             self._call_resuming(body, body_plan, row, 5, True)
         except BreakLoop:
-            self._jump_at(exit_row, row, 3)
+            if self._left_unmarked(row):
+                self._prog_v.nodes[row]._after_body(self, True)
+            else:
+                self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
-        self._jump_at(checkup_row, row, 2)
+        if self._left_unmarked(row):
+            self._prog_v.nodes[row]._after_body(self, False)
+        else:
+            self._jump_at(checkup_row, row, 2)
         return NATIVE_DONE
 
     def _native_do(self, row):
@@ -1609,9 +1642,15 @@ class InterpreterCore:
         try:
             self._call_resuming(body, body_plan, row, 3, True)
         except BreakLoop:
-            self._jump_at(exit_row, row, 2)
+            if self._left_unmarked(row):
+                self._prog_v.nodes[row]._after_body(self, True)
+            else:
+                self._jump_at(exit_row, row, 2)
             return NATIVE_DONE
-        self._jump_at(check_row, row, 1)
+        if self._left_unmarked(row):
+            self._prog_v.nodes[row]._after_body(self, False)
+        else:
+            self._jump_at(check_row, row, 1)
         return NATIVE_DONE
 
     def _native_do_check(self, row):
@@ -1620,6 +1659,8 @@ class InterpreterCore:
         if cond_plan is None:
             return NATIVE_NOT_READY
         again = self._call_resuming(cond, cond_plan, row, 3, True)
+        if not self._still_at(row):
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(back_row, row, 1)
         else:
@@ -1633,16 +1674,19 @@ class InterpreterCore:
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
         if body < 0:  # a compose body is entered by a jump
             self._jump_at(then_row, row, 3)
             return NATIVE_DONE
-        if self._flag_bits & FLAG_JMP:
-            return NATIVE_CALL_BODY
         self._call_resuming(body, body_plan, row, 6, True)
-        self._jump_at(then_row, row, 3)
+        if self._left_unmarked(row):
+            self._prog_v.nodes[row]._after_body(self)
+        else:
+            self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
     def _native_invoke(self, row):
@@ -1659,11 +1703,10 @@ class InterpreterCore:
         if cond_plan is None:
             return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 5, True)
+        if not self._still_at(row):
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
-        elif self._flag_bits & FLAG_JMP:  # the jump into the body is refused; the push still happens
-            head_slot = self._prog_v.operands[row][4]
-            self._ret_addr_stack_v.push(PointerVector([*self._pointer_v.base_addr[:-1], head_slot]))
         else:
             self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, head))
             self._jump_at(body_row, row, 2)
@@ -1683,10 +1726,9 @@ class InterpreterCore:
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
-        """The plan for running `call_near` of `row` inline (`with_exc`: as a CATCH handler, with
-        the exception keywords), or None: a jump happened, or the plan is not ready."""
-        if self._flag_bits & FLAG_JMP:
-            return None
+        """The plan for running `call_near` of the Try part at `row` inline (`with_exc`: as a CATCH
+        handler, with the exception keywords), or None when it is not ready. Valid only while the
+        pointer is on the Try row (`_still_at`), as it is when the body starts."""
         if not with_exc:
             return self._inline_plan(row)
         bits = self._prog_v.bits[row]
@@ -1699,12 +1741,12 @@ class InterpreterCore:
             plan = self._exc_plan(row)
         return None if plan is None or plan.slow else plan
 
-    async def _near_call(self, part, exc_kwargs):
-        """`call_near` of a Try block's `(slot, row)` part, inline when it can be."""
-        slot, row = part
-        plan = self._near_plan(row, exc_kwargs is not None)
+    async def _near_call(self, row, part, exc_kwargs):
+        """`call_near` of a part `(slot, row)` of the Try block at `row`, inline when it can be."""
+        slot, target = part
+        plan = self._near_plan(target, exc_kwargs is not None) if self._still_at(row) else None
         if plan is not None:
-            return self._subcall_inline(row, plan, exc_kwargs)
+            return self._subcall_inline(target, plan, exc_kwargs)
         return await self.call_near(slot, **(exc_kwargs or {}))
 
     def _catch_for(self, catches, exc):
@@ -1734,7 +1776,7 @@ class InterpreterCore:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                plan = self._near_plan(handler[1], True)
+                plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, exc_val, as_subcall)
                 self._subcall_inline(handler[1], plan, _exc_keywords(exc_val))
@@ -1742,36 +1784,42 @@ class InterpreterCore:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._jump_at(escape_row, row, 0)
+            if self._left_unmarked(row):
+                self.jump_near(escape_slot)
+            else:
+                self._jump_at(escape_row, row, 0)
         return None
 
     async def _native_try(self, row, raised, as_subcall):
         """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
         if row < 0 or row >= self._prog_v.nrows:
             _row_outside(self._prog_v, row)
-        escape, escape_slot, body, on_success, on_exit, catches = self._prog_v.operands[row]
+        _, escape_slot, body, on_success, on_exit, catches = self._prog_v.operands[row]
         try:
             try:
                 if raised is None:
-                    await self._near_call(body, None)
+                    await self._near_call(row, body, None)
                 else:
                     raise raised
             except BaseException as exc_val:
                 handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
-                await self._near_call(handler, _exc_keywords(exc_val))
+                await self._near_call(row, handler, _exc_keywords(exc_val))
             else:
                 if on_success is not None:
-                    await self._near_call(on_success, None)
+                    await self._near_call(row, on_success, None)
             finally:
                 if on_exit is not None:
-                    await self._near_call(on_exit, None)
+                    await self._near_call(row, on_exit, None)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
         if not as_subcall:
-            self._native_jump(escape)
+            if self._left_unmarked(row):
+                self.jump_near(escape_slot)
+            else:
+                self._jump_at(self._prog_v.rows[row][3], row, 0)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""

@@ -144,7 +144,8 @@ class Checkpointing:
 
     async def run(self, interp: Any) -> None:
         """`interp.run()` with checkpoints (see the module docstring)."""
-        await interp._begin_run()
+        if not await interp._begin_run():
+            return
         outcome: BaseException | None = None
         try:
             await self._steps(interp)

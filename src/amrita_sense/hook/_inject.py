@@ -438,11 +438,15 @@ def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict
     Returns None when every provider was direct and returned a value.
     Otherwise returns one entry per provider for `finish_plain`: `_DONE`
     (stored), `_DEFER` (not direct), an awaitable, an exception, or None.
+    Once a provider returned an awaitable, the ones after it are deferred:
+    they start in declaration order when `finish_plain` awaits them all, after
+    the awaitable has started (as concurrent providers start in 1.1.3).
     """
     results = None
+    awaiting = False
     for pos, (key, prep) in enumerate(plain):
         call = prep.call
-        if call is None:
+        if call is None or awaiting:
             value = _DEFER
         else:
             try:
@@ -455,6 +459,7 @@ def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict
                 continue
             results = [_DONE] * pos
         results.append(value)
+        awaiting = awaiting or (value is not _DEFER and _is_awaitable(value))
     return results
 
 

@@ -9,9 +9,10 @@ construction or in `_post_compile`, so a later compiler can read them.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Awaitable
 from typing import Any
 
-from amrita_sense.exceptions import AliasNotFoundError
+from amrita_sense.exceptions import AliasNotFoundError, BreakLoop
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
 from amrita_sense.node.self_compile import SelfCompileInstruction
@@ -19,6 +20,15 @@ from amrita_sense.types import PointerVector
 
 NODE_SLOTS = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
 """The attributes `BaseNode._init` sets; instruction classes add their operands to these."""
+
+
+async def broke_out(body: Awaitable[Any]) -> bool:
+    """Await a loop body: True when it raised `BreakLoop`."""
+    try:
+        await body
+    except BreakLoop:
+        return True
+    return False
 
 
 # ----- argument checks: an instruction refuses a bad operand when it is declared ---------------

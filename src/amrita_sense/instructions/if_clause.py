@@ -62,6 +62,11 @@ class ConditionJumpNode(BaseNode):
         except InterruptKeepContext:
             resume_offset(pc, self._false_offset)
             raise
+        await self._after_condition(pc, taken)
+
+    async def _after_condition(self, pc: WorkflowInterpreter, taken: Any) -> None:
+        """The rest of the node once the condition returned `taken`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved the pointer)."""
         if not taken:
             pc.jump_offset(self._false_offset)
             return
@@ -70,6 +75,10 @@ class ConditionJumpNode(BaseNode):
         except InterruptKeepContext:
             resume_near(pc, self._then_addr)
             raise
+        self._after_body(pc)
+
+    def _after_body(self, pc: WorkflowInterpreter) -> None:
+        """The rest of the node once the body returned: leave for `#then`."""
         pc.jump_near(self._then_addr)
 
     def __call__(self, pc: WorkflowInterpreter):
@@ -106,6 +115,10 @@ class ELSENode(BaseNode):
         except InterruptKeepContext:
             resume_offset(pc, self._then_offset)
             raise
+        self._after_body(pc)
+
+    def _after_body(self, pc: WorkflowInterpreter) -> None:
+        """The rest of the node once the body returned: move `+then` from wherever the pointer is."""
         pc.jump_offset(self._then_offset)
 
     def __call__(self, pc: WorkflowInterpreter):

@@ -875,8 +875,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """
         if self._checkpoints is not None:
             return await self._checkpoints.run(self)
-        if self._open_run():
-            await self._start_work()
+        if self._open_run() and not await self._start_work():
+            return
         outcome: BaseException | None = None
         try:
             await self._execute()
@@ -890,7 +890,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def run_step_by(self) -> AsyncGenerator[Any, None]:
         """Run step by step, yielding the result of each main-loop node."""
-        await self._begin_run()
+        if not await self._begin_run():
+            return
         outcome: BaseException | None = None
         lock = self._interpret_lock
         try:
@@ -924,9 +925,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         finally:
             await self._end_run(outcome)
 
-    async def _begin_run(self) -> None:
-        if self._open_run():
-            await self._start_work()
+    async def _begin_run(self) -> bool:
+        """Start a run (`_open_run`, then `_start_work` when needed); False when that already ended it."""
+        return not self._open_run() or await self._start_work()
 
     def _open_run(self) -> bool:
         """Start a run (`_start_run`); True when run-start work must be awaited next (`_start_work`)."""
@@ -935,12 +936,19 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._panic_exc = None
         return self._start_run(__flags__)
 
-    async def _start_work(self) -> None:
+    async def _start_work(self) -> bool:
+        """The run's first work (`Depends` in the pools, the optional preload). What it raises ends
+        the run as a step's exception would (`_absorbs`: recorded as the panic, or an InterruptNotice
+        ending it quietly, as in 1.1.3); False when the run is over."""
         try:
             await self._resolve_session_factories()
         except BaseException as exc:
+            absorbed = self._absorbs(exc)
             await self._end_run(exc)
-            raise
+            if not absorbed:
+                raise
+            return False
+        return True
 
     def _absorbs(self, exc: BaseException) -> bool:
         """Route what ended a run: True when it ends the run quietly (InterruptNotice), False when it

@@ -6,10 +6,11 @@ Layout: `[D(do=+1, loop=#2, break=#4), body, DW(cond=+1, exit=#4, back=#0), cond
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, require_part, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal
@@ -38,15 +39,18 @@ class DONode(BaseNode):
         return "DONode"
 
     async def _do_worker(self, ptr: WorkflowInterpreter) -> None:
-        try:
-            if _unsafe.__flags__.SQUASHED_LOOP:
+        if _unsafe.__flags__.SQUASHED_LOOP:
+            try:
                 await self._squashed(ptr)
-                return
-            await self._body(ptr)
-        except BreakLoop:
-            ptr.jump_near(self._break_addr)
+            except BreakLoop:
+                ptr.jump_near(self._break_addr)
             return
-        ptr.jump_near(self._jmp_addr)
+        self._after_body(ptr, await broke_out(self._body(ptr)))
+
+    def _after_body(self, pc: WorkflowInterpreter, broke: bool) -> None:
+        """The rest of the node once the body returned (or raised `BreakLoop`: `broke`), from
+        wherever the pointer is now (also how the native opcode finishes when the body moved it)."""
+        pc.jump_near(self._break_addr if broke else self._jmp_addr)
 
     async def _body(self, pc: WorkflowInterpreter) -> None:
         try:
@@ -105,7 +109,12 @@ class DowhileNode(BaseNode):
         except InterruptKeepContext:
             resume_near(ptr, self._then_addr)
             raise
-        ptr.jump_near(self._back_addr if again else self._then_addr)
+        self._after_condition(ptr, again)
+
+    def _after_condition(self, pc: WorkflowInterpreter, again: Any) -> None:
+        """The rest of the node once the condition returned `again`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved it)."""
+        pc.jump_near(self._back_addr if again else self._then_addr)
 
     def __call__(self, pc: WorkflowInterpreter):
         return self._do_while_worker(pc)

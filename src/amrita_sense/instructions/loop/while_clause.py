@@ -10,7 +10,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, require_part, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
@@ -44,15 +44,21 @@ class WhileNode(BaseNode):
                 await self._squashed(pc)
             except BreakLoop:
                 pc.jump_near(self._else_addr)
-        elif await self._test(pc):
-            try:
-                await self._body(pc)
-            except BreakLoop:
-                pc.jump_near(self._else_addr)
-                return
-            pc.jump_near(self._checkup_addr)
         else:
+            await self._after_condition(pc, await self._test(pc))
+
+    async def _after_condition(self, pc: WorkflowInterpreter, truthy: Any) -> None:
+        """The rest of one (not squashed) iteration once the condition returned `truthy`, from
+        wherever the pointer is now (also how the native opcode finishes when the condition
+        moved the pointer)."""
+        if not truthy:
             pc.jump_near(self._else_addr)
+            return
+        self._after_body(pc, await broke_out(self._body(pc)))
+
+    def _after_body(self, pc: WorkflowInterpreter, broke: bool) -> None:
+        """The rest of the iteration once the body returned (or raised `BreakLoop`: `broke`)."""
+        pc.jump_near(self._else_addr if broke else self._checkup_addr)
 
     async def _test(self, pc: WorkflowInterpreter) -> Any:
         try:

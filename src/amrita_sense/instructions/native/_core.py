@@ -102,7 +102,12 @@ class NativeIfJumpNode(BaseNode):
         return "NativeIfJumpNode"
 
     async def __call__(self, pc: WorkflowInterpreter) -> None:
-        if not await _test(pc, self._condi_offset, self._false_pos):
+        await self._after_condition(pc, await _test(pc, self._condi_offset, self._false_pos))
+
+    async def _after_condition(self, pc: WorkflowInterpreter, taken: Any) -> None:
+        """The rest of the node once the condition returned `taken`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved the pointer)."""
+        if not taken:
             pc.jump_near(self._false_pos)
         elif not self._is_single:
             pc.jump_far_ptr([*pc._pointer.base_addr[:-1], self._do_pos, 0])
@@ -112,7 +117,11 @@ class NativeIfJumpNode(BaseNode):
             except InterruptKeepContext:
                 resume_near(pc, self._ret_pos)
                 raise
-            pc.jump_near(self._ret_pos)
+            self._after_body(pc)
+
+    def _after_body(self, pc: WorkflowInterpreter) -> None:
+        """The rest of the node once a single-node body returned: leave for `#ret`."""
+        pc.jump_near(self._ret_pos)
 
 
 async def _test(pc: WorkflowInterpreter, offset: int, resume_slot: int) -> Any:
@@ -170,7 +179,12 @@ class NativeWhileNode(BaseNode):
         return "NativeWhileNode"
 
     async def __call__(self, pc: WorkflowInterpreter) -> None:
-        if await _test(pc, self._condi_offset, self._exit_pos):
+        self._after_condition(pc, await _test(pc, self._condi_offset, self._exit_pos))
+
+    def _after_condition(self, pc: WorkflowInterpreter, truthy: Any) -> None:
+        """The rest of the node once the condition returned `truthy`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved the pointer)."""
+        if truthy:
             parent = list(pc._pointer.base_addr[:-1])
             pc._ret_addr_stack.push(PointerVector([*parent, self._self_pos]))
             pc.jump_far_ptr([*parent, self._body_pos, 0])
@@ -198,7 +212,11 @@ class NativeDoWhileNode(BaseNode):
         return "NativeDoWhileNode"
 
     async def __call__(self, pc: WorkflowInterpreter) -> None:
-        again = await _test(pc, self._condi_offset, self._exit_pos)
+        self._after_condition(pc, await _test(pc, self._condi_offset, self._exit_pos))
+
+    def _after_condition(self, pc: WorkflowInterpreter, again: Any) -> None:
+        """The rest of the node once the condition returned `again`, from wherever the pointer is
+        now (also how the native opcode finishes when the condition moved it)."""
         pc.jump_near(self._loop_pos if again else self._exit_pos)
 
 
