@@ -35,6 +35,7 @@ CORE = amrita_sense.IMPLEMENTATION
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from fuzz_worker import ACTIONS, SCRIPT_NODES  # noqa: E402
+from runtime_path import RUNTIME_DIR  # noqa: E402
 
 LONG = os.environ.get("AMRITA_SENSE_FUZZ", "") == "long"
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_FUZZ_EXAMPLES", "3000" if LONG else "30"))
@@ -66,7 +67,12 @@ TARGETS = {
 }
 KEPT_ATTRIBUTES = ["_pointer", "_ret_addr_stack", "_context_stack", "_flags", "_interpret_lock", "_panic_exc",
                    "_waiter_fut", "_middleware", "_yield_interval", "_ava_args", "_ava_kwargs", "object_io",
-                   "if_flag", "flags", "is_running", "jump_marked", "context_stack", "pending_stop"]
+                   "if_flag", "flags", "is_running", "jump_marked", "context_stack", "pending_stop",
+                   # the Python layer's fields, kept in the core's struct since issue 12
+                   "_ava_args_v", "_ava_kwargs_v", "_exc_ignored", "_shape", "_graph", "_object_io", "_signal",
+                   "_parent_interpreter", "_top_interpreter", "_sub_interpreters", "_sub_interpreters_all",
+                   "_waiter", "_plans", "_di_cache", "_args_hash", "_dep_store_v", "_glob_lock_v",
+                   "_interpreter_id", "_lifecycles_v", "_provider_values", "_values_key", "_run_task", "_prog"]
 
 
 def _arity(action: str) -> int:
@@ -127,7 +133,7 @@ class Worker:
         env.pop("AMRITA_SENSE_NO_EXTENSIONS", None)
         env.pop("AMRITA_SENSE_REQUIRE_EXTENSIONS", None)
         env["AMRITA_SENSE_REQUIRE_EXTENSIONS" if self.build == "cython" else "AMRITA_SENSE_NO_EXTENSIONS"] = "1"
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(amrita_sense.__file__).parent.parent), *sys.path])
+        env["PYTHONPATH"] = RUNTIME_DIR
         return env
 
     def _start(self) -> subprocess.Popen:

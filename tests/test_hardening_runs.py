@@ -148,58 +148,58 @@ def test_wait_outside_a_run_and_from_another_task_still_work():
 # ----- one interpreter, two threads ------------------------------------------------------------------------
 
 
-def _pausing_loop(name: str, inside: threading.Event, attempted: threading.Event):
-    """A loop whose first `create_future` in thread "first" (the claim of its run) waits for the
-    other thread's attempt, so an unguarded check-then-claim lets both runs in."""
-    base = type(new_loop(name))
+class _PausingFuture(asyncio.Future):
+    """A finished future whose `done()` (the running check of `run()` asks it) pauses thread "first"
+    until the other thread's run has started: an unguarded check-then-claim then lets both runs in."""
 
-    class Pausing(base):
-        armed = True
+    def __init__(self, loop, paused: threading.Event, other_started: threading.Event):
+        super().__init__(loop=loop)
+        self.set_result(None)
+        self.paused, self.other_started = paused, other_started
 
-        def create_future(self):
-            if Pausing.armed and threading.current_thread().name == "first":
-                Pausing.armed = False
-                inside.set()
-                attempted.wait(0.5)
-            return super().create_future()
-
-    return Pausing()
+    def done(self):
+        if threading.current_thread().name == "first" and not self.paused.is_set():
+            self.paused.set()
+            self.other_started.wait(5)
+        return super().done()
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_one_interpreter_started_from_two_threads_runs_once(loop_name):
-    inside, attempted, second_done = threading.Event(), threading.Event(), threading.Event()
+    paused, second_started, first_done = threading.Event(), threading.Event(), threading.Event()
     ran, outcomes = [], {}
 
     @Node()
     def body():
-        ran.append(threading.current_thread().name)
-        second_done.wait(5)
+        ran.append("body")
+        second_started.set()
+        if len(ran) == 1:  # the run of "second" lasts until "first" gave up (or ran too)
+            first_done.wait(5)
 
     interp = WorkflowInterpreter(NodeCompose(body).render())
+    loops = {"first": new_loop(loop_name), "second": new_loop(loop_name)}
+    interp._waiter = _PausingFuture(loops["first"], paused, second_started)  # a run's finished future
 
     def start(name, loop):
         if name == "second":
-            inside.wait(5)
+            paused.wait(5)
         try:
             loop.run_until_complete(interp.run())
             outcomes[name] = "ran"
         except IllegalState as exc:
             outcomes[name] = exc
         finally:
-            if name == "second":
-                attempted.set()
-                second_done.set()
+            if name == "first":
+                first_done.set()
             loop.close()
 
-    loops = {"first": _pausing_loop(loop_name, inside, attempted), "second": new_loop(loop_name)}
     threads = [threading.Thread(target=start, args=(name, loop), name=name) for name, loop in loops.items()]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(20)
-    assert outcomes["first"] == "ran" and isinstance(outcomes["second"], IllegalState)
-    assert len(ran) == 1 and not interp.is_running
+    assert outcomes.get("second") == "ran" and isinstance(outcomes.get("first"), IllegalState), (outcomes, ran)
+    assert ran == ["body"] and not interp.is_running
 
 
 # ----- KeyboardInterrupt inside the lock release ---------------------------------------------------------------
