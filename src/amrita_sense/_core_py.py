@@ -430,7 +430,7 @@ class Stack:
     def __init__(self, ovf=1024):
         _check_index(ovf, "Stack(ovf)")
         self._items = []
-        self.ovf = ovf
+        self._limit = _ssize(ovf)
         self._lk = threading.Lock()
 
     @property
@@ -895,14 +895,13 @@ class InterpreterCore:
         self._interpret_lock_v = InterpretLock()
         self._plans_v = None
         self._exc_plans = None
-        self._shape = None
         self._plans_valid_v = False
         self._run_task_v = None
         self._signal_v = NEVER_PENDING
         self._force_inline_v = False
         self._squashed_loops_v = False
         self._yield_interval_v = 0.001
-        for slot in _LAYER_SLOTS:  # past the checks: they start as None
+        for slot in _NONE_SLOTS:  # past the checks: they start as None
             slot.__set__(self, None)
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
@@ -1061,14 +1060,11 @@ class InterpreterCore:
         shape = shape_of(args, kwargs)
         if type(shape) is not _late("amrita_sense.runtime.plans:PoolShape"):
             raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
-        self._graph = graph
-        self._ava_args_v = args
-        self._ava_kwargs_v = kwargs
-        self._exc_ignored = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
-        self._shape = shape
-        self._yield_interval = yield_interval
-        self._sub_interpreters = {}
-        self._sub_interpreters_all = {}
+        self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
+        passing = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
+        values = (graph, args, kwargs, passing, shape, {}, {})
+        for slot, value in zip(_LAYER_INIT_SLOTS, values):  # checked above: past the fields' checks
+            slot.__set__(self, value)
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -1375,7 +1371,8 @@ class InterpreterCore:
 
     async def _call_with_plan(self, row, plan):
         """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
-        _checked_call_plan(plan)
+        if type(plan) is not CallPlan:
+            _checked_call_plan(plan)
         prog = self._prog_v
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
@@ -1877,24 +1874,17 @@ class InterpreterCore:
 # ----- checked at the write: the Python layer's fields (properties in the compiled core) ---------
 
 
-class _Checked:
-    """A field kept in a slot, whose writes are checked: `check(interp, value, name)` gives what to store."""
+def _checked_field(slot, name, check):
+    """A field kept in `slot` whose writes are checked (`check(interp, value, name)` gives what to
+    store) and which cannot be deleted; a read is the slot's own (C) getter, so it costs nothing more."""
 
-    __slots__ = ("_check", "_name", "_slot")
+    def write(interp, value):
+        slot.__set__(interp, check(interp, value, name))
 
-    def __init__(self, slot, name, check):
-        self._slot = slot
-        self._name = name
-        self._check = check
+    def refuse(interp):
+        raise AttributeError(f"{name} cannot be deleted")
 
-    def __get__(self, obj, owner=None):
-        return self if obj is None else self._slot.__get__(obj, owner)
-
-    def __set__(self, obj, value):
-        self._slot.__set__(obj, self._check(obj, value, self._name))
-
-    def __delete__(self, obj):
-        raise AttributeError(f"{self._name} cannot be deleted")
+    return property(slot.__get__, write, refuse)
 
 
 def _optional_of(kind, what):
@@ -1925,7 +1915,7 @@ def _check_parent(interp, value, name):
     return value
 
 
-_LAYER_SLOTS = tuple(InterpreterCore.__dict__[name] for name in _LAYER_FIELDS)
+_NONE_SLOTS = tuple(InterpreterCore.__dict__[name] for name in (*_LAYER_FIELDS, "_shape"))
 _FIELD_CHECKS = {
     "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
     "_exc_ignored": lambda interp, value, name: exception_types(value, name),
@@ -1947,6 +1937,12 @@ _FIELD_CHECKS = {
     "_values_key": _optional_of(tuple, "a tuple"),
     "_waiter": lambda interp, value, name: _checked_waiter(value),
 }
+_LAYER_INIT_SLOTS = tuple(
+    InterpreterCore.__dict__[name]
+    for name in ("_graph", "_ava_args_v", "_ava_kwargs_v", "_exc_ignored", "_shape", "_sub_interpreters",
+                 "_sub_interpreters_all")
+)
+"""The slots `_layer_init` fills, in its order."""
 for _name, _check in _FIELD_CHECKS.items():
-    setattr(InterpreterCore, _name, _Checked(InterpreterCore.__dict__[_name], _name, _check))
+    setattr(InterpreterCore, _name, _checked_field(InterpreterCore.__dict__[_name], _name, _check))
 del _name, _check
