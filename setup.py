@@ -5,7 +5,8 @@ cannot compile it FAILS with a message saying what to do, so that nobody gets th
 times slower pure-Python twin without knowing: AMRITA_SENSE_NO_EXTENSIONS=1 asks for the
 pure build (a `py3-none-any` wheel without the core; the twin then loads without a
 warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other Python
-implementations than CPython always get the pure build.
+implementations than CPython always get the pure build. AMRITA_SENSE_DEBUG_BUILD=1 builds the
+debug core (checks and assertions on, see `_core_build_options`).
 
 Layout. The source tree keeps the runtime at `src/amrita_sense/` and the core at
 `src/_sense_core.pyx` (dev mode: `PYTHONPATH=src`, `setup.py build_ext --inplace`
@@ -24,6 +25,7 @@ import os
 import platform
 import re
 import shutil
+import sys
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
@@ -217,6 +219,39 @@ def _drop_stale_c():
         os.remove(c_file)
 
 
+def _core_build_options():
+    """Cython directives, Extension options and whether to regenerate the C of the compiled core.
+
+    Release: no bounds or None checks on the hot path, the core's assertions compiled out.
+    AMRITA_SENSE_DEBUG_BUILD=1: the debug build, with the same semantics but every list/tuple index
+    bounds-checked, None checked on typed attribute access, the core's assertions and C asserts on,
+    no optimisation and debug symbols. Switching between the two regenerates the C (cythonize does
+    not notice a change of directives).
+    """
+    debug = _env_flag("AMRITA_SENSE_DEBUG_BUILD")
+    directives = {"language_level": "3", "boundscheck": debug, "wraparound": False, "cdivision": True}
+    force = _build_mode_changed("debug" if debug else "release")
+    if not debug:
+        return directives, {"define_macros": [("CYTHON_WITHOUT_ASSERTIONS", None)]}, force
+    directives.update(nonecheck=True, initializedcheck=True)
+    flags = ["/Od", "/Zi", "/UNDEBUG"] if sys.platform == "win32" else ["-O0", "-g", "-UNDEBUG"]
+    return directives, {"define_macros": [("AMRITA_SENSE_DEBUG", "1")], "extra_compile_args": flags}, force
+
+
+def _build_mode_changed(mode):
+    """Record `mode` for the next build; True when the last build of the core was the other one."""
+    stamp = os.path.join("build", "core-build-mode")
+    try:
+        with open(stamp) as f:
+            previous = f.read()
+    except OSError:
+        previous = "release"  # builds before the debug build existed
+    os.makedirs("build", exist_ok=True)
+    with open(stamp, "w") as f:
+        f.write(mode)
+    return previous != mode
+
+
 def _extensions():
     if SKIP:
         return []
@@ -225,11 +260,13 @@ def _extensions():
     except ImportError as exc:  # a build without isolation, in an environment without Cython
         _no_core(exc)
     _drop_stale_c()
+    directives, build_options, force = _core_build_options()
     try:
         return cythonize(
-            [Extension(CORE, [CORE_SOURCES["pyx"]])],
+            [Extension(CORE, [CORE_SOURCES["pyx"]], **build_options)],
             include_path=[_cython_include_dir()],
-            compiler_directives={"language_level": "3"},
+            compiler_directives=directives,
+            force=force,
             quiet=True,
         )
     except Exception as exc:  # noqa: BLE001 - any Cython failure

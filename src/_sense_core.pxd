@@ -15,40 +15,45 @@ cdef class CallPlan:
 
 
 cdef class Program:
-    cdef public object graph
-    cdef public list nodes
-    cdef public list funcs
-    cdef public list bits
-    cdef public list static_plans
-    cdef public list addrs
-    cdef public object row_of
-    cdef public dict seg_row
-    cdef public Py_ssize_t nrows
-    cdef public object successor
-    cdef public list ops
-    cdef public list operands
-    cdef public list landings
-    cdef public dict tables
+    # Everything the step loop indexes without bounds checks is fixed at construction: the per-row
+    # tables are tuples (read-only from Python), the address maps and operands are not exposed.
+    cdef readonly object graph
+    cdef readonly tuple nodes
+    cdef readonly tuple funcs
+    cdef readonly tuple bits
+    cdef readonly tuple static_plans
+    cdef readonly tuple addrs
+    cdef object row_of
+    cdef dict seg_row
+    cdef readonly Py_ssize_t nrows
+    cdef Program successor  # a property of the same name checks writes: a Program, no cycle
+    cdef readonly tuple ops
+    cdef tuple operands
+    cdef tuple landings
+    cdef dict tables  # plan tables by pool shape (`_table_for`)
     cdef int *cbits
     cdef int *cops
     cdef int *crows
 
+    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1
     cdef Py_ssize_t _locate(self, list items, bint *exact) except -2
     cdef list _table_for(self, object shape)
 
 
 cdef class PointerVector:
-    cdef public object _items
-    cdef public Py_ssize_t _row
-    cdef public object _prog
+    # `_items` is None (bound: the address is `_prog.addrs[_row]`) or a list; only the core binds.
+    cdef readonly object _items
+    cdef readonly Py_ssize_t _row
+    cdef readonly object _prog
 
     cdef list _list(self)
+    cdef tuple _bound_addr(self)
     cdef void _set_row(self, Program prog, Py_ssize_t row)
 
 
 cdef class Stack:
-    cdef public list stack
-    cdef public Py_ssize_t ovf
+    cdef list stack  # a property of the same name checks writes: a list
+    cdef Py_ssize_t ovf  # a property of the same name checks writes: an int
 
     cdef int _push(self, object item) except -1
     cdef object _pop(self)
@@ -63,49 +68,53 @@ cdef class InterpretLock:
 
 
 cdef class InterpreterCore:
-    cdef public Program _prog
-    cdef public PointerVector _pointer
-    cdef public object _ret_addr_stack
-    cdef object _context_stack_v
+    # The loop reads its fields unchecked, so every field Python can write is a property of the same
+    # name whose setter checks the value ("checked at the write" in the .pyx); the bint and int fields
+    # are public (any value is one), the core's own bookkeeping is readonly or private.
+    cdef readonly Program _prog
+    cdef PointerVector _pointer
+    cdef object _ret_addr_stack
+    cdef object _context_stack_v  # a Stack, or None until the `_context_stack` property makes one
     cdef public int _flag_bits
-    cdef public object _middleware
+    cdef object _middleware
     cdef public bint _outer_interpreting
     cdef public bint _pending_stop
-    cdef public InterpretLock _interpret_lock
-    cdef public object _plans
-    cdef public object _exc_plans
-    cdef public object _shape
-    cdef public bint _plans_valid
-    cdef public object _run_task
-    cdef public SuspendFlag _signal
-    cdef public bint _force_inline
-    cdef public bint _squashed_loops
-    cdef public double _yield_interval
-    cdef public object _exc_ignored
-    cdef public object _ava_args_v
-    cdef public object _ava_kwargs_v
+    cdef InterpretLock _interpret_lock
+    cdef list _plans
+    cdef list _exc_plans
+    cdef object _shape
+    cdef readonly bint _plans_valid
+    cdef readonly object _run_task
+    cdef SuspendFlag _signal
+    cdef readonly bint _force_inline
+    cdef readonly bint _squashed_loops
+    cdef double _yield_interval
+    cdef object _exc_ignored
+    cdef object _ava_args_v
+    cdef object _ava_kwargs_v
     cdef PointerVector _spare_pointer
     cdef object _native_rest  # a node's continuation the loop is about to await (C_NATIVE_AWAIT)
     # the Python layer's fields (WorkflowInterpreter): here so that a new interpreter has them None
-    cdef public object _args_hash
-    cdef public object _dep_store_v
-    cdef public object _di_cache
-    cdef public object _glob_lock_v
-    cdef public object _graph
-    cdef public object _interpreter_id
-    cdef public object _lifecycles_v
-    cdef public object _object_io
-    cdef public object _panic_exc
-    cdef public object _parent_interpreter
-    cdef public object _provider_values
-    cdef public object _sub_interpreters
-    cdef public object _sub_interpreters_all
-    cdef public object _top_interpreter
-    cdef public object _values_key
-    cdef public object _waiter
+    cdef object _args_hash
+    cdef object _dep_store_v
+    cdef object _di_cache
+    cdef object _glob_lock_v
+    cdef object _graph
+    cdef object _interpreter_id
+    cdef object _lifecycles_v
+    cdef object _object_io
+    cdef object _panic_exc
+    cdef object _parent_interpreter
+    cdef object _provider_values
+    cdef object _sub_interpreters
+    cdef object _sub_interpreters_all
+    cdef object _top_interpreter
+    cdef object _values_key
+    cdef object _waiter
 
     cdef Py_ssize_t _locate_current(self, bint *exact) except -2
     cdef bint _advance(self, PointerVector ptr) except -1
+    cdef int _check_row(self, Py_ssize_t row) except -1
     cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
     cdef object _exc_plan(self, Py_ssize_t row)
@@ -155,7 +164,9 @@ cdef class InterpreterCore:
     cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef int _native_loop_control(self, tuple operands) except -1
     cdef int _c_rebase_to(self, object ptr) except -1
+    cdef int _check_last_index(self, object value, str method) except -1
     cdef Py_ssize_t _c_descend_current(self) except -1
     cdef bint _c_mark_jump(self)
     cdef int _c_enter_step(self) except -1
     cdef bint _c_leave_step(self) except -1
+    cdef bint _advance_recompiled(self) except -1

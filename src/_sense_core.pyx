@@ -1,4 +1,3 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The compiled core of amrita-sense-turbo.
 
 Same classes, algorithms and behaviour as the pure-Python twin
@@ -6,12 +5,18 @@ Same classes, algorithms and behaviour as the pure-Python twin
 matching fix in the other. See `_sense_core.pxd` for the typed layout.
 Every C-level method is `@cython.final`: called directly, so the C compiler
 can inline it, instead of through the method table.
+
+The Cython directives are set by `setup.py` (`_core_build_options`): the release build indexes
+without bounds checks and compiles the `assert`s out; the debug build (AMRITA_SENSE_DEBUG_BUILD=1)
+checks every index and None access and keeps the assertions. `DEBUG_BUILD` says which one loaded.
 """
 
 import asyncio
 import contextvars
 import functools
+import importlib
 import threading
+from collections.abc import Mapping
 
 import sniffio
 
@@ -24,6 +29,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
+from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 
 
 cdef extern from *:
@@ -47,7 +53,16 @@ cdef extern from "Python.h":
     void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
 
 
+cdef extern from *:
+    """
+    #ifndef AMRITA_SENSE_DEBUG
+    #define AMRITA_SENSE_DEBUG 0
+    #endif
+    """
+    int AMRITA_SENSE_DEBUG
+
 IMPLEMENTATION = "cython"
+DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG)
 
 cdef enum:
     C_FLAG_IF = 1
@@ -136,6 +151,9 @@ cdef class CallPlan:
         self.names = names
         self.slow = slow
         self.entry = entry
+        self.n = 0
+        PyMem_Free(self.cidx)  # a second __init__ replaces the first one's indices
+        self.cidx = NULL
         self.n = len(srcs)
         self.cidx = <Py_ssize_t *> PyMem_Malloc((self.n + 1) * sizeof(Py_ssize_t))
         if self.cidx == NULL:
@@ -156,31 +174,69 @@ cdef class Program:
 
     def __init__(self, graph, list nodes, list funcs, list bits, list static_plans,
                  list ops, list operands, list rows, list landings, list addrs, row_of, dict seg_row):
-        cdef Py_ssize_t i, k
+        cdef Py_ssize_t i, k, nrows = len(nodes)
+        if self.cbits != NULL:  # interpreters index the tables they were made with
+            raise TypeError("a Program is initialised once")
+        for table in (funcs, bits, static_plans, ops, operands, rows, landings, addrs):
+            if len(table) != nrows:
+                raise ValueError(f"Program: every per-row table needs {nrows} rows, one has {len(table)}")
+        for plan in static_plans:
+            if plan is not None and type(plan) is not CallPlan:
+                raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
+        if row_of is not None:
+            row_of = _row_map(row_of, nrows)
         self.graph = graph
-        self.nodes = nodes
-        self.funcs = funcs
-        self.bits = bits
-        self.static_plans = static_plans
-        self.ops = ops
-        self.operands = operands
-        self.landings = landings
-        self.addrs = addrs
+        self.nodes = tuple(nodes)
+        self.funcs = tuple(funcs)
+        self.bits = tuple(bits)
+        self.static_plans = tuple(static_plans)
+        self.ops = tuple(ops)
+        self.operands = tuple(operands)
+        self.landings = tuple(landings)
+        self.addrs = tuple(addrs)
         self.row_of = row_of
-        self.seg_row = seg_row
-        self.nrows = len(nodes)
+        self.seg_row = _row_map(seg_row, nrows)
         self.successor = None
         self.tables = {}
-        self.cbits = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        self.cops = <int *> PyMem_Malloc((self.nrows + 1) * sizeof(int))
-        self.crows = <int *> PyMem_Malloc((4 * self.nrows + 1) * sizeof(int))
-        if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
-            raise MemoryError()
-        for i in range(self.nrows):
+        self._alloc_rows(nrows)
+        for i in range(nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
             for k in range(4):
-                self.crows[4 * i + k] = rows[i][k]
+                self.crows[4 * i + k] = _row_index(rows[i][k], nrows, -1)
+        self.nrows = nrows
+
+    @cython.final
+    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1:
+        """The C arrays for `nrows` rows."""
+        self.nrows = 0
+        self.cbits = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
+        self.cops = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
+        self.crows = <int *> PyMem_Malloc((4 * nrows + 1) * sizeof(int))
+        if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
+            raise MemoryError()
+        return 0
+
+    @property
+    def successor(self):
+        """The program this one was recompiled into (a hot-swapped slot), or None."""
+        return self.successor
+
+    @successor.setter
+    def successor(self, value):
+        cdef Program prog
+        if value is not None and not isinstance(value, Program):
+            raise TypeError(f"Program.successor must be a Program or None, not {type(value).__name__}")
+        prog = value
+        while prog is not None:  # followed to its end by every interpreter of this program
+            if prog is self:
+                raise ValueError("Program.successor would make a cycle")
+            prog = prog.successor
+        self.successor = value
+
+    @successor.deleter
+    def successor(self):
+        _refuse_delete("successor")
 
     def __dealloc__(self):
         PyMem_Free(self.cbits)
@@ -212,8 +268,9 @@ cdef class Program:
         return <list> table
 
     def table_for(self, shape):
-        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
-        return self._table_for(shape)
+        """A copy of the row table of plans for pools of `shape` (the core's own is not writable from
+        Python: the loop runs its plans unchecked)."""
+        return tuple(self._table_for(shape))
 
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none."""
@@ -222,27 +279,94 @@ cdef class Program:
         return row, exact
 
 
+cdef Py_ssize_t _row_index(object value, Py_ssize_t nrows, Py_ssize_t lowest) except -2:
+    """`value` as a row of a table of `nrows` rows (`lowest` is -1 where "no row" is allowed)."""
+    cdef Py_ssize_t row = value
+    if row < lowest or row >= nrows:
+        raise ValueError(f"Program: row {row} is outside the table of {nrows} rows")
+    return row
+
+
+cdef dict _row_map(dict rows, Py_ssize_t nrows):
+    """A copy of an address-to-row map whose rows all exist."""
+    for row in rows.values():
+        _row_index(row, nrows, 0)
+    return dict(rows)
+
+
+# ----- addresses: what a PointerVector may hold ------------------------------------------------
+
+_EMPTY_POINTER = ("{}() on an empty pointer: after a finished run, reset(), pop() or clear() "
+                  "there is no current slot to move")
+
+
+cdef int _check_index(object value, str what) except -1:
+    if not isinstance(value, int):
+        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+    return 0
+
+
+cdef list _checked_items(list items, str what):
+    for item in items:
+        if not isinstance(item, int):
+            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+    return items
+
+
+cpdef list address_list(object value, str what):
+    """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
+    otherwise."""
+    if isinstance(value, PointerVector):
+        return _checked_items(list((<PointerVector> value)._list()), what)
+    if isinstance(value, (list, tuple)):
+        return _checked_items(list(value), what)
+    raise TypeError(
+        f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
+    )
+
+
 @cython.freelist(64)
 cdef class PointerVector:
-    """The program counter: a list of indices, a lazy view over a table row while bound."""
+    """The program counter: a list of indices, a lazy view over a table row while bound.
+
+    Every write is checked (a list of ints; `offset`/`near_to` need a current slot), so the core's
+    unchecked list operations only ever see a list, and the last index of a non-empty one."""
 
     def __init__(self, base=None):
-        self._items = base or [0]
+        if base is None:
+            self._items = [0]
+        elif isinstance(base, list):  # kept, not copied, as in 1.1.3
+            self._items = _checked_items(<list> base, "PointerVector(base)") or [0]
+        else:
+            self._items = address_list(base, "PointerVector(base)") or [0]
         self._row = -1
         self._prog = None
 
     @staticmethod
-    def _at_row(prog, Py_ssize_t row):
+    def _at_row(prog, row):
+        """A vector bound to `row` of `prog`, as the loop leaves the pointer (restoring a saved one)."""
+        if not isinstance(prog, Program):
+            raise TypeError(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
+        _check_index(row, "PointerVector._at_row(row)")
+        if not 0 <= row < (<Program> prog).nrows:
+            raise IndexError(f"row {row} is outside the node table of {(<Program> prog).nrows} rows")
         return _bound_pointer(prog, row)
 
     @cython.final
     cdef list _list(self):
         if self._items is None:
-            self._items = list((<Program> self._prog).addrs[self._row])
+            self._items = list(self._bound_addr())
         return <list> self._items
 
     @cython.final
+    cdef tuple _bound_addr(self):
+        if self._prog is None:  # made by __new__ without __init__
+            raise TypeError("PointerVector was created without __init__ and holds no address")
+        return <tuple> (<Program> self._prog).addrs[self._row]
+
+    @cython.final
     cdef void _set_row(self, Program prog, Py_ssize_t row):
+        assert prog is not None and 0 <= row < prog.nrows, "a vector bound to a row outside its table"
         self._prog = prog
         self._row = row
         self._items = None
@@ -253,31 +377,41 @@ cdef class PointerVector:
 
     @base_addr.setter
     def base_addr(self, value):
-        self._items = value
+        if isinstance(value, list):
+            self._items = _checked_items(<list> value, "PointerVector.base_addr")
+        else:
+            self._items = address_list(value, "PointerVector.base_addr")
 
     def offset(self, offset):
+        _check_index(offset, "PointerVector.offset(offset)")
         cdef list items = self._list()
+        if not items:
+            raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
         items[len(items) - 1] += offset
         return self
 
     def offset_far(self, offset):
         cdef list items = self._list()
-        items[:] = _offset_far(items, list(offset))
+        items[:] = _offset_far(items, address_list(offset, "PointerVector.offset_far(offset)"))
         return self
 
     def near_to(self, short_offset):
+        _check_index(short_offset, "PointerVector.near_to(short_offset)")
         cdef list items = self._list()
+        if not items:
+            raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
         items[len(items) - 1] = short_offset
         return self
 
     def far_to(self, addr):
-        self._list()[:] = list(addr)
+        self._list()[:] = address_list(addr, "PointerVector.far_to(addr)")
         return self
 
     def pop(self):
         return self._list().pop()
 
     def append(self, node_ip):
+        _check_index(node_ip, "PointerVector.append(node_ip)")
         self._list().append(node_ip)
 
     def clear(self):
@@ -285,13 +419,18 @@ cdef class PointerVector:
 
     def copy(self):
         if self._items is None:
-            return PointerVector._at_row(self._prog, self._row)
+            self._bound_addr()  # an uninitialised vector raises here
+            return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
 
     def __add__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -312,6 +451,10 @@ cdef class PointerVector:
         return self._list()[index]
 
     def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            value = address_list(value, "PointerVector[...] = value")
+        else:
+            _check_index(value, "PointerVector[index] = value")
         self._list()[index] = value
 
     def __iter__(self):
@@ -319,7 +462,7 @@ cdef class PointerVector:
 
     def __len__(self):
         if self._items is None:
-            return len((<Program> self._prog).addrs[self._row])
+            return len(self._bound_addr())
         return len(self._items)
 
     def __delitem__(self, key):
@@ -327,6 +470,7 @@ cdef class PointerVector:
 
 
 cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row):
+    assert prog is not None and 0 <= row < prog.nrows, "a vector bound to a row outside its table"
     cdef PointerVector vec = PointerVector.__new__(PointerVector)
     vec._items = None
     vec._row = row
@@ -358,8 +502,38 @@ cdef class Stack:
     """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
 
     def __init__(self, ovf=1024):
+        _check_index(ovf, "Stack(ovf)")
         self.stack = []
         self.ovf = ovf
+
+    @property
+    def stack(self):
+        """The items, bottom first (a list)."""
+        return self.stack
+
+    @stack.setter
+    def stack(self, value):
+        if not isinstance(value, list):
+            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+        self.stack = value
+
+    @stack.deleter
+    def stack(self):
+        _refuse_delete("stack")
+
+    @property
+    def ovf(self):
+        """The capacity: `push` on a stack this long raises `OverflowError`."""
+        return self.ovf
+
+    @ovf.setter
+    def ovf(self, value):
+        _check_index(value, "Stack.ovf")
+        self.ovf = value
+
+    @ovf.deleter
+    def ovf(self):
+        _refuse_delete("ovf")
 
     @classmethod
     def __class_getitem__(cls, item):
@@ -414,6 +588,7 @@ cdef class Stack:
         del self.stack[:]
 
     def resize(self, size):
+        _check_index(size, "Stack.resize(size)")
         self.ovf = size
 
     def copy(self):
@@ -502,6 +677,17 @@ cdef class InterpretLock:
             pass
 
     def async_release(self):
+        self._release()
+
+    def _release_held_by(self, holder):
+        """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
+        release was cut short; a waiter it had already woken becomes the owner."""
+        if holder is None or self._owner is not holder:
+            return
+        waiters = self._waiters
+        if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
+            self._owner = waiters.pop(0)[1]
+            return
         self._release()
 
     @cython.final
@@ -615,24 +801,25 @@ cdef bint _clashes(object kwargs) except -1:
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
-cdef dict _PLAIN_CLASS = {}
 cdef object _OBJECT_CLASS = object.__dict__["__class__"]
-cdef tuple _last_verdict = (None, False)  # the type `_plain_class` was last asked about, and its verdict
+# The type `_plain_class` was last asked about (a weak reference) and its verdict.
+cdef tuple _last_verdict = (None, False)
+
+
+def _reports_itself(kind):
+    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
+    return descriptor is _OBJECT_CLASS
 
 
 cdef bint _plain_class(type kind) except -1:
-    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    """`_reports_itself(kind)`, remembered per class without keeping the class alive."""
     global _last_verdict
     cdef tuple last = _last_verdict
-    if last[0] is kind:
+    if last[0] is not None and <object> PyWeakref_GetObject(last[0]) is kind:
         return last[1]
-    verdict = _PLAIN_CLASS.get(kind)
-    if verdict is None:
-        descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
-        if len(_PLAIN_CLASS) >= 4096:
-            _PLAIN_CLASS.clear()
-        verdict = _PLAIN_CLASS[kind] = descriptor is _OBJECT_CLASS
-    _last_verdict = (kind, verdict)
+    verdict = _PLAIN_CLASS(kind)
+    _last_verdict = (PyWeakref_NewRef(kind, None), verdict)
     return verdict
 
 
@@ -694,6 +881,121 @@ cdef void _end_handling(PyObject **saved):
     PyErr_SetExcInfo(saved[0], saved[1], saved[2])
 
 
+cdef CallPlan _checked_call_plan(object plan):
+    """A plan the Python layer made for a table (`_shared_plan`): a CallPlan, which the loop reads unchecked."""
+    if type(plan) is not CallPlan:
+        raise TypeError(f"an injection plan is a CallPlan, not {type(plan).__name__}")
+    return <CallPlan> plan
+
+
+cdef int _refuse_delete(str name) except -1:
+    raise AttributeError(f"{name} cannot be deleted")
+
+
+cdef object _checked(object value, type kind, str name, str what):
+    """`value` if it is a `kind`, else `TypeError` naming `name`."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+    return value
+
+
+cdef double _checked_seconds(object value, str name) except? -1.0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return value
+
+
+cdef object _checked_middleware(object value, str name):
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"or None, not {type(value).__name__}"
+        )
+    return value
+
+
+# ----- checked at the write: what the fields Python can write may hold -----------------------------
+# (the same functions in the twin; the pools' checks are also the Python layer's)
+
+cdef dict _LATE = {}
+
+
+cdef object _late(str spec):
+    """The object `module:name` names, imported on first use (those modules import this one)."""
+    found = _LATE.get(spec)
+    if found is None:
+        module, _, name = spec.partition(":")
+        found = _LATE[spec] = getattr(importlib.import_module(module), name)
+    return found
+
+
+cdef object _optional(object value, object kind, str name, str what):
+    """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+    return value
+
+
+def args_pool(value, str name):
+    """A positional injection pool: a tuple (a list or another iterable becomes one); `TypeError`
+    naming `name` otherwise."""
+    if type(value) is tuple:
+        return value
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+
+
+def kwargs_pool(value, str name):
+    """A keyword injection pool: a dict (kept), or another mapping (copied); `TypeError` naming `name`
+    otherwise."""
+    if type(value) is dict:
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+    return dict(value)
+
+
+def exception_types(value, str name):
+    """Exception classes that pass through the workflow's handlers (`exception_ignored`), as a tuple."""
+    kinds = args_pool(value, name)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+    return kinds
+
+
+def check_stream(stream, str name):
+    """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
+    `_wait_for_continue`), else `TypeError` naming `name`."""
+    if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) \
+            and not callable(getattr(stream, "_wait_for_continue", None)):
+        raise TypeError(
+            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+            f"not {type(stream).__name__}"
+        )
+    return stream
+
+
+cdef object _checked_waiter(object value):
+    """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
+    if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
+        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+    return value
+
+
+cdef object _checked_graph(object value, str name):
+    if getattr(value, "__rendered_compose__", False) is not True:
+        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+    return value
+
+
+cdef object _PoolShape = None  # runtime.plans.PoolShape, imported by the first `_layer_init`
+
+
 cdef object _support():
     from amrita_sense.instructions import _support as support
     return support
@@ -704,12 +1006,16 @@ cdef class InterpreterCore:
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
         """Set up the core's fields (object fields not named here start as None)."""
-        self._prog = prog
+        self._prog = _checked(prog, Program, "the program", "a Program")
         self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else _new_stack()
-        self._context_stack_v = context_stack
+        self._ret_addr_stack = (
+            _new_stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        )
+        self._context_stack_v = (
+            None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
+        )
         self._flag_bits = 0
-        self._middleware = middleware
+        self._middleware = _checked_middleware(middleware, "middleware")
         self._outer_interpreting = False
         self._pending_stop = False
         self._interpret_lock = _new_lock()
@@ -723,8 +1029,10 @@ cdef class InterpreterCore:
         """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
         (`Depends` in the pools, the preload) must be awaited next."""
         waiter = self._waiter
-        if waiter is RUNNING or (waiter is not None and not waiter.done()):
+        if waiter is RUNNING or (waiter is not None and not waiter.done()) or self._waiter is not waiter:
             raise IllegalState("Cannot start a new workflow while one is already running")
+        # The claim: no Python code runs between the test just above and this write, so under the
+        # GIL a run started from another thread at the same time sees RUNNING (or fails that test).
         self._waiter = RUNNING
         task = self._run_task = _current_task()
         pin_async_library(task)
@@ -742,6 +1050,9 @@ cdef class InterpreterCore:
     def _finish_run(self, outcome):
         """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
         torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        cdef InterpretLock lock = self._interpret_lock
+        if lock._owner is not None and lock._owner is self._run_task:
+            lock._release_held_by(self._run_task)  # a KeyboardInterrupt cut the loop's last release short
         fut = self._waiter
         self._waiter = None
         self._run_task = None
@@ -757,32 +1068,421 @@ cdef class InterpreterCore:
         restore_async_library()
         return False
 
+    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, bint no_passing, shape_of,
+                    double yield_interval):
+        """The Python layer's first fields in one call (the others start as None): the graph (the
+        program's), the pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`),
+        the pass-through exception types (none with `no_passing`), the pools' shape (`shape_of`, which
+        must give a PoolShape), the tree's child maps. The arguments are checked as `args_pool` /
+        `kwargs_pool` / `exception_types` do."""
+        global _PoolShape
+        if graph is not self._prog.graph:
+            raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
+        args = (self,) + (<tuple> extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args"))
+        if extra_kwargs is None:
+            kwargs = {}
+        else:
+            kwargs = dict(extra_kwargs if type(extra_kwargs) is dict else kwargs_pool(extra_kwargs, "extra_kwargs"))
+        if type(exception_ignored) is not tuple or exception_ignored:
+            exception_ignored = exception_types(exception_ignored, "exception_ignored")
+        shape = shape_of(args, kwargs)
+        if _PoolShape is None:
+            _PoolShape = _late("amrita_sense.runtime.plans:PoolShape")
+        if type(shape) is not _PoolShape:
+            raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
+        self._graph = graph
+        self._ava_args_v = args
+        self._ava_kwargs_v = kwargs
+        self._exc_ignored = () if no_passing else <tuple> exception_ignored + (InterruptNotice, BreakLoop)
+        self._shape = shape
+        self._yield_interval = yield_interval
+        self._sub_interpreters = {}
+        self._sub_interpreters_all = {}
+
+    # ----- kept attributes: writes are checked, because the loop reads them unchecked --------
+
+    @property
+    def _pointer(self):
+        """The program counter (a PointerVector)."""
+        return self._pointer
+
+    @_pointer.setter
+    def _pointer(self, value):
+        self._pointer = _checked(value, PointerVector, "_pointer", "a PointerVector")
+
+    @_pointer.deleter
+    def _pointer(self):
+        _refuse_delete("_pointer")
+
+    @property
+    def _ret_addr_stack(self):
+        """The return stack (a Stack of PointerVectors)."""
+        return self._ret_addr_stack
+
+    @_ret_addr_stack.setter
+    def _ret_addr_stack(self, value):
+        self._ret_addr_stack = _checked(value, Stack, "_ret_addr_stack", "a Stack")
+
+    @_ret_addr_stack.deleter
+    def _ret_addr_stack(self):
+        _refuse_delete("_ret_addr_stack")
+
     @property
     def _context_stack(self):
-        """The context stack (PUSH_CONTEXT / INT), made on first use."""
+        """The context stack of PUSH_CONTEXT / INT (a Stack), made on first use."""
         if self._context_stack_v is None:
             self._context_stack_v = _new_stack()
         return self._context_stack_v
 
     @_context_stack.setter
-    def _context_stack(self, stack):
-        self._context_stack_v = stack
+    def _context_stack(self, value):
+        self._context_stack_v = _checked(value, Stack, "_context_stack", "a Stack")
 
-    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, bint no_passing, shape_of,
-                    double yield_interval):
-        """The Python layer's first fields in one call (the others start as None): the graph, the
-        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
-        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
-        args = (self,) + tuple(extra_args)
-        kwargs = dict(extra_kwargs) if extra_kwargs else {}
-        self._graph = graph
-        self._ava_args_v = args
-        self._ava_kwargs_v = kwargs
-        self._exc_ignored = () if no_passing else tuple(exception_ignored) + (InterruptNotice, BreakLoop)
-        self._shape = shape_of(args, kwargs)
-        self._yield_interval = yield_interval
-        self._sub_interpreters = {}
-        self._sub_interpreters_all = {}
+    @_context_stack.deleter
+    def _context_stack(self):
+        _refuse_delete("_context_stack")
+
+    @property
+    def _middleware(self):
+        """Runs every main-loop step instead of the node (an async callable), or None."""
+        return self._middleware
+
+    @_middleware.setter
+    def _middleware(self, value):
+        self._middleware = _checked_middleware(value, "_middleware")
+
+    @_middleware.deleter
+    def _middleware(self):
+        _refuse_delete("_middleware")
+
+    @property
+    def _interpret_lock(self):
+        """The interpreter lock (an InterpretLock)."""
+        return self._interpret_lock
+
+    @_interpret_lock.setter
+    def _interpret_lock(self, value):
+        self._interpret_lock = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
+
+    @_interpret_lock.deleter
+    def _interpret_lock(self):
+        _refuse_delete("_interpret_lock")
+
+    @property
+    def _signal(self):
+        """The suspend-request flag of the stream (a SuspendFlag)."""
+        return self._signal
+
+    @_signal.setter
+    def _signal(self, value):
+        self._signal = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
+
+    @_signal.deleter
+    def _signal(self):
+        _refuse_delete("_signal")
+
+    @property
+    def _yield_interval(self):
+        """Seconds of inline sync nodes after which a run hands the event loop a turn."""
+        return self._yield_interval
+
+    @_yield_interval.setter
+    def _yield_interval(self, value):
+        self._yield_interval = _checked_seconds(value, "_yield_interval")
+
+    @_yield_interval.deleter
+    def _yield_interval(self):
+        _refuse_delete("_yield_interval")
+
+    @property
+    def _plans(self):
+        """A copy of the per-row injection plans (None when there are none)."""
+        return None if self._plans is None else list(self._plans)
+
+    @_plans.setter
+    def _plans(self, value):
+        if value is not None:
+            raise TypeError("_plans can only be reset to None")
+        self._plans = None
+
+    @_plans.deleter
+    def _plans(self):
+        _refuse_delete("_plans")
+
+    @property
+    def _panic_exc(self):
+        """The exception of the last panic (an exception), or None."""
+        return self._panic_exc
+
+    @_panic_exc.setter
+    def _panic_exc(self, value):
+        if value is not None and not isinstance(value, BaseException):
+            raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
+        self._panic_exc = value
+
+    @_panic_exc.deleter
+    def _panic_exc(self):
+        _refuse_delete("_panic_exc")
+
+    @property
+    def _shape(self):
+        """The pools' shape (a runtime.plans.PoolShape), or None while the pools are not trusted."""
+        return self._shape
+
+    @_shape.setter
+    def _shape(self, value):
+        self._shape = _optional(value, _late("amrita_sense.runtime.plans:PoolShape"), "_shape", "a PoolShape")
+
+    @_shape.deleter
+    def _shape(self):
+        _refuse_delete("_shape")
+
+    @property
+    def _exc_ignored(self):
+        """The exception classes that pass through the workflow's handlers (a tuple)."""
+        return self._exc_ignored
+
+    @_exc_ignored.setter
+    def _exc_ignored(self, value):
+        self._exc_ignored = exception_types(value, "_exc_ignored")
+
+    @_exc_ignored.deleter
+    def _exc_ignored(self):
+        _refuse_delete("_exc_ignored")
+
+    @property
+    def _ava_args_v(self):
+        """The positional injection pool (a tuple; the interpreter first)."""
+        return self._ava_args_v
+
+    @_ava_args_v.setter
+    def _ava_args_v(self, value):
+        self._ava_args_v = args_pool(value, "_ava_args_v")
+
+    @_ava_args_v.deleter
+    def _ava_args_v(self):
+        _refuse_delete("_ava_args_v")
+
+    @property
+    def _ava_kwargs_v(self):
+        """The keyword injection pool (a dict)."""
+        return self._ava_kwargs_v
+
+    @_ava_kwargs_v.setter
+    def _ava_kwargs_v(self, value):
+        self._ava_kwargs_v = kwargs_pool(value, "_ava_kwargs_v")
+
+    @_ava_kwargs_v.deleter
+    def _ava_kwargs_v(self):
+        _refuse_delete("_ava_kwargs_v")
+
+    @property
+    def _args_hash(self):
+        """The pools' type fingerprint (an int), or None until asked for."""
+        return self._args_hash
+
+    @_args_hash.setter
+    def _args_hash(self, value):
+        self._args_hash = _optional(value, int, "_args_hash", "an int")
+
+    @_args_hash.deleter
+    def _args_hash(self):
+        _refuse_delete("_args_hash")
+
+    @property
+    def _dep_store_v(self):
+        """The values of workflow-scoped providers (a DependencyStore), or None until made."""
+        return self._dep_store_v
+
+    @_dep_store_v.setter
+    def _dep_store_v(self, value):
+        self._dep_store_v = _optional(value, _late("amrita_sense.di:DependencyStore"), "_dep_store_v", "a DependencyStore")
+
+    @_dep_store_v.deleter
+    def _dep_store_v(self):
+        _refuse_delete("_dep_store_v")
+
+    @property
+    def _di_cache(self):
+        """The interpreter's own record of plans (a DICache), or None until made."""
+        return self._di_cache
+
+    @_di_cache.setter
+    def _di_cache(self, value):
+        self._di_cache = _optional(value, _late("amrita_sense.types:DICache"), "_di_cache", "a DICache")
+
+    @_di_cache.deleter
+    def _di_cache(self):
+        _refuse_delete("_di_cache")
+
+    @property
+    def _glob_lock_v(self):
+        """The lock of the interpreter tree (an InterpretLock, on the top interpreter), or None until made."""
+        return self._glob_lock_v
+
+    @_glob_lock_v.setter
+    def _glob_lock_v(self, value):
+        self._glob_lock_v = _optional(value, InterpretLock, "_glob_lock_v", "an InterpretLock")
+
+    @_glob_lock_v.deleter
+    def _glob_lock_v(self):
+        _refuse_delete("_glob_lock_v")
+
+    @property
+    def _graph(self):
+        """The rendered graph the interpreter runs."""
+        return self._graph
+
+    @_graph.setter
+    def _graph(self, value):
+        self._graph = _checked_graph(value, "_graph")
+
+    @_graph.deleter
+    def _graph(self):
+        _refuse_delete("_graph")
+
+    @property
+    def _interpreter_id(self):
+        """The interpreter's id (a string), or None until asked for."""
+        return self._interpreter_id
+
+    @_interpreter_id.setter
+    def _interpreter_id(self, value):
+        self._interpreter_id = _optional(value, str, "_interpreter_id", "a string")
+
+    @_interpreter_id.deleter
+    def _interpreter_id(self):
+        _refuse_delete("_interpreter_id")
+
+    @property
+    def _lifecycles_v(self):
+        """The lifecycle scopes of the runs (a dict), or None until made."""
+        return self._lifecycles_v
+
+    @_lifecycles_v.setter
+    def _lifecycles_v(self, value):
+        self._lifecycles_v = _optional(value, dict, "_lifecycles_v", "a dict")
+
+    @_lifecycles_v.deleter
+    def _lifecycles_v(self):
+        _refuse_delete("_lifecycles_v")
+
+    @property
+    def _provider_values(self):
+        """The `use_cache` provider results (a dict by plan), or None."""
+        return self._provider_values
+
+    @_provider_values.setter
+    def _provider_values(self, value):
+        self._provider_values = _optional(value, dict, "_provider_values", "a dict")
+
+    @_provider_values.deleter
+    def _provider_values(self):
+        _refuse_delete("_provider_values")
+
+    @property
+    def _sub_interpreters(self):
+        """The child interpreters by id (a dict)."""
+        return self._sub_interpreters
+
+    @_sub_interpreters.setter
+    def _sub_interpreters(self, value):
+        self._sub_interpreters = _checked(value, dict, "_sub_interpreters", "a dict")
+
+    @_sub_interpreters.deleter
+    def _sub_interpreters(self):
+        _refuse_delete("_sub_interpreters")
+
+    @property
+    def _sub_interpreters_all(self):
+        """Every interpreter of the tree by id (a dict, on the top interpreter), else None."""
+        return self._sub_interpreters_all
+
+    @_sub_interpreters_all.setter
+    def _sub_interpreters_all(self, value):
+        self._sub_interpreters_all = _optional(value, dict, "_sub_interpreters_all", "a dict")
+
+    @_sub_interpreters_all.deleter
+    def _sub_interpreters_all(self):
+        _refuse_delete("_sub_interpreters_all")
+
+    @property
+    def _top_interpreter(self):
+        """The top interpreter of the tree (an interpreter), None on the top one itself."""
+        return self._top_interpreter
+
+    @_top_interpreter.setter
+    def _top_interpreter(self, value):
+        self._top_interpreter = _optional(value, InterpreterCore, "_top_interpreter", "an interpreter")
+
+    @_top_interpreter.deleter
+    def _top_interpreter(self):
+        _refuse_delete("_top_interpreter")
+
+    @property
+    def _values_key(self):
+        """The shape key the `use_cache` results were made for (a tuple), or None."""
+        return self._values_key
+
+    @_values_key.setter
+    def _values_key(self, value):
+        self._values_key = _optional(value, tuple, "_values_key", "a tuple")
+
+    @_values_key.deleter
+    def _values_key(self):
+        _refuse_delete("_values_key")
+
+    @property
+    def _waiter(self):
+        """The run's future, RUNNING while nobody asked for it yet, None while idle."""
+        return self._waiter
+
+    @_waiter.setter
+    def _waiter(self, value):
+        self._waiter = _checked_waiter(value)
+
+    @_waiter.deleter
+    def _waiter(self):
+        _refuse_delete("_waiter")
+
+    @property
+    def _object_io(self):
+        """The suspend/resume stream, or None until made."""
+        return self._object_io
+
+    @_object_io.setter
+    def _object_io(self, value):
+        """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
+        if value is None:
+            self._signal = NEVER_PENDING
+        else:
+            check_stream(value, "_object_io")
+            flag = getattr(value, "_suspend_flag", None)
+            self._signal = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
+        self._object_io = value
+
+    @_object_io.deleter
+    def _object_io(self):
+        _refuse_delete("_object_io")
+
+    @property
+    def _parent_interpreter(self):
+        """The interpreter this one was forked from, or None."""
+        return self._parent_interpreter
+
+    @_parent_interpreter.setter
+    def _parent_interpreter(self, value):
+        _optional(value, InterpreterCore, "_parent_interpreter", "an interpreter")
+        ancestor = value
+        while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
+            if ancestor is self:
+                raise ValueError("_parent_interpreter would make a cycle")
+            ancestor = (<InterpreterCore> ancestor)._parent_interpreter
+        self._parent_interpreter = value
+
+    @_parent_interpreter.deleter
+    def _parent_interpreter(self):
+        _refuse_delete("_parent_interpreter")
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -805,6 +1505,7 @@ cdef class InterpreterCore:
         cdef Py_ssize_t row = self._locate_current(&exact)
         if row < 0:
             raise NullPointerException(f"address {self._pointer._list()} not found")
+        assert row < self._prog.nrows, "the current row is outside the table"
         if not exact:
             self._pointer._set_row(self._prog, row)
         if self._prog.cbits[row] & C_ROW_EMPTY:
@@ -843,18 +1544,19 @@ cdef class InterpreterCore:
         return self._advance(self._pointer if ptr is None else ptr)
 
     def _rebase_to(self, ptr):
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         self._c_rebase_to(ptr)
 
     @cython.final
     cdef int _c_rebase_to(self, object ptr) except -1:
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         cdef PointerVector other
         if isinstance(ptr, PointerVector) and (<PointerVector> ptr)._items is None:
             other = <PointerVector> ptr
+            other._bound_addr()  # an uninitialised vector raises here
             self._pointer._set_row(other._prog, other._row)
         else:
-            self._pointer._items = list(ptr)
+            self._pointer._items = address_list(ptr, "rebase_ptr(ptr)")
         return 0
 
     def _adopt_successor(self):
@@ -903,45 +1605,68 @@ cdef class InterpreterCore:
         cdef bint exact = False
         if self._flag_bits & C_FLAG_JMP:
             return
-        addr = list(addr)
+        addr = address_list(addr, "jump_to(addr)")
         if self._prog._locate(addr, &exact) < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
         self._c_mark_jump()
         self._move_to(addr)
 
+    # A refused jump (a bad argument, an empty pointer) raises before the jump is marked.
+
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
+        self._check_last_index(addr, "jump_near")
         if self._c_mark_jump():
             self._pointer.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
+        self._check_last_index(offset, "jump_offset")
         if self._c_mark_jump():
             self._pointer.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
+        offset = address_list(offset, "jump_far_ptr(offset)")
         if self._c_mark_jump():
-            self._move_to(list(offset))
+            self._move_to(offset)
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        offset = address_list(offset, "jump_offset_far(offset)")
         if self._c_mark_jump():
             self._pointer.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
+        _check_index(addr, "jump_to_top(addr)")
         if self._c_mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
+        _check_index(offset, "jump_offset_top(offset)")
         if self._c_mark_jump():
             ptr = self._pointer
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
 
+    @cython.final
+    cdef int _check_last_index(self, object value, str method) except -1:
+        """`value` can replace or move the pointer's last index: an int, and the pointer is not empty."""
+        _check_index(value, f"{method}()")
+        if not len(self._pointer):
+            raise IndexError(_EMPTY_POINTER.format(method))
+        return 0
+
     # ----- one node -------------------------------------------------------------------
+
+    @cython.final
+    cdef int _check_row(self, Py_ssize_t row) except -1:
+        """For the coroutines Python can call with a row: the row exists."""
+        if row < 0 or row >= self._prog.nrows:
+            raise IndexError(f"row {row} is outside the node table of {self._prog.nrows} rows")
+        return 0
 
     @cython.final
     cdef object _row_plan(self, Py_ssize_t row):
@@ -955,7 +1680,7 @@ cdef class InterpreterCore:
             return None
         plan = (<list> table)[row]
         if plan is None:
-            plan = self._shared_plan(self._prog.nodes[row], False)
+            plan = _checked_call_plan(self._shared_plan(self._prog.nodes[row], False))
             (<list> table)[row] = plan
         return plan
 
@@ -964,6 +1689,7 @@ cdef class InterpreterCore:
         """The plan of `row` (providers included) unless a suspend signal is pending."""
         if self._signal.pending:
             return None
+        assert 0 <= row < self._prog.nrows, "a plan asked for a row outside the table"
         return self._row_plan(row)
 
     @cython.final
@@ -976,7 +1702,7 @@ cdef class InterpreterCore:
             table = self._exc_plans = self._prog._table_for(self._shape.with_exc)
         plan = (<list> table)[row]
         if plan is None:
-            plan = self._shared_plan(self._prog.nodes[row], True)
+            plan = _checked_call_plan(self._shared_plan(self._prog.nodes[row], True))
             (<list> table)[row] = plan
         return plan
 
@@ -1051,8 +1777,9 @@ cdef class InterpreterCore:
             self._prog.nodes[row]._pre_check(self)
         return self._call_plan(self._prog.funcs[row], plan, extra)
 
-    async def _call_with_plan(self, Py_ssize_t row, CallPlan plan):
+    async def _call_with_plan(self, Py_ssize_t row, CallPlan plan not None):
         """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
+        self._check_row(row)
         cdef int bits = self._prog.cbits[row]
         if bits & C_ROW_PRECHECK:
             self._prog.nodes[row]._pre_check(self)
@@ -1066,9 +1793,10 @@ cdef class InterpreterCore:
 
     # ----- worker-thread batches (see the twin for the protocol) -------------------------
 
-    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan, base, fut):
+    def _batch_in_worker(self, Py_ssize_t row, CallPlan plan not None, base, fut):
         """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
         may go on (`fut`: the future the run awaits). Returns the last node's result."""
+        self._check_row(row)
         cdef Program prog = self._prog
         while True:
             result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
@@ -1078,7 +1806,7 @@ cdef class InterpreterCore:
             plan = self._batch_plan(row)
             self._pointer._set_row(prog, row)
 
-    def _run_plan_call(self, func, CallPlan plan):
+    def _run_plan_call(self, func, CallPlan plan not None):
         return self._call_plan(func, plan, None)
 
     @cython.final
@@ -1114,7 +1842,7 @@ cdef class InterpreterCore:
             plan = (<list> self._plans)[row]
         return plan
 
-    def _offload_plan(self, func, CallPlan plan):
+    def _offload_plan(self, func, CallPlan plan not None):
         """`_offload` of `func` with the plan's values."""
         values = self._plan_values(plan, None)
         if plan.names is None:
@@ -1213,6 +1941,7 @@ cdef class InterpreterCore:
     cdef int _goto(self, tuple target) except -1:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         cdef Py_ssize_t row = target[0]
+        assert row < self._prog.nrows, "a jump target outside the table"
         if row >= 0 and target[1]:
             self._pointer._set_row(self._prog, row)
         else:
@@ -1229,6 +1958,7 @@ cdef class InterpreterCore:
     cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1:
         """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
         `target_row` when the target is one row, else through its descriptor."""
+        assert target_row < self._prog.nrows, "a jump target outside the table"
         if self._c_mark_jump():
             if target_row >= 0:
                 self._pointer._set_row(self._prog, target_row)
@@ -1581,7 +2311,7 @@ cdef class InterpreterCore:
                     raise raised
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
-                    return self._native_try(row, operands, raised, as_subcall)
+                    return self._native_try(row, raised, as_subcall)
                 exc_kwargs = _exc_keywords(raised)
                 _start_handling(raised, saved)
                 try:
@@ -1598,8 +2328,10 @@ cdef class InterpreterCore:
                 self._jump_at(rows[3], row, 0)
         return None
 
-    async def _native_try(self, Py_ssize_t row, tuple operands, raised, bint as_subcall):
-        """Run the Try block at `row`; with `raised`, the body already ran and raised it."""
+    async def _native_try(self, Py_ssize_t row, raised, bint as_subcall):
+        """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
+        self._check_row(row)
+        cdef tuple operands = self._prog.operands[row]
         cdef tuple body = operands[2]
         cdef Py_ssize_t target
         try:
@@ -1657,6 +2389,7 @@ cdef class InterpreterCore:
 
     async def _run_row(self, Py_ssize_t row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
+        self._check_row(row)
         cdef Program prog = self._prog
         if self._signal.pending:
             await self._gate(prog.nodes[row].tag)
@@ -1684,7 +2417,8 @@ cdef class InterpreterCore:
     @cython.final
     cdef int _c_enter_step(self) except -1:
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        if self._prog.successor is not None:
+        cdef bint recompiled = self._prog.successor is not None
+        if recompiled:
             self._adopt_successor()
         cdef PointerVector ptr = self._pointer
         if ptr._items is not None and not ptr._items:
@@ -1694,6 +2428,8 @@ cdef class InterpreterCore:
         self._flag_bits &= ~C_FLAG_JMP
         if self._flag_bits & C_FLAG_HLT:
             self._flag_bits &= ~C_FLAG_HLT
+            if recompiled:
+                return C_STEP_SKIPPED if self._advance_recompiled() else C_STEP_END
             return C_STEP_SKIPPED if self._advance(self._pointer) else C_STEP_END
         return C_STEP_RAN
 
@@ -1707,7 +2443,29 @@ cdef class InterpreterCore:
         if self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_JMP
             return True
+        if self._prog.successor is not None:
+            return self._advance_recompiled()
         return self._advance(self._pointer)
+
+    @cython.final
+    cdef bint _advance_recompiled(self) except -1:
+        """Advance after the program was recompiled under the pointer (a hot-swapped slot, maybe
+        the running node's own): from the same address in the new program, as 1.1.3 does, or, when
+        that address is gone, to the next position after it (beside it, else after its segment)."""
+        cdef bint exact = False
+        self._adopt_successor()
+        cdef list addr = self._pointer._list()
+        if not addr or self._prog._locate(addr, &exact) >= 0:
+            return self._advance(self._pointer)
+        addr = list(addr)
+        while addr:
+            addr[len(addr) - 1] += 1
+            if self._prog._locate(addr, &exact) >= 0:
+                self._move_to(addr)
+                return True
+            addr.pop()
+        self._pointer._items = []
+        return False
 
     async def _run_current(self):
         """What one main-loop step executes: the middleware, or the node at the pointer."""
@@ -1759,7 +2517,7 @@ cdef class InterpreterCore:
                                 elif op == C_OP_TRY:
                                     outcome = self._native_try_now(row, self._prog.operands[row])
                                     if outcome is NOT_NOW:
-                                        await self._native_try(row, self._prog.operands[row], None,
+                                        await self._native_try(row, None,
                                                                self._outer_interpreting)
                                     elif outcome is not None:
                                         await outcome
@@ -1807,6 +2565,9 @@ cdef class InterpreterCore:
 # Imported last: importing `amrita_sense` runs its selector, which reads this module's names,
 # so `import _sense_core` on its own must find them defined by then.
 from amrita_sense import _unsafe  # noqa: E402
+from amrita_sense._classmemo import ClassMemo  # noqa: E402
 from amrita_sense.exceptions import (  # noqa: E402
     BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException,
 )
+
+_PLAIN_CLASS = ClassMemo(_reports_itself)

@@ -230,7 +230,7 @@ async def test_bad_events_are_refused():
         await MatcherFactory.trigger_event(Built)
     with pytest.raises(RuntimeError, match="No event"):
         await MatcherFactory.trigger_event(None)
-    with pytest.raises(AttributeError):
+    with pytest.raises(TypeError, match="BaseEvent"):
         await MatcherFactory.trigger_event("not an event")
 
 

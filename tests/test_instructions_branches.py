@@ -184,8 +184,8 @@ def test_native_if_else_twice_is_a_type_error():
 
 def test_native_if_rejects_unsupported_bodies():
     rec = Recorder()
-    with pytest.raises(TypeError, match="Unsupported payload type: int"):
-        NATIVE_IF(rec.act("c"), 3).extract()
+    with pytest.raises(TypeError, match=r"NATIVE_IF\(body\) needs a node.*not int"):
+        NATIVE_IF(rec.act("c"), 3)
 
 
 @pytest.mark.asyncio
@@ -235,8 +235,7 @@ def test_native_bubble_enter_without_push():
 
 
 @pytest.mark.parametrize("make", [lambda rec: IF(rec.act("c"), 3), lambda rec: IF("cond", rec.act("x"))])
-def test_if_with_a_non_node_fails_when_rendered(make):
+def test_if_with_a_non_node_fails_when_declared(make):
     rec = Recorder()
-    clause = make(rec)
-    with pytest.raises(TypeError):
-        NodeCompose(clause).render()
+    with pytest.raises(TypeError, match="IF"):
+        make(rec)

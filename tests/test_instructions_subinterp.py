@@ -246,7 +246,7 @@ def test_trigger_event_layout():
 
 
 def test_trigger_event_needs_an_event_class():
-    with pytest.raises(AttributeError):
+    with pytest.raises(TypeError, match="TRIGGER_EVENT"):
         TRIGGER_EVENT(object())
 
 

@@ -72,6 +72,11 @@ else:
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Program = _impl.Program
 PointerVector = _impl.PointerVector
+address_list = _impl.address_list
+args_pool = _impl.args_pool
+kwargs_pool = _impl.kwargs_pool
+exception_types = _impl.exception_types
+check_stream = _impl.check_stream
 Stack = _impl.Stack
 SuspendFlag = _impl.SuspendFlag
 InterpretLock = _impl.InterpretLock

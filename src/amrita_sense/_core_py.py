@@ -14,9 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
+import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
+from operator import attrgetter
 
 from amrita_sense import _unsafe
 import sniffio
@@ -24,6 +28,7 @@ import sniffio
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
+DEBUG_BUILD = False  # the compiled core says whether it is its debug build
 
 FLAG_IF = 1
 FLAG_HLT = 2
@@ -137,12 +142,17 @@ class Program:
 
     __slots__ = (
         "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "rows", "seg_row", "static_plans", "successor", "tables",
+        "rows", "seg_row", "static_plans", "_successor", "tables",
     )
 
     def __init__(
         self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row
     ):
+        if hasattr(self, "nrows"):  # interpreters index the tables they were made with
+            raise TypeError("a Program is initialised once")
+        for plan in static_plans:
+            if plan is not None and type(plan) is not CallPlan:
+                raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
         self.graph = graph
         self.nodes = nodes
         self.funcs = funcs
@@ -156,10 +166,31 @@ class Program:
         self.row_of = row_of
         self.seg_row = seg_row
         self.nrows = len(nodes)
-        self.successor = None
+        self._successor = None
         self.tables = {}
 
+    @property
+    def successor(self):
+        """The program this one was recompiled into (a hot-swapped slot), or None."""
+        return self._successor
+
+    @successor.setter
+    def successor(self, value):
+        if value is not None and not isinstance(value, Program):
+            raise TypeError(f"Program.successor must be a Program or None, not {type(value).__name__}")
+        prog = value
+        while prog is not None:  # followed to its end by every interpreter of this program
+            if prog is self:
+                raise ValueError("Program.successor would make a cycle")
+            prog = prog._successor
+        self._successor = value
+
     def table_for(self, shape):
+        """A copy of the row table of plans for pools of `shape` (the core's own is kept from Python,
+        as in the compiled core, whose loop runs its plans unchecked)."""
+        return tuple(self._table_for(shape))
+
+    def _table_for(self, shape):
         """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
         table = self.tables.get(shape)
         if table is None:
@@ -186,29 +217,61 @@ class Program:
         return -1, False
 
 
+_EMPTY_POINTER = (
+    "{}() on an empty pointer: after a finished run, reset(), pop() or clear() there is no current slot to move"
+)
+
+
+def _check_index(value, what):
+    if not isinstance(value, int):
+        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+
+
+def _checked_items(items, what):
+    for item in items:
+        if not isinstance(item, int):
+            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+    return items
+
+
+def address_list(value, what):
+    """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
+    otherwise."""
+    if isinstance(value, PointerVector):
+        return _checked_items(list(value._list()), what)
+    if isinstance(value, (list, tuple)):
+        return _checked_items(list(value), what)
+    raise TypeError(
+        f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
+    )
+
+
 class PointerVector:
     """The program counter: a list of indices from the root segment down.
 
     While bound to a program it is a lazy view: the core moves `_row` and
-    the list is materialised only when someone reads it.
+    the list is materialised only when someone reads it. Every write is
+    checked (a list of ints; `offset` / `near_to` need a current slot).
     """
 
     __slots__ = ("__weakref__", "_items", "_lock", "_prog", "_row")
 
     def __init__(self, base=None):
-        self._items = base or [0]
+        if base is None:
+            self._items = [0]
+        elif isinstance(base, list):  # kept, not copied, as in 1.1.3
+            self._items = _checked_items(base, "PointerVector(base)") or [0]
+        else:
+            self._items = address_list(base, "PointerVector(base)") or [0]
         self._row = -1
         self._prog = None
         self._lock = threading.Lock()
 
-    @classmethod
-    def _at_row(cls, prog, row):
-        vec = cls.__new__(cls)
-        vec._items = None
-        vec._row = row
-        vec._prog = prog
-        vec._lock = threading.Lock()
-        return vec
+    @staticmethod
+    def _at_row(prog, row):
+        """A vector bound to `row` of `prog`, as the loop leaves the pointer (restoring a saved one)."""
+        _check_bindable(prog, row)
+        return _bound_pointer(prog, row)
 
     def _list(self):
         items = self._items
@@ -227,29 +290,40 @@ class PointerVector:
 
     @base_addr.setter
     def base_addr(self, value):
-        self._items = value
+        if isinstance(value, list):
+            self._items = _checked_items(value, "PointerVector.base_addr")
+        else:
+            self._items = address_list(value, "PointerVector.base_addr")
 
     def offset(self, offset):
+        _check_index(offset, "PointerVector.offset(offset)")
         with self._lock:
-            self._list()[-1] += offset
+            items = self._list()
+            if not items:
+                raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
+            items[-1] += offset
             return self
 
     def offset_far(self, offset):
+        offset = address_list(offset, "PointerVector.offset_far(offset)")
         with self._lock:
             items = self._list()
-            result = _offset_far(items, list(offset))
-            items[:] = result
+            items[:] = _offset_far(items, offset)
             return self
 
     def near_to(self, short_offset):
+        _check_index(short_offset, "PointerVector.near_to(short_offset)")
         with self._lock:
-            self._list()[-1] = short_offset
+            items = self._list()
+            if not items:
+                raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
+            items[-1] = short_offset
             return self
 
     def far_to(self, addr):
+        addr = address_list(addr, "PointerVector.far_to(addr)")
         with self._lock:
-            items = self._list()
-            items[:] = list(addr)
+            self._list()[:] = addr
             return self
 
     def pop(self):
@@ -257,6 +331,7 @@ class PointerVector:
             return self._list().pop()
 
     def append(self, node_ip):
+        _check_index(node_ip, "PointerVector.append(node_ip)")
         with self._lock:
             self._list().append(node_ip)
 
@@ -266,13 +341,17 @@ class PointerVector:
 
     def copy(self):
         if self._items is None:
-            return PointerVector._at_row(self._prog, self._row)
+            return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
 
     def __add__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
+        if not isinstance(other, PointerVector):
+            return NotImplemented
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -293,6 +372,10 @@ class PointerVector:
         return self._list()[index]
 
     def __setitem__(self, index, value):
+        if isinstance(index, slice):
+            value = address_list(value, "PointerVector[...] = value")
+        else:
+            _check_index(value, "PointerVector[index] = value")
         with self._lock:
             self._list()[index] = value
 
@@ -306,6 +389,24 @@ class PointerVector:
 
     def __delitem__(self, key):
         raise ValueError("Cannot delete items from PointerVector")
+
+
+def _bound_pointer(prog, row):
+    """A vector bound to `row` of `prog` (the core's own, unchecked)."""
+    vec = PointerVector.__new__(PointerVector)
+    vec._items = None
+    vec._row = row
+    vec._prog = prog
+    vec._lock = threading.Lock()
+    return vec
+
+
+def _check_bindable(prog, row):
+    if not isinstance(prog, Program):
+        raise TypeError(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
+    _check_index(row, "PointerVector._at_row(row)")
+    if not 0 <= row < prog.nrows:
+        raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
 
 
 def _offset_far(base, offset):
@@ -324,51 +425,81 @@ def _offset_far(base, offset):
 class Stack:
     """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
 
-    __slots__ = ("_lk", "ovf", "stack")
+    __slots__ = ("_items", "_limit", "_lk")
 
     def __init__(self, ovf=1024):
-        self.stack = []
-        self.ovf = ovf
+        _check_index(ovf, "Stack(ovf)")
+        self._items = []
+        self._limit = _ssize(ovf)
         self._lk = threading.Lock()
+
+    @property
+    def stack(self):
+        """The items, bottom first (a list)."""
+        return self._items
+
+    @stack.setter
+    def stack(self, value):
+        if not isinstance(value, list):
+            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+        self._items = value
+
+    @property
+    def ovf(self):
+        """The capacity: `push` on a stack this long raises `OverflowError`."""
+        return self._limit
+
+    @ovf.setter
+    def ovf(self, value):
+        _check_index(value, "Stack.ovf")
+        self._limit = _ssize(value)
 
     def __class_getitem__(cls, item):
         return cls
 
     def __len__(self):
-        return len(self.stack)
+        return len(self._items)
 
     def __repr__(self):
-        return repr(self.stack)
+        return repr(self._items)
 
     def __str__(self):
-        return str(self.stack)
+        return str(self._items)
 
     def __bool__(self):
-        return bool(self.stack)
+        return bool(self._items)
 
     def push(self, item):
         with self._lk:
-            if len(self.stack) >= self.ovf:
+            if len(self._items) >= self._limit:
                 raise OverflowError("Stack overflow")
-            self.stack.append(item)
+            self._items.append(item)
 
     def pop(self):
         with self._lk:
-            if not self.stack:
+            if not self._items:
                 raise IndexError("Stack is empty")
-            return self.stack.pop()
+            return self._items.pop()
 
     def clear(self):
         with self._lk:
-            self.stack.clear()
+            self._items.clear()
 
     def resize(self, size):
+        _check_index(size, "Stack.resize(size)")
         self.ovf = size
 
     def copy(self):
-        twin = Stack(self.ovf)
-        twin.stack = self.stack.copy()
+        twin = type(self)(self._limit)
+        twin.stack = self._items.copy()
         return twin
+
+
+def _ssize(value):
+    """An int as a C `Py_ssize_t` field of the compiled core takes it (`OverflowError` if too large)."""
+    if not -sys.maxsize - 1 <= value <= sys.maxsize:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return int(value)
 
 
 class InterpretLock:
@@ -440,14 +571,31 @@ class InterpretLock:
             pass
 
     def async_release(self):
+        # Each step leaves a state `_release_held_by` can finish if an asynchronous exception
+        # (KeyboardInterrupt) stops the release half-way: a waiter is woken before it is made the
+        # owner and removed, so a woken waiter is never lost.
         waiters = self._waiters
         while waiters:
-            fut, owner = waiters.popleft()
-            if not fut.done():
-                self._owner = owner
-                fut.set_result(True)
-                return
+            fut, owner = waiters[0]
+            if fut.done():  # cancelled: it gave up waiting
+                waiters.popleft()
+                continue
+            fut.set_result(True)
+            self._owner = owner
+            waiters.popleft()
+            return
         self._owner = None
+
+    def _release_held_by(self, holder):
+        """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
+        release was cut short; a waiter it had already woken becomes the owner."""
+        if holder is None or self._owner is not holder:
+            return
+        waiters = self._waiters
+        if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
+            self._owner = waiters.popleft()[1]
+            return
+        self.async_release()
 
     acquire = async_acquire
     release = async_release
@@ -473,7 +621,7 @@ def _current_task():
 def _start_pointer(prog):
     """`[0]`, bound to the first row when that row is the top-level slot 0."""
     if prog.nrows and len(prog.addrs[0]) == 1:
-        return PointerVector._at_row(prog, 0)
+        return _bound_pointer(prog, 0)
     return PointerVector([0])
 
 
@@ -496,7 +644,7 @@ def same_types(values, types):
 
 _LAYER_FIELDS = (
     "_args_hash", "_dep_store_v", "_di_cache", "_glob_lock_v", "_graph", "_interpreter_id", "_lifecycles_v",
-    "_object_io", "_panic_exc", "_parent_interpreter", "_provider_values", "_sub_interpreters",
+    "_object_io", "_panic_exc_v", "_parent_interpreter", "_provider_values", "_sub_interpreters",
     "_sub_interpreters_all", "_top_interpreter", "_values_key", "_waiter",
 )
 """The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
@@ -504,6 +652,8 @@ _LAYER_FIELDS = (
 
 RUNNING = object()
 """`_waiter` of a run whose future nobody asked for yet."""
+
+_RUN_CLAIM = threading.Lock()
 
 
 class _PinState(threading.local):
@@ -560,6 +710,121 @@ def _clashes(kwargs):
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
+def _checked(value, kind, name, what):
+    """`value` if it is a `kind`, else `TypeError` naming `name`."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+    return value
+
+
+def _checked_seconds(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    return float(value)
+
+
+def _checked_middleware(value, name):
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"or None, not {type(value).__name__}"
+        )
+    return value
+
+
+# ----- checked at the write: what the fields Python can write may hold -----------------------------
+# (as in the compiled core; the pools' checks are also the Python layer's)
+
+_LATE = {}
+
+
+def _late(spec):
+    """The object `module:name` names, imported on first use (those modules import this one)."""
+    found = _LATE.get(spec)
+    if found is None:
+        module, _, name = spec.partition(":")
+        found = _LATE[spec] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def _optional(value, kind, name, what):
+    """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+    return value
+
+
+def args_pool(value, name):
+    """A positional injection pool: a tuple (a list or another iterable becomes one); `TypeError`
+    naming `name` otherwise."""
+    if type(value) is tuple:
+        return value
+    if value is None or isinstance(value, (str, bytes, dict)):
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+
+
+def kwargs_pool(value, name):
+    """A keyword injection pool: a dict (kept), or another mapping (copied); `TypeError` naming `name`
+    otherwise."""
+    if type(value) is dict:
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+    return dict(value)
+
+
+def exception_types(value, name):
+    """Exception classes that pass through the workflow's handlers (`exception_ignored`), as a tuple."""
+    kinds = args_pool(value, name)
+    for kind in kinds:
+        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+    return kinds
+
+
+def check_stream(stream, name):
+    """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
+    `_wait_for_continue`), else `TypeError` naming `name`."""
+    if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) and not callable(
+        getattr(stream, "_wait_for_continue", None)
+    ):
+        raise TypeError(
+            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
+            f"not {type(stream).__name__}"
+        )
+    return stream
+
+
+def _checked_waiter(value):
+    """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
+    if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
+        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+    return value
+
+
+def _checked_graph(value, name):
+    if getattr(value, "__rendered_compose__", False) is not True:
+        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+    return value
+
+
+def _row_outside(prog, row):
+    """For the coroutines Python can call with a row (as the compiled core checks it)."""
+    raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
+
+
+def _checked_call_plan(plan):
+    """A plan the Python layer made for a table (`_shared_plan`), or one given to a step: a CallPlan
+    (the compiled core's loop reads it unchecked)."""
+    if type(plan) is not CallPlan:
+        raise TypeError(f"an injection plan is a CallPlan, not {type(plan).__name__}")
+    return plan
+
+
 def _support():
     from amrita_sense.instructions import _support as support
 
@@ -584,59 +849,157 @@ class InterpreterCore:
         "_exc_ignored",
         "_exc_plans",
         "_flag_bits",
-        "_force_inline",
+        "_force_inline_v",
         "_glob_lock_v",
         "_graph",
-        "_interpret_lock",
+        "_interpret_lock_v",
         "_interpreter_id",
         "_lifecycles_v",
-        "_middleware",
+        "_middleware_v",
         "_native_rest",
         "_object_io",
         "_outer_interpreting",
-        "_panic_exc",
+        "_panic_exc_v",
         "_parent_interpreter",
         "_pending_stop",
-        "_plans",
-        "_plans_valid",
-        "_pointer",
-        "_prog",
+        "_plans_v",
+        "_plans_valid_v",
+        "_pointer_v",
+        "_prog_v",
         "_provider_values",
-        "_ret_addr_stack",
-        "_run_task",
+        "_ret_addr_stack_v",
+        "_run_task_v",
         "_shape",
-        "_signal",
-        "_squashed_loops",
+        "_signal_v",
+        "_squashed_loops_v",
         "_sub_interpreters",
         "_sub_interpreters_all",
         "_top_interpreter",
         "_values_key",
         "_waiter",
-        "_yield_interval",
+        "_yield_interval_v",
     )
 
     def _core_init(self, prog, addr_stack, context_stack, middleware):
-        self._prog = prog
-        self._pointer = _start_pointer(prog)
-        self._ret_addr_stack = addr_stack if addr_stack is not None else Stack()
-        self._context_stack_v = context_stack
+        self._prog_v = _checked(prog, Program, "the program", "a Program")
+        self._pointer_v = _start_pointer(prog)
+        self._ret_addr_stack_v = Stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        self._context_stack_v = (
+            None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
+        )
         self._flag_bits = 0
-        self._middleware = middleware
+        self._middleware_v = _checked_middleware(middleware, "middleware")
         self._native_rest = None
         self._outer_interpreting = False
         self._pending_stop = False
-        self._interpret_lock = InterpretLock()
-        self._plans = None
+        self._interpret_lock_v = InterpretLock()
+        self._plans_v = None
         self._exc_plans = None
-        self._shape = None
-        self._plans_valid = False
-        self._run_task = None
-        self._signal = NEVER_PENDING
-        self._force_inline = False
-        self._squashed_loops = False
-        self._yield_interval = 0.001
-        for name in _LAYER_FIELDS:
-            setattr(self, name, None)
+        self._plans_valid_v = False
+        self._run_task_v = None
+        self._signal_v = NEVER_PENDING
+        self._force_inline_v = False
+        self._squashed_loops_v = False
+        self._yield_interval_v = 0.001
+        for slot in _NONE_SLOTS:  # past the checks: they start as None
+            slot.__set__(self, None)
+
+    # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
+    # The core itself reads and writes the `_v` slots.
+
+    @property
+    def _pointer(self):
+        """The program counter (a PointerVector)."""
+        return self._pointer_v
+
+    @_pointer.setter
+    def _pointer(self, value):
+        self._pointer_v = _checked(value, PointerVector, "_pointer", "a PointerVector")
+
+    @property
+    def _ret_addr_stack(self):
+        """The return stack (a Stack of PointerVectors)."""
+        return self._ret_addr_stack_v
+
+    @_ret_addr_stack.setter
+    def _ret_addr_stack(self, value):
+        self._ret_addr_stack_v = _checked(value, Stack, "_ret_addr_stack", "a Stack")
+
+    @property
+    def _context_stack(self):
+        """The context stack of PUSH_CONTEXT / INT (a Stack), made on first use."""
+        if self._context_stack_v is None:
+            self._context_stack_v = Stack()
+        return self._context_stack_v
+
+    @_context_stack.setter
+    def _context_stack(self, value):
+        self._context_stack_v = _checked(value, Stack, "_context_stack", "a Stack")
+
+    @property
+    def _middleware(self):
+        """Runs every main-loop step instead of the node (an async callable), or None."""
+        return self._middleware_v
+
+    @_middleware.setter
+    def _middleware(self, value):
+        self._middleware_v = _checked_middleware(value, "_middleware")
+
+    @property
+    def _interpret_lock(self):
+        """The interpreter lock (an InterpretLock)."""
+        return self._interpret_lock_v
+
+    @_interpret_lock.setter
+    def _interpret_lock(self, value):
+        self._interpret_lock_v = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
+
+    @property
+    def _yield_interval(self):
+        """Seconds of inline sync nodes after which a run hands the event loop a turn."""
+        return self._yield_interval_v
+
+    @_yield_interval.setter
+    def _yield_interval(self, value):
+        self._yield_interval_v = _checked_seconds(value, "_yield_interval")
+
+    @property
+    def _panic_exc(self):
+        """The exception of the last panic (an exception), or None."""
+        return self._panic_exc_v
+
+    @_panic_exc.setter
+    def _panic_exc(self, value):
+        if value is not None and not isinstance(value, BaseException):
+            raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
+        self._panic_exc_v = value
+
+    @property
+    def _plans(self):
+        """A copy of the per-row injection plans (None when there are none)."""
+        return None if self._plans_v is None else list(self._plans_v)
+
+    @_plans.setter
+    def _plans(self, value):
+        if value is not None:
+            raise TypeError("_plans can only be reset to None")
+        self._plans_v = None
+
+    @property
+    def _signal(self):
+        """The suspend-request flag of the stream (a SuspendFlag)."""
+        return self._signal_v
+
+    @_signal.setter
+    def _signal(self, value):
+        self._signal_v = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
+
+    # The core's own bookkeeping: read-only from Python.
+    _prog = property(attrgetter("_prog_v"), doc="The node table the interpreter runs (a Program).")
+    _run_task = property(attrgetter("_run_task_v"), doc="The task driving the current run, or None.")
+    _plans_valid = property(attrgetter("_plans_valid_v"), doc="Plans are cached in this run.")
+    _force_inline = property(attrgetter("_force_inline_v"), doc="This run calls worker-thread nodes inline.")
+    _squashed_loops = property(attrgetter("_squashed_loops_v"), doc="This run runs native loops as nodes.")
 
     def _start_run(self, flags):
         """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
@@ -644,12 +1007,15 @@ class InterpreterCore:
         waiter = self._waiter
         if waiter is RUNNING or (waiter is not None and not waiter.done()):
             raise IllegalState("Cannot start a new workflow while one is already running")
-        self._waiter = RUNNING
-        task = self._run_task = _current_task()
+        with _RUN_CLAIM:  # the claim is one step, also for runs started from two threads at once
+            if self._waiter is not waiter:
+                raise IllegalState("Cannot start a new workflow while one is already running")
+            self._waiter = RUNNING
+        task = self._run_task_v = _current_task()
         pin_async_library(task)
-        self._force_inline = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
-        self._squashed_loops = bool(flags.SQUASHED_LOOP)
-        self._plans_valid = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
+        self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
+        self._squashed_loops_v = bool(flags.SQUASHED_LOOP)
+        self._plans_valid_v = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
         self._refresh_plans()
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
@@ -661,9 +1027,12 @@ class InterpreterCore:
     def _finish_run(self, outcome):
         """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
         torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        lock = self._interpret_lock_v
+        if lock._owner is not None and lock._owner is self._run_task_v:
+            lock._release_held_by(self._run_task_v)  # a KeyboardInterrupt cut the loop's last release short
         fut = self._waiter
         self._waiter = None
-        self._run_task = None
+        self._run_task_v = None
         if fut is not None and fut is not RUNNING and not fut.done():
             if isinstance(outcome, Exception):
                 fut.set_exception(outcome)
@@ -676,72 +1045,69 @@ class InterpreterCore:
         restore_async_library()
         return False
 
-    @property
-    def _context_stack(self):
-        """The context stack (PUSH_CONTEXT / INT), made on first use."""
-        if self._context_stack_v is None:
-            self._context_stack_v = Stack()
-        return self._context_stack_v
-
-    @_context_stack.setter
-    def _context_stack(self, stack):
-        self._context_stack_v = stack
-
     def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, no_passing, shape_of, yield_interval):
-        """The Python layer's first fields in one call (the others start as None): the graph, the
-        pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`), the pass-through
-        exception types (none with `no_passing`), the pools' shape (`shape_of`), the tree's child maps."""
-        args = (self, *extra_args)
-        kwargs = dict(extra_kwargs) if extra_kwargs else {}
-        self._graph = graph
-        self._ava_args_v = args
-        self._ava_kwargs_v = kwargs
-        self._exc_ignored = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
-        self._shape = shape_of(args, kwargs)
-        self._yield_interval = yield_interval
-        self._sub_interpreters = {}
-        self._sub_interpreters_all = {}
+        """The Python layer's first fields in one call (the others start as None): the graph (the
+        program's), the pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`),
+        the pass-through exception types (none with `no_passing`), the pools' shape (`shape_of`, which
+        must give a PoolShape), the tree's child maps. The arguments are checked as `args_pool` /
+        `kwargs_pool` / `exception_types` do."""
+        if graph is not self._prog_v.graph:
+            raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
+        args = (self, *(extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args")))
+        kwargs = {} if extra_kwargs is None else dict(kwargs_pool(extra_kwargs, "extra_kwargs"))
+        if type(exception_ignored) is not tuple or exception_ignored:
+            exception_ignored = exception_types(exception_ignored, "exception_ignored")
+        shape = shape_of(args, kwargs)
+        if type(shape) is not _late("amrita_sense.runtime.plans:PoolShape"):
+            raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
+        self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
+        passing = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
+        values = (graph, args, kwargs, passing, shape, {}, {})
+        for slot, value in zip(_LAYER_INIT_SLOTS, values):  # checked above: past the fields' checks
+            slot.__set__(self, value)
 
     # ----- pointer resolution and movement -------------------------------------------
 
     def _locate_current(self):
         """`(row, exact)` for the current pointer; row -1 when it resolves to nothing."""
-        ptr = self._pointer
-        if ptr._items is None and ptr._prog is self._prog:
+        ptr = self._pointer_v
+        if ptr._items is None and ptr._prog is self._prog_v:
             return ptr._row, True
-        return self._prog.locate(ptr._list())
+        return self._prog_v.locate(ptr._list())
 
     def _descend_current(self):
         """Move the pointer onto the row it designates (entering segments) and return it."""
         row, exact = self._locate_current()
         if row < 0:
-            raise NullPointerException(f"address {self._pointer._list()} not found")
+            raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
-            self._pointer._set_row(self._prog, row)
-        if self._prog.bits[row] & ROW_EMPTY:
-            raise NullPointerException(f"address {list(self._prog.addrs[row])} not found")
+            self._pointer_v._set_row(self._prog_v, row)
+        if self._prog_v.bits[row] & ROW_EMPTY:
+            raise NullPointerException(f"address {list(self._prog_v.addrs[row])} not found")
         return row
 
     def advance_pointer(self, ptr=None):
         """Advance `ptr` (default: the interpreter's pointer) in place; False at the end."""
         if ptr is None:
-            ptr = self._pointer
-        if ptr._items is None and ptr._prog is self._prog:
+            ptr = self._pointer_v
+        elif not isinstance(ptr, PointerVector):
+            raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
+        if ptr._items is None and ptr._prog is self._prog_v:
             row, exact = ptr._row, True
         else:
             items = ptr._list()
             if not items:
                 return False
-            row, exact = self._prog.locate(items)
+            row, exact = self._prog_v.locate(items)
             if row < 0:
-                return self._prog.graph.calc.advance(ptr)
+                return self._prog_v.graph.calc.advance(ptr)
         if not exact:
             items.append(0)
             return True
-        if row + 1 < self._prog.nrows:
-            landing = self._prog.landings[row + 1]
+        if row + 1 < self._prog_v.nrows:
+            landing = self._prog_v.landings[row + 1]
             if landing is None:
-                ptr._set_row(self._prog, row + 1)
+                ptr._set_row(self._prog_v, row + 1)
             else:
                 ptr._items = list(landing)
             return True
@@ -749,24 +1115,24 @@ class InterpreterCore:
         return False
 
     def _rebase_to(self, ptr):
-        """Make the pointer equal to `ptr` (a list or a PointerVector), without a jump mark."""
+        """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
         if isinstance(ptr, PointerVector) and ptr._items is None:
-            self._pointer._set_row(ptr._prog, ptr._row)
+            self._pointer_v._set_row(ptr._prog, ptr._row)
         else:
-            self._pointer._items = list(ptr)
+            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
-        prog = self._prog
-        while prog.successor is not None:
-            prog = prog.successor
-        self._prog = prog
+        prog = self._prog_v
+        while prog._successor is not None:
+            prog = prog._successor
+        self._prog_v = prog
         self._refresh_plans()
 
     def _refresh_plans(self):
         """Take the program's plan table for the pools' shape, or none when plans are off."""
         shape = self._shape
-        self._plans = self._prog.table_for(shape) if self._plans_valid and shape is not None else None
+        self._plans_v = self._prog_v._table_for(shape) if self._plans_valid_v and shape is not None else None
         self._exc_plans = None
 
     def _mark_jump(self):
@@ -779,74 +1145,88 @@ class InterpreterCore:
 
     def _move_to(self, addr):
         """Point at `addr` (a list), binding to a row when the address is a node."""
-        row, exact = self._prog.locate(addr)
+        row, exact = self._prog_v.locate(addr)
         if row >= 0 and exact:
-            self._pointer._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog_v, row)
         else:
-            self._pointer.far_to(addr)
+            self._pointer_v.far_to(addr)
 
     def jump_to(self, addr):
         """Jump to an absolute address; `NullPointerException` if nothing is there."""
         if self._flag_bits & FLAG_JMP:
             return
-        addr = list(addr)
-        row, _ = self._prog.locate(addr)
-        if row < 0 and self._prog.graph.calc.find_addr_safe(addr) is None:
+        addr = address_list(addr, "jump_to(addr)")
+        row, _ = self._prog_v.locate(addr)
+        if row < 0 and self._prog_v.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
         self._mark_jump()
         self._move_to(addr)
 
+    # A refused jump (a bad argument, an empty pointer) raises before the jump is marked.
+
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
+        self._check_last_index(addr, "jump_near")
         if self._mark_jump():
-            self._pointer.near_to(addr)
+            self._pointer_v.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
+        self._check_last_index(offset, "jump_offset")
         if self._mark_jump():
-            self._pointer.offset(offset)
+            self._pointer_v.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
+        offset = address_list(offset, "jump_far_ptr(offset)")
         if self._mark_jump():
-            self._move_to(list(offset))
+            self._move_to(offset)
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
+        offset = address_list(offset, "jump_offset_far(offset)")
         if self._mark_jump():
-            self._pointer.offset_far(offset)
+            self._pointer_v.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
+        _check_index(addr, "jump_to_top(addr)")
         if self._mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
+        _check_index(offset, "jump_offset_top(offset)")
         if self._mark_jump():
-            ptr = self._pointer
+            ptr = self._pointer_v
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
+
+    def _check_last_index(self, value, method):
+        """`value` can replace or move the pointer's last index: an int, and the pointer is not empty."""
+        _check_index(value, f"{method}()")
+        if not len(self._pointer_v):
+            raise IndexError(_EMPTY_POINTER.format(method))
 
     # ----- one node -------------------------------------------------------------------
 
     def _row_plan(self, row):
         """The plan of `row`: its static one, or the shared one for the pools' shape (made on
         first use and kept in the program's table); None when the Python layer resolves it."""
-        plan = self._prog.static_plans[row]
+        plan = self._prog_v.static_plans[row]
         if plan is not None:
             return plan
-        table = self._plans
+        table = self._plans_v
         if table is None:
             return None
         plan = table[row]
         if plan is None:
-            plan = table[row] = self._shared_plan(self._prog.nodes[row], False)
+            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))
         return plan
 
     def _cached_plan(self, row):
         """The plan of `row` (providers included) unless a suspend signal is pending."""
-        if self._signal.pending:
+        if self._signal_v.pending:
             return None
         return self._row_plan(row)
 
@@ -854,12 +1234,12 @@ class InterpreterCore:
         """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
         table = self._exc_plans
         if table is None:
-            if self._plans is None:
+            if self._plans_v is None:
                 return None
-            table = self._exc_plans = self._prog.table_for(self._shape.with_exc)
+            table = self._exc_plans = self._prog_v._table_for(self._shape.with_exc)
         plan = table[row]
         if plan is None:
-            plan = table[row] = self._shared_plan(self._prog.nodes[row], True)
+            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], True))
         return plan
 
     def _ready_plan(self, row):
@@ -886,9 +1266,11 @@ class InterpreterCore:
 
     async def _run_row(self, row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
-        prog = self._prog
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         bits = prog.bits[row]
-        if self._signal.pending:
+        if self._signal_v.pending:
             await self._gate(prog.nodes[row].tag)
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
@@ -900,7 +1282,7 @@ class InterpreterCore:
         func = prog.funcs[row]
         if bits & ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline:
+        if bits & ROW_THREAD and not self._force_inline_v:
             return await self._offload(func, *self._plan_args(plan, None))
         return self._call_plan(func, plan, None)
 
@@ -908,17 +1290,19 @@ class InterpreterCore:
 
     def _enter_step(self):
         """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
-        if self._prog.successor is not None:
+        recompiled = self._prog_v._successor is not None
+        if recompiled:
             self._adopt_successor()
-        ptr = self._pointer
+        ptr = self._pointer_v
         if ptr._items is not None and not ptr._items:
-            if not self._prog.nrows:
+            if not self._prog_v.nrows:
                 return STEP_END
-            self._pointer = _start_pointer(self._prog)
+            self._pointer_v = _start_pointer(self._prog_v)
         self._flag_bits &= ~FLAG_JMP
         if self._flag_bits & FLAG_HLT:
             self._flag_bits &= ~FLAG_HLT
-            return STEP_SKIPPED if self.advance_pointer() else STEP_END
+            moved = self._advance_recompiled() if recompiled else self.advance_pointer()
+            return STEP_SKIPPED if moved else STEP_END
         return STEP_RAN
 
     def _leave_step(self):
@@ -926,25 +1310,45 @@ class InterpreterCore:
         if self._flag_bits & FLAG_JMP:
             self._flag_bits &= ~FLAG_JMP
             return True
+        if self._prog_v._successor is not None:
+            return self._advance_recompiled()
         return self.advance_pointer()
+
+    def _advance_recompiled(self):
+        """Advance after the program was recompiled under the pointer (a hot-swapped slot, maybe
+        the running node's own): from the same address in the new program, as 1.1.3 does, or, when
+        that address is gone, to the next position after it (beside it, else after its segment)."""
+        self._adopt_successor()
+        addr = self._pointer_v._list()
+        if not addr or self._prog_v.locate(addr)[0] >= 0:
+            return self.advance_pointer()
+        addr = list(addr)
+        while addr:
+            addr[-1] += 1
+            if self._prog_v.locate(addr)[0] >= 0:
+                self._move_to(addr)
+                return True
+            addr.pop()
+        self._pointer_v._items = []
+        return False
 
     async def _run_current(self):
         """What one main-loop step executes: the middleware, or the node at the pointer."""
-        if self._middleware is not None:
-            return await self._middleware(self)
+        if self._middleware_v is not None:
+            return await self._middleware_v(self)
         return await self._run_row(self._descend_current())
 
     async def _run_fast(self, row):
         """`_run_row` with the cached-plan path and the native opcodes inlined."""
-        op = self._prog.ops[row]
-        if op != OP_CALL and not self._signal.pending:
+        op = self._prog_v.ops[row]
+        if op != OP_CALL and not self._signal_v.pending:
             if op == OP_NOP:
                 return None
             if op == OP_TRY:
-                operands = self._prog.operands[row]
+                operands = self._prog_v.operands[row]
                 outcome = self._native_try_now(row, operands)
                 if outcome is NOT_NOW:
-                    return await self._native_try(row, operands, None, self._outer_interpreting)
+                    return await self._native_try(row, None, self._outer_interpreting)
                 return None if outcome is None else await outcome
             status = self._run_native_sync(row, op)
             if status == NATIVE_DONE:
@@ -957,24 +1361,28 @@ class InterpreterCore:
         if plan is None:
             return await self._run_row(row)
         if plan.slow:
-            if self._prog.bits[row] & ROW_PRECHECK:
-                self._prog.nodes[row]._pre_check(self)
-            outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
+            if self._prog_v.bits[row] & ROW_PRECHECK:
+                self._prog_v.nodes[row]._pre_check(self)
+            outcome = self._invoke_slow_now(self._prog_v.nodes[row], plan)
             if outcome is NOT_NOW:
-                return await self._invoke_slow(self._prog.nodes[row], plan)
+                return await self._invoke_slow(self._prog_v.nodes[row], plan)
             return None if outcome is None else await outcome
         return await self._call_with_plan(row, plan)
 
     async def _call_with_plan(self, row, plan):
         """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
-        prog = self._prog
+        if type(plan) is not CallPlan:
+            _checked_call_plan(plan)
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         bits = prog.bits[row]
         if bits & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
         if bits & ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline:
+        if bits & ROW_THREAD and not self._force_inline_v:
             batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
             return await self._offload_batch(batch)
         return self._call_plan(func, plan, None)
@@ -992,32 +1400,35 @@ class InterpreterCore:
     def _batch_in_worker(self, row, plan, base, fut):
         """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
         may go on (`fut`: the future the run awaits). Returns the last node's result."""
-        prog = self._prog
+        _checked_call_plan(plan)
+        prog = self._prog_v
+        if row < 0 or row >= prog.nrows:
+            _row_outside(prog, row)
         while True:
             result = base.copy().run(self._call_plan, prog.funcs[row], plan, None)
             following = self._batch_successor(row, fut)
             if following is None:
                 return result
             row, plan = following
-            self._pointer._set_row(prog, row)
+            self._pointer_v._set_row(prog, row)
 
     def _batch_successor(self, row, fut):
         """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
-        if fut.done() or self._signal.pending or self._pending_stop or self._middleware is not None:
+        if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
             return None
-        lock = self._interpret_lock
-        if lock._waiters or lock._owner is not self._run_task or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+        lock = self._interpret_lock_v
+        if lock._waiters or lock._owner is not self._run_task_v or self._flag_bits & (FLAG_JMP | FLAG_HLT):
             return None
-        prog = self._prog
-        ptr = self._pointer
+        prog = self._prog_v
+        ptr = self._pointer_v
         following = row + 1
-        if (not _still_at(ptr, prog, row) or prog.successor is not None or following >= prog.nrows or prog.landings[following] is not None
+        if (not _still_at(ptr, prog, row) or prog._successor is not None or following >= prog.nrows or prog.landings[following] is not None
                 or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
                 or not prog.bits[following] & ROW_THREAD or prog.ops[following] != OP_CALL):
             return None
         plan = prog.static_plans[following]
-        if plan is None and self._plans is not None:
-            plan = self._plans[following]
+        if plan is None and self._plans_v is not None:
+            plan = self._plans_v[following]
         if plan is None or plan.slow:
             return None
         return following, plan
@@ -1037,15 +1448,15 @@ class InterpreterCore:
     def _still_at(self, row):
         """True when no jump is marked and the pointer is bound to `row`, where the running opcode
         left it: its compiled rows are then where the node's own function would go."""
-        ptr = self._pointer
-        return not self._flag_bits & FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog
+        ptr = self._pointer_v
+        return not self._flag_bits & FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
 
     def _left_unmarked(self, row):
         """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
         where a node's last move (one jump) goes from there, only the node can tell. With a jump
         marked that move is refused, as `_jump_at` refuses it."""
-        ptr = self._pointer
-        return not self._flag_bits & FLAG_JMP and not (ptr._items is None and ptr._row == row and ptr._prog is self._prog)
+        ptr = self._pointer_v
+        return not self._flag_bits & FLAG_JMP and not (ptr._items is None and ptr._row == row and ptr._prog is self._prog_v)
 
     def _finish_with(self, rest):
         """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
@@ -1060,29 +1471,29 @@ class InterpreterCore:
         plan = self._ready_plan(row)
         if plan is None:
             return None
-        bits = self._prog.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline):
+        bits = self._prog_v.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v):
             return None
         return plan
 
     def _callee_plan(self, row):
         """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
-        if self._prog.ops[row] == OP_JUMP:
+        if self._prog_v.ops[row] == OP_JUMP:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
-            self._jump_at(self._prog.rows[row][0], row, -1)
+            self._jump_at(self._prog_v.rows[row][0], row, -1)
         elif op == OP_BRANCH:
             return self._native_branch(row)
         elif op == OP_ELSE:
             return self._native_else(row)
         elif op == OP_WHILE:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_while(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_while(row)
         elif op == OP_DO:
-            return NATIVE_NOT_READY if self._squashed_loops else self._native_do(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_do(row)
         elif op == OP_DO_CHECK:
             return self._native_do_check(row)
         elif op == OP_CALLSUB:
@@ -1094,7 +1505,7 @@ class InterpreterCore:
         elif op == OP_LOOP_HEAD:
             return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog.operands[row])
+            self._native_loop_control(self._prog_v.operands[row])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
         return NATIVE_DONE
@@ -1103,9 +1514,9 @@ class InterpreterCore:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         row, exact, addr = target[0], target[1], target[2]
         if row >= 0 and exact:
-            self._pointer._set_row(self._prog, row)
+            self._pointer_v._set_row(self._prog_v, row)
         else:
-            self._pointer._items = list(addr)
+            self._pointer_v._items = list(addr)
 
     def _native_jump(self, target):
         if self._mark_jump():
@@ -1116,19 +1527,19 @@ class InterpreterCore:
         `target_row` when the target is one row, else through its descriptor."""
         if self._mark_jump():
             if target_row >= 0:
-                self._pointer._set_row(self._prog, target_row)
+                self._pointer_v._set_row(self._prog_v, target_row)
             else:
-                operands = self._prog.operands[row]
+                operands = self._prog_v.operands[row]
                 self._goto(operands if k < 0 else operands[k])
 
     def _subcall_inline(self, row, plan, extra=None):
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog.rows[row][0], row, -1)
-        stack = self._ret_addr_stack
-        stack.push(self._pointer)
-        self._pointer = PointerVector._at_row(self._prog, row)
+            return self._jump_at(self._prog_v.rows[row][0], row, -1)
+        stack = self._ret_addr_stack_v
+        stack.push(self._pointer_v)
+        self._pointer_v = _bound_pointer(self._prog_v, row)
         self._outer_interpreting = True
         try:
             return self._call_inline(row, plan, extra)
@@ -1140,7 +1551,7 @@ class InterpreterCore:
                 self._rebase_to(saved)
 
     def _call_inline(self, row, plan, extra=None):
-        prog = self._prog
+        prog = self._prog_v
         if prog.bits[row] & ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         return self._call_plan(prog.funcs[row], plan, extra)
@@ -1157,7 +1568,7 @@ class InterpreterCore:
     def _resume_at(self, row, k, near):
         """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
         the segment; else an offset from the current slot)."""
-        slot = self._prog.operands[row][k]
+        slot = self._prog_v.operands[row][k]
         if near:
             _support().resume_near(self, slot)
         else:
@@ -1166,43 +1577,43 @@ class InterpreterCore:
     # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `rows`).
 
     def _native_branch(self, row):
-        cond, body, false_row, then_row = self._prog.rows[row]
+        cond, body, false_row, then_row = self._prog_v.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, False)
         if not self._still_at(row):
-            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
         self._call_resuming(body, body_plan, row, 6, True)
         if self._left_unmarked(row):
-            self._prog.nodes[row]._after_body(self)
+            self._prog_v.nodes[row]._after_body(self)
         else:
             self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
     def _native_else(self, row):
-        body, _, _, then_row = self._prog.rows[row]
+        body, _, _, then_row = self._prog_v.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
         self._call_resuming(body, body_plan, row, 2, False)
         if self._left_unmarked(row):
-            self._prog.nodes[row]._after_body(self)
+            self._prog_v.nodes[row]._after_body(self)
         else:
             self._jump_at(then_row, row, 1)
         return NATIVE_DONE
 
     def _native_while(self, row):
-        cond, body, exit_row, checkup_row = self._prog.rows[row]
+        cond, body, exit_row, checkup_row = self._prog_v.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 6, True)
         if not self._still_at(row):
-            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
@@ -1210,18 +1621,18 @@ class InterpreterCore:
             self._call_resuming(body, body_plan, row, 5, True)
         except BreakLoop:
             if self._left_unmarked(row):
-                self._prog.nodes[row]._after_body(self, True)
+                self._prog_v.nodes[row]._after_body(self, True)
             else:
                 self._jump_at(exit_row, row, 3)
             return NATIVE_DONE
         if self._left_unmarked(row):
-            self._prog.nodes[row]._after_body(self, False)
+            self._prog_v.nodes[row]._after_body(self, False)
         else:
             self._jump_at(checkup_row, row, 2)
         return NATIVE_DONE
 
     def _native_do(self, row):
-        body, _, exit_row, check_row = self._prog.rows[row]
+        body, _, exit_row, check_row = self._prog_v.rows[row]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
@@ -1229,24 +1640,24 @@ class InterpreterCore:
             self._call_resuming(body, body_plan, row, 3, True)
         except BreakLoop:
             if self._left_unmarked(row):
-                self._prog.nodes[row]._after_body(self, True)
+                self._prog_v.nodes[row]._after_body(self, True)
             else:
                 self._jump_at(exit_row, row, 2)
             return NATIVE_DONE
         if self._left_unmarked(row):
-            self._prog.nodes[row]._after_body(self, False)
+            self._prog_v.nodes[row]._after_body(self, False)
         else:
             self._jump_at(check_row, row, 1)
         return NATIVE_DONE
 
     def _native_do_check(self, row):
-        cond, _, exit_row, back_row = self._prog.rows[row]
+        cond, _, exit_row, back_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
         again = self._call_resuming(cond, cond_plan, row, 3, True)
         if not self._still_at(row):
-            return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, again))
         if again:
             self._jump_at(back_row, row, 1)
         else:
@@ -1254,14 +1665,14 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_if(self, row):
-        cond, body, false_row, then_row = self._prog.rows[row]
+        cond, body, false_row, then_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
         taken = self._call_resuming(cond, cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, 2)
             return NATIVE_DONE
@@ -1270,13 +1681,13 @@ class InterpreterCore:
             return NATIVE_DONE
         self._call_resuming(body, body_plan, row, 6, True)
         if self._left_unmarked(row):
-            self._prog.nodes[row]._after_body(self)
+            self._prog_v.nodes[row]._after_body(self)
         else:
             self._jump_at(then_row, row, 3)
         return NATIVE_DONE
 
     def _native_invoke(self, row):
-        target = self._prog.rows[row][0]
+        target = self._prog_v.rows[row][0]
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
@@ -1284,29 +1695,29 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_loop_head(self, row):
-        cond, head, exit_row, body_row = self._prog.rows[row]
+        cond, head, exit_row, body_row = self._prog_v.rows[row]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
         truthy = self._call_resuming(cond, cond_plan, row, 5, True)
         if not self._still_at(row):
-            return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
+            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
             self._jump_at(exit_row, row, 3)
         else:
-            self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
+            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, head))
             self._jump_at(body_row, row, 2)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
-        entry = self._ret_addr_stack.pop()
+        entry = self._ret_addr_stack_v.pop()
         slot, targets = operands
-        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog:
+        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog_v:
             target = targets.get(entry._row)
             if target is None:
                 addr = [*entry.base_addr[:-1], slot]
-                target = targets[entry._row] = (*self._prog.locate(addr), addr)
+                target = targets[entry._row] = (*self._prog_v.locate(addr), addr)
             self._native_jump(target)
         elif self._mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
@@ -1317,10 +1728,10 @@ class InterpreterCore:
         pointer is on the Try row (`_still_at`), as it is when the body starts."""
         if not with_exc:
             return self._inline_plan(row)
-        bits = self._prog.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline) or self._signal.pending:
+        bits = self._prog_v.bits[row]
+        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
             return None
-        plan = self._prog.static_plans[row]
+        plan = self._prog_v.static_plans[row]
         if plan is None:
             if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
                 return None
@@ -1348,7 +1759,7 @@ class InterpreterCore:
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         _, escape_slot, _, on_success, on_exit, catches = operands
-        body_row, _, _, escape_row = self._prog.rows[row]
+        body_row, _, _, escape_row = self._prog_v.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
         plan = self._near_plan(body_row, False)
@@ -1364,7 +1775,7 @@ class InterpreterCore:
                     raise
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
-                    return self._native_try(row, operands, exc_val, as_subcall)
+                    return self._native_try(row, exc_val, as_subcall)
                 self._subcall_inline(handler[1], plan, _exc_keywords(exc_val))
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
@@ -1376,9 +1787,11 @@ class InterpreterCore:
                 self._jump_at(escape_row, row, 0)
         return None
 
-    async def _native_try(self, row, operands, raised, as_subcall):
-        """Run the Try block at `row`; with `raised`, the body already ran and raised it."""
-        _, escape_slot, body, on_success, on_exit, catches = operands
+    async def _native_try(self, row, raised, as_subcall):
+        """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
+        if row < 0 or row >= self._prog_v.nrows:
+            _row_outside(self._prog_v, row)
+        _, escape_slot, body, on_success, on_exit, catches = self._prog_v.operands[row]
         try:
             try:
                 if raised is None:
@@ -1403,47 +1816,47 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(self._prog.rows[row][3], row, 0)
+                self._jump_at(self._prog_v.rows[row][3], row, 0)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        target_row, return_row, _, _ = self._prog.rows[row]
+        target_row, return_row, _, _ = self._prog_v.rows[row]
         if return_row >= 0:
-            self._ret_addr_stack.push(PointerVector._at_row(self._prog, return_row))
+            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, return_row))
         else:
-            self._ret_addr_stack.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
+            self._ret_addr_stack_v.push(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
         self._jump_at(target_row, row, -1)
 
     def _native_ret(self):
-        saved = self._ret_addr_stack.pop()
+        saved = self._ret_addr_stack_v.pop()
         self._flag_bits &= ~FLAG_HLT
         self._rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
 
     async def _take_lock(self):
-        lock = self._interpret_lock
-        if not lock._try_take(self._run_task):
-            await lock._park(self._run_task, None)
+        lock = self._interpret_lock_v
+        if not lock._try_take(self._run_task_v):
+            await lock._park(self._run_task_v, None)
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
-        lock = self._interpret_lock
+        lock = self._interpret_lock_v
         steps = 0
         last_yield = time.monotonic()
         while True:
-            if self._signal.pending:
+            if self._signal_v.pending:
                 await self._gate(PC_CHECKPOINT)
             if self._pending_stop:
                 self._pending_stop = False
                 return
-            if not lock._try_take(self._run_task):
-                await lock._park(self._run_task, None)
+            if not lock._try_take(self._run_task_v):
+                await lock._park(self._run_task_v, None)
             try:
                 state = self._enter_step()
                 if state == STEP_END:
                     return
                 if state == STEP_RAN:
-                    if self._middleware is not None:
-                        await self._middleware(self)
+                    if self._middleware_v is not None:
+                        await self._middleware_v(self)
                     else:
                         await self._run_fast(self._descend_current())
                     if not self._leave_step():
@@ -1453,6 +1866,83 @@ class InterpreterCore:
             steps += 1
             if steps % _CHECK_CLOCK_EVERY == 0:
                 now = time.monotonic()
-                if now - last_yield >= self._yield_interval:
+                if now - last_yield >= self._yield_interval_v:
                     await asyncio.sleep(0)
                     last_yield = time.monotonic()
+
+
+# ----- checked at the write: the Python layer's fields (properties in the compiled core) ---------
+
+
+def _checked_field(slot, name, check):
+    """A field kept in `slot` whose writes are checked (`check(interp, value, name)` gives what to
+    store) and which cannot be deleted; a read is the slot's own (C) getter, so it costs nothing more."""
+
+    def write(interp, value):
+        slot.__set__(interp, check(interp, value, name))
+
+    def refuse(interp):
+        raise AttributeError(f"{name} cannot be deleted")
+
+    return property(slot.__get__, write, refuse)
+
+
+def _optional_of(kind, what):
+    """A check for a field that holds None or a `kind` (a class, or a late `module:name`)."""
+    if isinstance(kind, str):
+        return lambda interp, value, name: _optional(value, _late(kind), name, what)
+    return lambda interp, value, name: _optional(value, kind, name, what)
+
+
+def _check_stream_field(interp, value, name):
+    """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
+    if value is None:
+        interp._signal_v = NEVER_PENDING
+    else:
+        check_stream(value, name)
+        flag = getattr(value, "_suspend_flag", None)
+        interp._signal_v = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
+    return value
+
+
+def _check_parent(interp, value, name):
+    _optional(value, InterpreterCore, name, "an interpreter")
+    ancestor = value
+    while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
+        if ancestor is interp:
+            raise ValueError(f"{name} would make a cycle")
+        ancestor = ancestor._parent_interpreter
+    return value
+
+
+_NONE_SLOTS = tuple(InterpreterCore.__dict__[name] for name in (*_LAYER_FIELDS, "_shape"))
+_FIELD_CHECKS = {
+    "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
+    "_exc_ignored": lambda interp, value, name: exception_types(value, name),
+    "_ava_args_v": lambda interp, value, name: args_pool(value, name),
+    "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
+    "_args_hash": _optional_of(int, "an int"),
+    "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
+    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
+    "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
+    "_graph": lambda interp, value, name: _checked_graph(value, name),
+    "_interpreter_id": _optional_of(str, "a string"),
+    "_lifecycles_v": _optional_of(dict, "a dict"),
+    "_object_io": _check_stream_field,
+    "_parent_interpreter": _check_parent,
+    "_provider_values": _optional_of(dict, "a dict"),
+    "_sub_interpreters": lambda interp, value, name: _checked(value, dict, name, "a dict"),
+    "_sub_interpreters_all": _optional_of(dict, "a dict"),
+    "_top_interpreter": _optional_of(InterpreterCore, "an interpreter"),
+    "_values_key": _optional_of(tuple, "a tuple"),
+    "_waiter": lambda interp, value, name: _checked_waiter(value),
+}
+_LAYER_INIT_SLOTS = tuple(
+    InterpreterCore.__dict__[name]
+    for name in ("_graph", "_ava_args_v", "_ava_kwargs_v", "_exc_ignored", "_shape", "_sub_interpreters",
+                 "_sub_interpreters_all")
+)
+"""The slots `_layer_init` fills, in its order."""
+for _name, _check in _FIELD_CHECKS.items():
+    setattr(InterpreterCore, _name, _checked_field(InterpreterCore.__dict__[_name], _name, _check))
+del _name, _check

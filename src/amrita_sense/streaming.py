@@ -26,7 +26,7 @@ import inspect
 import math
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Coroutine
 from functools import wraps
 from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
@@ -51,7 +51,9 @@ _TIMED_OUT = object()
 _END = object()
 _NOTHING = object()
 
-_WAITING, _SERVED, _CLOSED, _BROKEN = 0, 1, 2, 3
+# How a parked caller was served. A writer let in while others were queued is QUEUED: its item
+# waits in the queue, where a cancelled writer can still take it back.
+_WAITING, _SERVED, _CLOSED, _BROKEN, _QUEUED = 0, 1, 2, 3, 4
 
 
 def _settle(fut: asyncio.Future, value: Any) -> None:
@@ -72,6 +74,27 @@ def _wake(fut: asyncio.Future, owner: int, value: Any = None) -> None:
         fut.get_loop().call_soon_threadsafe(_settle, fut, value)
     except RuntimeError:  # the loop is closed: nobody is left to wake
         pass
+
+
+def _remove_identical(items: deque[Any], item: Any) -> bool:
+    """Remove the last occurrence of `item` itself (not an equal one) from `items`."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] is item:
+            del items[index]
+            return True
+    return False
+
+
+def _cancel_at_next_await(exc: asyncio.CancelledError) -> None:
+    """A send completed before its cancellation reached it: request the cancellation again, so the
+    task sees it at its next await (the count of requests stays the same)."""
+    task = asyncio.current_task()
+    if task is None:
+        return
+    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+    if uncancel is not None:
+        uncancel()
+    task.cancel(exc.args[0] if exc.args else None)
 
 
 async def _wait(fut: asyncio.Future, timeout: float | None) -> bool:
@@ -179,9 +202,15 @@ class _Channel:
             self._putters.append(entry)
         try:
             in_time = await _wait(entry.fut, timeout)
+        except asyncio.CancelledError as exc:
+            if self._take_back(entry):
+                raise
+            _cancel_at_next_await(exc)  # delivered: the send returns; the cancellation is not lost
+            return
         except BaseException:
             self._withdraw(self._putters, entry)
             raise
+        entry.item = None
         if not in_time and self._withdraw(self._putters, entry):
             raise TimeoutError(f"the queue stayed full for {timeout} seconds")
         if entry.state == _BROKEN:
@@ -244,19 +273,35 @@ class _Channel:
 
     def _take(self) -> Any:
         """Pop the next item and let one blocked writer in (lock held)."""
-        putter = self._putters.popleft() if self._putters else None
         if self._items:
             item = self._items.popleft()
-            if putter is not None:
-                self._items.append(putter.item)
-        elif putter is not None:
-            item = putter.item
-        else:
+            self._admit_writer()
+            return item
+        if not self._putters:
             return _NOTHING
-        if putter is not None:
-            putter.item = None
-            putter.wake(_SERVED)
+        putter = self._putters.popleft()
+        item, putter.item = putter.item, None
+        putter.wake(_SERVED)
         return item
+
+    def _admit_writer(self) -> None:
+        """Queue the first blocked writer's item if there is room (lock held)."""
+        if self._putters and len(self._items) < self._size:
+            putter = self._putters.popleft()
+            self._items.append(putter.item)
+            putter.wake(_QUEUED)
+
+    def _take_back(self, entry: _Waiter) -> bool:
+        """A cancelled writer's send: withdraw it if the reader does not have its item yet (still
+        waiting, or queued and unread). False when the item was delivered."""
+        with self._guard:
+            if entry.state == _WAITING:
+                self._putters.remove(entry)
+                return True
+            if entry.state == _QUEUED and _remove_identical(self._items, entry.item):
+                self._admit_writer()
+                return True
+            return entry.state == _BROKEN
 
     def _withdraw(self, waiters: deque[_Waiter], entry: _Waiter) -> bool:
         """Remove a still-waiting entry; False if it was already served or failed."""
@@ -270,6 +315,47 @@ class _Channel:
     def _fail_all(waiters: deque[_Waiter], state: int) -> None:
         while waiters:
             waiters.popleft().wake(state)
+
+
+async def _items_of(channel: _Channel) -> AsyncGenerator[Any, None]:
+    try:
+        while (item := await channel.get()) is not _END:
+            yield item
+    finally:
+        channel.detach_reader()
+
+
+class _Reader(AsyncGenerator[Any, None]):
+    """The single reader of a channel: an async generator over its items that detaches the reader
+    when it ends, is closed or is dropped, also before its first read (a plain async generator runs
+    no code then, so writers would keep waiting for a reader that never comes)."""
+
+    __slots__ = ("_channel", "_items")
+
+    def __init__(self, channel: _Channel) -> None:
+        self._channel = channel
+        self._items = _items_of(channel)
+
+    def __aiter__(self) -> _Reader:
+        return self
+
+    def __anext__(self) -> Coroutine[Any, Any, Any]:
+        return self._items.__anext__()
+
+    def asend(self, value: Any) -> Coroutine[Any, Any, Any]:
+        return self._items.asend(value)
+
+    def athrow(self, *args: Any) -> Coroutine[Any, Any, Any]:
+        return self._items.athrow(*args)
+
+    async def aclose(self) -> None:
+        try:
+            await self._items.aclose()
+        finally:
+            self._channel.detach_reader()
+
+    def __del__(self) -> None:
+        self._channel.detach_reader()
 
 
 # ----- argument checks and helpers ------------------------------------------------------
@@ -697,12 +783,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         self._reverse.set_done(done)
 
     @staticmethod
-    async def _read(channel: _Channel) -> AsyncGenerator[Any, None]:
-        try:
-            while (item := await channel.get()) is not _END:
-                yield item
-        finally:
-            channel.detach_reader()
+    def _read(channel: _Channel) -> AsyncGenerator[Any, None]:
+        return _Reader(channel)
 
     # ----- callbacks -----------------------------------------------------------------------------
 

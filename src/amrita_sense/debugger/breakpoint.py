@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from amrita_sense.debugger._checks import require_interpreter
+
 if TYPE_CHECKING:
     from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -244,6 +246,7 @@ def break_at_tag(
     condition: Callable[[WorkflowInterpreter], bool] | None = None,
 ) -> Breakpoint:
     """Stop before any node whose tag is `tag` runs; returns the `Breakpoint`."""
+    require_interpreter(inter, "break_at_tag")
     if not isinstance(tag, str):
         raise TypeError(f"tag must be a str, not {type(tag).__name__}")
     _check_condition(condition)
@@ -261,6 +264,7 @@ def break_at_addr(
     The alias is resolved now. A segment address stops at the first node of
     the segment.
     """
+    require_interpreter(inter, "break_at_addr")
     _check_condition(condition)
     resolved = _resolve_addr(inter, addr)
     return _add(inter, Breakpoint(target=resolved, kind="addr", condition=condition))
@@ -278,11 +282,13 @@ def _remove(inter: WorkflowInterpreter, kind: str, target: Any) -> None:
 
 def clear_break_tag(inter: WorkflowInterpreter, tag: str) -> None:
     """Remove every tag breakpoint on `tag`."""
+    require_interpreter(inter, "clear_break_tag")
     _remove(inter, "tag", tag)
 
 
 def clear_break_addr(inter: WorkflowInterpreter, addr: list[int] | str) -> None:
     """Remove every address breakpoint at `addr` (an address list or an alias)."""
+    require_interpreter(inter, "clear_break_addr")
     _remove(inter, "addr", _resolve_addr(inter, addr))
 
 
@@ -292,6 +298,7 @@ def _condition_name(condition: Any) -> str:
 
 def list_breaks(inter: WorkflowInterpreter) -> None:
     """Print the breakpoints of `inter`, numbered from 1."""
+    require_interpreter(inter, "list_breaks")
     breakpoints = _get_state(inter).breakpoints
     if not breakpoints:
         print("(no breakpoints)")
@@ -308,6 +315,7 @@ def cleanup(inter: WorkflowInterpreter) -> None:
     The middleware is restored only if the debug middleware is still the
     installed one; a middleware set by the user since then is left alone.
     """
+    require_interpreter(inter, "cleanup")
     state = _debug_state.pop(inter.id, None)
     if state is None:
         return

@@ -37,6 +37,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from amrita_sense.debugger._checks import require_interpreter
 from amrita_sense.instructions.enum import AUTO_PREFIX
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import BaseNode
@@ -165,6 +166,8 @@ def resolve_dis(node: BaseNode) -> str:
     decoration reduced to `NAME`; for a generated `NodeSuspend::` tag, the
     function name without leading underscores.
     """
+    if not isinstance(node, BaseNode):
+        raise TypeError(f"resolve_dis(node) needs a node, not {type(node).__name__}")
     explicit = _text_attr(node, DIS_ATTR)
     if explicit is not None:
         return explicit
@@ -177,6 +180,8 @@ def resolve_dis(node: BaseNode) -> str:
 
 def resolve_cmt(node: BaseNode) -> str:
     """The comment of `node`: `__sdb_cmt__`, else an explicit tag, else `file:line` of its function."""
+    if not isinstance(node, BaseNode):
+        raise TypeError(f"resolve_cmt(node) needs a node, not {type(node).__name__}")
     explicit = _text_attr(node, CMT_ATTR)
     if explicit is not None:
         return explicit
@@ -463,6 +468,7 @@ def disassemble(inter: WorkflowInterpreter, *, around: int | None = None) -> str
         The listing, one slot per line; it holds ANSI colour codes when
         `COLOR` resolves to true.
     """
+    require_interpreter(inter, "disassemble", "get_graph", "_pointer")
     if around is not None and (isinstance(around, bool) or not isinstance(around, int) or around < 0):
         raise ValueError(f"around must be None or a non-negative int, not {around!r}")
     graph = inter.get_graph()
@@ -481,6 +487,7 @@ def disassemble(inter: WorkflowInterpreter, *, around: int | None = None) -> str
 
 def dis(inter: WorkflowInterpreter, *, around: int | None = DEFAULT_WINDOW) -> None:
     """Print the listing of `inter`'s graph around the program counter (`around=None`: all of it)."""
+    require_interpreter(inter, "dis", "get_graph", "_pointer")
     print(disassemble(inter, around=around))
 
 

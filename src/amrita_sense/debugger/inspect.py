@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from amrita_sense.debugger._checks import require_interpreter
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import BaseNode
 
@@ -48,6 +49,7 @@ def _walk_graph(graph: Any, prefix: list[int] | None = None) -> list[tuple[list[
 
 def where(inter: WorkflowInterpreter) -> None:
     """Print the pointer, the tag of the node there and the return-stack depth on one line."""
+    require_interpreter(inter, "where")
     node = _current_node(inter)
     label = node.tag if node is not None else "<INVALID>"
     addr = ", ".join(map(str, inter._pointer.base_addr))
@@ -56,6 +58,7 @@ def where(inter: WorkflowInterpreter) -> None:
 
 def inspect(inter: WorkflowInterpreter) -> None:
     """Print the interpreter's state: identity, pointer and node, stacks, panic, sub-interpreters."""
+    require_interpreter(inter, "inspect")
     print(_RULE)
     _print_identity(inter)
     _print_position(inter)
@@ -120,6 +123,7 @@ def _print_children(inter: WorkflowInterpreter) -> None:
 
 def backtrace(inter: WorkflowInterpreter) -> None:
     """Print the interpreter chain (root first), the return stack, the context stack and the node."""
+    require_interpreter(inter, "backtrace")
     _print_chain(inter)
     print("Returning Stack:")
     entries = list(inter._ret_addr_stack.stack)
@@ -157,6 +161,7 @@ def _print_chain(inter: WorkflowInterpreter) -> None:
 
 def list_nodes(inter: WorkflowInterpreter) -> None:
     """Print every node of the graph with its address, tag and function name."""
+    require_interpreter(inter, "list_nodes")
     nodes = _walk_graph(inter.get_graph())
     if not nodes:
         print("(empty graph)")
@@ -168,6 +173,7 @@ def list_nodes(inter: WorkflowInterpreter) -> None:
 
 def list_sub_intp(inter: WorkflowInterpreter, indent: int = 0) -> None:
     """Print the tree of sub-interpreters under `inter`: status, pointer and panic, one per line."""
+    require_interpreter(inter, "list_sub_intp")
     _print_tree(inter, indent)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from amrita_sense.debugger import code_disp
+from amrita_sense.debugger._checks import require_interpreter
 from amrita_sense.debugger.breakpoint import BreakpointHit, _get_state
 from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
 from amrita_sense.runtime.types import FLAG_HLT, Flags
@@ -70,7 +71,7 @@ async def _run_node(inter: WorkflowInterpreter) -> InterruptNotice | None:
         except InterruptNotice as notice:
             return notice
         except Exception as exc:
-            inter._panic_exc = exc  # type: ignore[assignment]  # declared by its None default
+            inter._panic_exc = exc
             raise
         if inter.jump_marked:
             inter.unmarkup()
@@ -112,6 +113,7 @@ async def step_async(inter: WorkflowInterpreter, *, show: bool = True) -> None:
     A node that raises records the panic (see `inspect`) and the exception
     propagates.
     """
+    require_interpreter(inter, "step_async")
     state = _get_state(inter)
     state.stepping = True
     state.resume_at = None
@@ -129,6 +131,7 @@ async def step_async(inter: WorkflowInterpreter, *, show: bool = True) -> None:
 
 async def step_over_async(inter: WorkflowInterpreter) -> None:
     """Step, then keep stepping while the return stack is deeper than it was (a CALL runs to its RET)."""
+    require_interpreter(inter, "step_over_async")
     base_depth = len(inter._ret_addr_stack)
     try:
         await step_async(inter, show=False)
@@ -142,6 +145,7 @@ async def step_over_async(inter: WorkflowInterpreter) -> None:
 
 async def step_out_async(inter: WorkflowInterpreter) -> None:
     """Step until the return stack is shallower than it was (the current routine returned) or the end."""
+    require_interpreter(inter, "step_out_async")
     base_depth = len(inter._ret_addr_stack)
     try:
         while len(inter._ret_addr_stack) >= base_depth and inter._pointer:
@@ -158,6 +162,7 @@ async def cont_async(inter: WorkflowInterpreter) -> None:
     A breakpoint stops before its node runs. The next `cont` runs that node
     once without stopping, so continuing always makes progress.
     """
+    require_interpreter(inter, "cont_async")
     state = _get_state(inter)
     state.stepping = False
     try:
@@ -226,21 +231,25 @@ def _run_sync(coro: Coroutine[Any, Any, None], inter: WorkflowInterpreter) -> No
 
 def step(inter: WorkflowInterpreter) -> None:
     """Run exactly one node (REPL)."""
+    require_interpreter(inter, "step")
     _run_sync(step_async(inter), inter)
 
 
 def step_over(inter: WorkflowInterpreter) -> None:
     """Run one node, stepping over subroutine calls (REPL)."""
+    require_interpreter(inter, "step_over")
     _run_sync(step_over_async(inter), inter)
 
 
 def step_out(inter: WorkflowInterpreter) -> None:
     """Run until the current subroutine returns (REPL)."""
+    require_interpreter(inter, "step_out")
     _run_sync(step_out_async(inter), inter)
 
 
 def cont(inter: WorkflowInterpreter) -> None:
     """Run until a breakpoint or the end of the workflow (REPL)."""
+    require_interpreter(inter, "cont")
     _run_sync(cont_async(inter), inter)
 
 

@@ -175,6 +175,10 @@ class Matcher(Hashable):
         block: bool = True,
         dead_at: datetime.datetime | None = None,
     ):
+        if not isinstance(event_type, str):
+            raise TypeError(f"event_type must be a string, not {type(event_type).__name__}")
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, not {type(priority).__name__}")
         if priority <= 0:
             raise ValueError("Event priority cannot be zero or negative!")
         self.event_type: str = event_type
@@ -697,6 +701,8 @@ class MatcherFactory:
                 f"Cannot trigger ConstructableEvent class {event!r} directly; "
                 "please use a constructable event in TRIGGER_EVENT node."
             )
+        if not isinstance(event, BaseEvent):
+            raise TypeError(f"trigger_event(event) needs a BaseEvent, not {type(event).__name__}")
         event_type = event.get_event_type()
         if __flags__.DISABLE_EXC_IGNORED:
             exception_ignored = ()

@@ -13,7 +13,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from amrita_sense.exceptions import AliasNotFoundError, BreakLoop
-from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
+from amrita_sense.node.core import BaseNode
+from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.types import PointerVector
 
 NODE_SLOTS = ("address_able", "fun_frame", "fun_sign", "func", "is_coro", "tag", "wrap_to_async")
 """The attributes `BaseNode._init` sets; instruction classes add their operands to these."""
@@ -26,6 +29,44 @@ async def broke_out(body: Awaitable[Any]) -> bool:
     except BreakLoop:
         return True
     return False
+
+
+# ----- argument checks: an instruction refuses a bad operand when it is declared ---------------
+
+
+def require_node(value: Any, what: str) -> Any:
+    """`value` if it is a node (a `@Node` function or an instruction node), else `TypeError` naming `what`."""
+    if not isinstance(value, BaseNode):
+        raise TypeError(f"{what} needs a node, not {type(value).__name__}")
+    return value
+
+
+def require_part(value: Any, what: str, *, payload: bool = False) -> Any:
+    """`value` if a graph can hold it (a node, a source compose or an instruction), else `TypeError`
+    (`payload`: with 1.1.3's message for a native clause's operand first)."""
+    if not isinstance(value, (BaseNode, AbstractComposeOriginal, SelfCompileInstruction)):
+        kind = type(value).__name__
+        detail = f"{what} needs a node, a NodeCompose or an instruction, not {kind}"
+        raise TypeError(f"Unsupported payload type: {kind} ({detail})" if payload else detail)
+    return value
+
+
+def require_name(value: Any, what: str) -> str:
+    """`value` if it is a string (an alias or an entry point name), else `TypeError` naming `what`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} needs a name (a string), not {type(value).__name__}")
+    return value
+
+
+def check_target(value: Any, what: str, optional: bool = False) -> None:
+    """A jump or call target: an alias (a string) or an address (a list or tuple of ints)."""
+    if value is None and optional:
+        return
+    if isinstance(value, str):
+        return
+    if isinstance(value, (list, tuple, PointerVector)) and all(type(i) is int for i in value):
+        return
+    raise TypeError(f"{what} must be an alias (str) or an address (list of int), not {value!r}")
 
 
 def already_compiled(kind: str) -> RuntimeError:

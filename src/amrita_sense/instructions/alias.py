@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amrita_sense.instructions._support import NODE_SLOTS
+from amrita_sense.instructions._support import NODE_SLOTS, require_name, require_node
 from amrita_sense.node.core import BaseNode
 from amrita_sense.node.self_compile import SelfCompileInstruction
 
@@ -22,6 +22,8 @@ class AliasNode(BaseNode):
     def __init__(self, node: BaseNode, alias: str):
         if isinstance(node, SelfCompileInstruction):
             raise ValueError("Alias node can't be SelfCompileInstruction")
+        require_node(node, "ALIAS(node)")
+        require_name(alias, "ALIAS(alias)")
         self.node = node
         self._init(node.func, f"Alias::{alias}", node.wrap_to_async, True)
         self.alias = alias

@@ -8,13 +8,13 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from amrita_sense.instructions._support import NODE_SLOTS
+from amrita_sense.instructions._support import NODE_SLOTS, require_part
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import BaseNode, NodeCompose
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.wrapper import Node
-from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter
+from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter, check_fork_options
 
 if sys.version_info < (3, 11):  # pragma: no cover - the backport ships for 3.10
     from exceptiongroup import BaseExceptionGroup
@@ -54,6 +54,9 @@ class BatchRun(BaseNode):
         object_io: Any = None,
         fail_fast: bool = False,
     ):
+        for item in payload:
+            require_part(item, "BATCH_RUN(*nodes)")
+        check_fork_options(middleware, object_io, "BATCH_RUN")
         self._fail_fast = fail_fast
         self._origin = payload
         self._io = object_io

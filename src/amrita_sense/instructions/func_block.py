@@ -8,14 +8,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from amrita_sense.exceptions import IllegalState
-from amrita_sense.instructions._support import NODE_SLOTS
+from amrita_sense.instructions._support import NODE_SLOTS, require_name, require_part
 from amrita_sense.instructions.alias import ALIAS
 from amrita_sense.instructions.workfl_ctrl import NOP
-from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal
+from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.wrapper import Node
-from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter
+from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter, check_fork_options
 
 Middleware = Callable[[WorkflowInterpreter], Awaitable[Any]]
 
@@ -35,6 +35,9 @@ class FuncBlock(BaseNode):
     __slots__ = (*NODE_SLOTS, "_children", "_comp_rendered", "_interpreter", "_io", "_mdw", "_onetime")
 
     def __init__(self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool):
+        if not is_rendered_compose(sub_comp) and not isinstance(sub_comp, SelfCompileInstruction):
+            raise TypeError(f"FUN_BLOCK(sub_comp) needs a rendered graph (call .render()), not {type(sub_comp).__name__}")
+        check_fork_options(middleware, object_io, "FUN_BLOCK")
         self._comp_rendered = sub_comp
         self._mdw = middleware
         self._io = object_io
@@ -90,6 +93,8 @@ def _fn_escape(pc: WorkflowInterpreter) -> None:
 
 
 def _routine(entrypoint: str, block: Any, closer: BaseNode) -> AbstractComposeOriginal:
+    require_name(entrypoint, "FN(entrypoint)")
+    require_part(block, "FN(block)")
     if isinstance(block, SelfCompileInstruction):
         block = block.extract()
     return _fn_escape >> ALIAS(NOP, entrypoint) >> block >> closer

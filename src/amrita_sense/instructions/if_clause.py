@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from amrita_sense.exceptions import InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, resume_near, resume_offset
+from amrita_sense.instructions._support import NODE_SLOTS, require_node, require_part, resume_near, resume_offset
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
@@ -28,6 +28,12 @@ def _check_do(body: Any) -> None:
         raise TypeError(
             "DO cannot be a composition or SelfCompileInstruction, please use FUN_BLOCK to wrap the sub component."
         )
+    require_node(body, "an IF / ELIF / ELSE branch")
+
+
+def _check_branch(condition: Any, body: Any) -> None:
+    require_part(condition, "an IF / ELIF condition")
+    _check_do(body)
 
 
 class ConditionJumpNode(BaseNode):
@@ -130,7 +136,7 @@ class IFClause(SelfCompileInstruction, Condition):
     """`IF(cond, body)`, extendable with `.ELIF(cond, body)` and `.ELSE(body)`."""
 
     def __init__(self, condition: Node[bool], do: BaseNode):
-        _check_do(do)
+        _check_branch(condition, do)
         self.condition = condition
         self.do = do
 
@@ -150,7 +156,7 @@ class NestedELIFClause(Condition):
     """A further ELIF of an `ELIFClause` chain."""
 
     def __init__(self, if_clause: ELIFClause, condition: Node[bool], do: BaseNode):
-        _check_do(do)
+        _check_branch(condition, do)
         self.condition = condition
         self.do = do
         self.parent = if_clause
@@ -160,7 +166,7 @@ class ELIFClause(SelfCompileInstruction, Condition):
     """`IF(...).ELIF(...)[.ELIF(...)...]`; 3 slots per branch and a final NOP."""
 
     def __init__(self, if_clause: IFClause, condition: Node[bool], do: BaseNode):
-        _check_do(do)
+        _check_branch(condition, do)
         self.condition = condition
         self.do = do
         self.parent = if_clause

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from amrita_sense.exceptions import IllegalState
+from amrita_sense.instructions._support import check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import Node
 from amrita_sense.runtime.types import InterpreterContext
@@ -23,16 +24,6 @@ from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
 
 Target = str | list[int]
-
-
-def _check_target(value: Any, what: str, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, str):
-        return
-    if isinstance(value, (list, tuple, PointerVector)) and all(type(i) is int for i in value):
-        return
-    raise TypeError(f"{what} must be an alias (str) or an address (list of int), not {value!r}")
 
 
 def _resolve(calc: Any, target: Target) -> list[int]:
@@ -70,7 +61,7 @@ class PushContextNode(_InstructionNode):
     """PUSH_CONTEXT: push a snapshot whose pointer is the return address; no jump."""
 
     def __init__(self, target: Target | None, exclude_deps: bool, exclude_stack: bool) -> None:
-        _check_target(target, "PUSH_CONTEXT address", optional=True)
+        check_target(target, "PUSH_CONTEXT address", optional=True)
         super().__init__(BuiltinTags.PUSH_CONTEXT)
         self._target = target
         self._addr: list[int] | None = None
@@ -112,8 +103,8 @@ class InterruptIntoNode(_InstructionNode):
     """INT: snapshot the state with the return address, set IF to `if_state`, jump."""
 
     def __init__(self, jump_to: Target, ret_to: Target | None, if_state: bool) -> None:
-        _check_target(jump_to, "INT jump target")
-        _check_target(ret_to, "INT return address", optional=True)
+        check_target(jump_to, "INT jump target")
+        check_target(ret_to, "INT return address", optional=True)
         if not isinstance(if_state, bool):
             raise TypeError(f"INT if_state must be a bool, not {if_state!r}")
         super().__init__(BuiltinTags.INT)

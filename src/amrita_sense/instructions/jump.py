@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, resolve_alias_strict
+from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, check_target, resolve_alias_strict
 from amrita_sense.node.core import BaseNode
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -13,6 +13,7 @@ class JumpNode(BaseNode):
     __slots__ = (*NODE_SLOTS, "_alias_or_idata", "_node_addr")
 
     def __init__(self, aliasOrIdata: str | list[int]):
+        check_target(aliasOrIdata, "JMP target")
         self._alias_or_idata = aliasOrIdata
         self._node_addr: list[int] = []
         self._init(self._jump, None, False, True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from amrita_sense.instructions._support import already_compiled
+from amrita_sense.instructions._support import already_compiled, check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.runtime.workflow import WorkflowInterpreter
@@ -43,6 +43,7 @@ class _PushRetNode(NodeType):
     __sdb_cmt__ = "push return address"
 
     def __init__(self, alias_or_idata: str | list[int]) -> None:
+        check_target(alias_or_idata, "PUSH_RET address")
         self._alias_or_idata = alias_or_idata
         self._addr: list[int] | None = None
         super().__init__(self.call, BuiltinTags.PUSH_RET, False, True, sys._getframe(2))
@@ -68,6 +69,8 @@ class _CallNode(NodeType):
     __sdb_cmt__ = "push return address and jump"
 
     def __init__(self, to_adr: str | list[int], from_adr: str | list[int] | None) -> None:
+        check_target(to_adr, "CALL target")
+        check_target(from_adr, "CALL return address", optional=True)
         self._to_adr = to_adr
         self._from_adr = from_adr
         self._to_addr: list[int] | None = None

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from amrita_sense.exceptions import GraphBuildError
-from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, resolve_alias_strict
+from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, require_name, require_part, resolve_alias_strict
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
@@ -43,6 +43,8 @@ class SubprogramStorage(SelfCompileInstruction):
     __slots__ = ("_nodes",)
 
     def __init__(self, *nodes: BaseNode):
+        for node in nodes:
+            require_part(node, "ARCHIVED_NODES(*nodes)")
         self._nodes = nodes
 
     def extract(self) -> AbstractComposeOriginal:
@@ -55,6 +57,7 @@ class InvokeNode(BaseNode):
     __slots__ = (*NODE_SLOTS, "_addr", "_alias")
 
     def __init__(self, alias: str, tag: str | None = None):
+        require_name(alias, "INVOKE(alias)")
         self._alias = alias
         self._addr: list[int] = []
         self._init(self.__call__, tag, False, True)

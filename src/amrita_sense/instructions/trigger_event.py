@@ -44,6 +44,8 @@ class TriggerInstruction(SelfCompileInstruction):
     """`[EventTrigger(+1, +2), Node(event.constructor), NOP]`."""
 
     def __init__(self, event: type[ConstructableEvent]):
+        if not isinstance(event, type) or not callable(getattr(event, "constructor", None)):
+            raise TypeError(f"TRIGGER_EVENT(event) needs an event class with a constructor, not {event!r}")
         self._constructor: Node[Any] = Node(event.constructor, BuiltinTags.TRIGGER_CONSTRUCTOR, False, False)
 
     def extract(self) -> AbstractComposeOriginal:

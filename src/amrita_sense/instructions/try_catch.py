@@ -21,7 +21,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import IllegalState, InterruptKeepContext
-from amrita_sense.instructions._support import resume_near
+from amrita_sense.instructions._support import require_part, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, NodeCompose
@@ -132,7 +132,7 @@ class TryClause(SelfCompileInstruction):
     """The source form of a Try block; build it with `Try(body)`."""
 
     def __init__(self, do: BaseNode) -> None:
-        self._do = do
+        self._do = require_part(do, "Try(node)")
         self._catch_then: list[tuple[_ExcSpec, BaseNode]] = []
         self._then: BaseNode | None = None
         self._finally: BaseNode | None = None
@@ -145,7 +145,7 @@ class TryClause(SelfCompileInstruction):
 
         def add_catch(exc: _ExcSpec, then: BaseNode) -> TryClause:
             _check_exc_spec(exc)
-            self._catch_then.append((exc, then))
+            self._catch_then.append((exc, require_part(then, "CATCH(exc_type, node)")))
             return self
 
         return add_catch
@@ -157,7 +157,7 @@ class TryClause(SelfCompileInstruction):
         def add_then(node: BaseNode) -> TryClause:
             if self._then is not None:
                 raise IllegalState("Cannot add THEN after THEN")
-            self._then = node
+            self._then = require_part(node, "THEN(node)")
             return self
 
         return add_then
@@ -169,7 +169,7 @@ class TryClause(SelfCompileInstruction):
         def add_finally(node: BaseNode) -> TryClause:
             if self._finally is not None:
                 raise IllegalState("Cannot add finally after finally")
-            self._finally = node
+            self._finally = require_part(node, "FINALLY(node)")
             return self
 
         return add_finally

@@ -9,6 +9,7 @@ import time
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from amrita_sense._classmemo import ClassMemo
 from amrita_sense.exceptions import GraphBuildError, NullPointerException
 from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.logging import debug_log, engine_debug_enabled, logger
@@ -48,6 +49,8 @@ class BaseNode:
     def _init(self, func, tag, wrap_to_async, address_able, frame=None) -> None:
         if not callable(func):
             raise TypeError(f"a node wraps a callable, not {type(func).__name__}")
+        if tag is not None and not isinstance(tag, str):
+            raise TypeError(f"a node's tag must be a string or None, not {type(tag).__name__}")
         self.fun_sign = sign_func(func)
         self.fun_frame = frame or sys._getframe(1)
         self.func = func
@@ -220,7 +223,7 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
         graph = self._graph
         hooks = top._collected_hooks
         for idx, node in enumerate(nodes):
-            kind = _KINDS.get(type(node)) or _classify(type(node))
+            kind = _KINDS.forever.get(type(node)) or _KINDS(type(node))
             if kind is _PLAIN:
                 graph.append(node)
             elif kind is _HOOKED:
@@ -251,11 +254,8 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
 _PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
     "plain", "hooked", "alias", "compose", "self-compiling", "invalid",
 )
-_KINDS: dict[type, str] = {}
-
-
 def _classify(cls: type) -> str:
-    """How a child of this class renders (cached per class)."""
+    """How a child of this class renders (see `_KINDS`)."""
     from amrita_sense.instructions.alias import AliasNode
 
     if issubclass(cls, AbstractComposeOriginal):
@@ -268,8 +268,11 @@ def _classify(cls: type) -> str:
         kind = _PLAIN if isabstractmethod(cls._post_compile) else _HOOKED
     else:
         kind = _INVALID
-    _KINDS[cls] = kind
     return kind
+
+
+_KINDS = ClassMemo(_classify)
+"""How a child renders, per class."""
 
 
 def _render_nested(source: Any, path: list[int], top: NodeComposeRendered) -> Any:

@@ -6,19 +6,18 @@ import inspect
 from typing import Any
 
 from amrita_sense import _core
+from amrita_sense._classmemo import ClassMemo
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.native import OP_CALL, compile_native, operand_rows
 from amrita_sense.utils import isabstractmethod
 
 
-_PRECHECK_BY_TYPE: dict[type, int] = {}
+def _compute_precheck_bit(cls: type) -> int:
+    return 0 if isabstractmethod(cls._pre_check) else _core.ROW_PRECHECK
 
 
-def _precheck_bit(cls: type) -> int:
-    bit = _PRECHECK_BY_TYPE.get(cls)
-    if bit is None:
-        bit = _PRECHECK_BY_TYPE[cls] = 0 if isabstractmethod(cls._pre_check) else _core.ROW_PRECHECK
-    return bit
+_precheck_bit = ClassMemo(_compute_precheck_bit)
+"""ROW_PRECHECK when a node class overrides `_pre_check`, per class."""
 
 
 def _row_bits(node: Any) -> int:

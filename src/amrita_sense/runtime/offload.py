@@ -35,13 +35,23 @@ def _deliver(fut: Any, ok: bool, value: Any) -> None:
         fut.set_exception(value)
 
 
+def _deliverable(exc: BaseException) -> BaseException:
+    """What the awaiting task gets for `exc`: a future cannot hold StopIteration, so it becomes the
+    RuntimeError a coroutine would raise (an inline or `async def` node gives the same)."""
+    if isinstance(exc, StopIteration):
+        error = RuntimeError("coroutine raised StopIteration")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
 def _run_job(job: tuple) -> None:
     loop, fut, ctx, func, args, kwargs = job
     try:
         value = ctx.run(func, *args, **kwargs) if ctx is not None else func(*args)
         ok = True
     except BaseException as exc:  # delivered to the awaiting task
-        value, ok = exc, False
+        value, ok = _deliverable(exc), False
     try:
         loop.call_soon_threadsafe(_deliver, fut, ok, value)
     except RuntimeError:

@@ -41,7 +41,9 @@ from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
+from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache, PointerVector, Stack
+from amrita_sense._core import address_list
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -64,6 +66,36 @@ def _rendered(graph: Any) -> Any:
         if is_rendered_compose(rendered):
             return rendered
     raise TypeError(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running event loop in this thread
+        return None
+
+
+def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
+    """The options of a forked interpreter (FUN_BLOCK, BATCH_RUN, `fork_interpreter`): `middleware`
+    UNSET (inherit), None or a callable; `object_io` None (the parent's stream) or a stream."""
+    if middleware is not UNSET and middleware is not None and not callable(middleware):
+        raise TypeError(
+            f"{what}: middleware must be a callable taking a WorkflowInterpreter and returning an awaitable, "
+            f"not {type(middleware).__name__}"
+        )
+    if object_io is not None:
+        _core.check_stream(object_io, f"{what}: object_io")
+
+
+_ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
+
+
+def _flag_bits(value: Any, name: str) -> int:
+    if not isinstance(value, int):
+        raise TypeError(f"{name} must be Flags (an int), not {type(value).__name__}")
+    if value & ~_ALL_FLAGS or value < 0:
+        raise ValueError(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
+    return int(value)
 
 
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
@@ -101,6 +133,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self._attach_to_tree(parent_interpreter)
 
     def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
+        if not isinstance(parent, WorkflowInterpreter):
+            raise TypeError(f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}")
         self._parent_interpreter = parent
         top = parent.top_interpreter
         self._top_interpreter = top
@@ -171,15 +205,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def object_io(self) -> Any:
         """The suspend/resume stream; created on first use."""
         if self._object_io is None:
-            from amrita_sense.streaming import SuspendObjectStream
-
             self.object_io = SuspendObjectStream()
         return self._object_io
 
     @object_io.setter
     def object_io(self, stream: Any) -> None:
-        self._object_io = stream
-        self._signal = getattr(stream, "_suspend_flag", None) or _core.ALWAYS_PENDING
+        self._object_io = _core.check_stream(stream, "object_io")  # the core takes its suspend flag
 
     # ----- status register ------------------------------------------------------------
 
@@ -189,7 +220,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_flags.setter
     def _flags(self, value: int) -> None:
-        self._flag_bits = int(value)
+        self._flag_bits = _flag_bits(value, "_flags")
 
     @property
     def flags(self) -> Flags:
@@ -274,15 +305,29 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         )
 
     def rebase_context(self, ctx: InterpreterContext) -> None:
-        """Restore a snapshot: pointer, pass-through types, pools, stack, panic and flags."""
-        self.rebase_ptr(ctx.ptr)
-        self._exc_ignored = ctx.exception_ignored
+        """Restore a snapshot: pointer, pass-through types, pools, stack, panic and flags.
+
+        Everything is checked before anything is restored, so a bad snapshot changes nothing."""
+        if not isinstance(ctx, InterpreterContext):
+            raise TypeError(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
+        ptr = ctx.ptr if isinstance(ctx.ptr, PointerVector) else address_list(ctx.ptr, "the context's ptr")
+        ignored = _core.exception_types(ctx.exception_ignored, "the context's exception_ignored")
+        stack = ctx.stack or self._ret_addr_stack
+        if not isinstance(stack, Stack):
+            raise TypeError(f"the context's stack must be a Stack, not {type(stack).__name__}")
+        if ctx.exception is not None and not isinstance(ctx.exception, BaseException):
+            raise TypeError(f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}")
+        bits = _flag_bits(ctx.flags, "the context's flags")
+        pools = None
         if ctx.s_args and ctx.s_kwargs:
-            self._ava_args = ctx.s_args
-            self._ava_kwargs = ctx.s_kwargs
-        self._ret_addr_stack = ctx.stack or self._ret_addr_stack
+            pools = _core.args_pool(ctx.s_args, "the context's s_args"), _core.kwargs_pool(ctx.s_kwargs, "the context's s_kwargs")
+        self.rebase_ptr(ptr)
+        self._exc_ignored = ignored
+        if pools is not None:
+            self._ava_args, self._ava_kwargs = pools
+        self._ret_addr_stack = stack
         self._panic_exc = ctx.exception
-        self._flag_bits = int(ctx.flags)
+        self._flag_bits = bits
 
     def rebase_ptr(self, ptr: list[int] | PointerVector) -> None:
         """Point at `ptr` (clears HLT; not a marked jump, so the loop still advances)."""
@@ -386,6 +431,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         outside runs between two nodes; `interrupt=False` needs the caller to
         hold the lock already (as a node in the main loop does).
         """
+        if not isinstance(addr, PointerVector):
+            addr = PointerVector(address_list(addr, "call_sub(addr)"))
         lock = self._interpret_lock
         if not interrupt and not lock.async_owned():
             raise RuntimeError(
@@ -400,9 +447,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             if interrupt:
                 lock.async_release()
 
-    async def _run_subroutine(self, addr: Any, extra_arg: tuple, extra_kwargs: dict) -> Any:
+    async def _run_subroutine(self, addr: PointerVector, extra_arg: tuple, extra_kwargs: dict) -> Any:
         self._ret_addr_stack.push(self._pointer)
-        self._pointer = addr if isinstance(addr, PointerVector) else PointerVector(list(addr))
+        self._pointer = addr
         self._outer_interpreting = True
         self._subcalls += 1
         try:
@@ -492,6 +539,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_args.setter
     def _ava_args(self, value: tuple) -> None:
+        value = _core.args_pool(value, "_ava_args")
         self._untrust_di()
         self._ava_args_v = value
 
@@ -501,6 +549,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_ava_kwargs.setter
     def _ava_kwargs(self, value: dict) -> None:
+        value = _core.kwargs_pool(value, "_ava_kwargs")
         self._untrust_di()
         self._ava_kwargs_v = value
 
@@ -961,15 +1010,27 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     @_waiter_fut.setter
     def _waiter_fut(self, fut: asyncio.Future | None) -> None:
+        if fut is not None and not isinstance(fut, asyncio.Future):
+            raise TypeError(f"_waiter_fut must be an asyncio.Future or None, not {type(fut).__name__}")
         self._waiter = fut
 
     @property
     def wait(self) -> asyncio.Future:
-        """The current run's future; resolves (or fails with the panic) when the run ends."""
-        fut = self._waiter_fut
-        if fut is None:
+        """The current run's future; resolves (or fails with the panic) when the run ends.
+
+        From inside the run itself (a node awaiting it would wait for itself) it raises `IllegalState`.
+        """
+        if self._waiter is None:
             raise IllegalState("Interpreter is not running.")
-        return fut
+        self._refuse_waiting_for_own_run("wait")
+        return self._waiter_fut
+
+    def _refuse_waiting_for_own_run(self, what: str, caller: Any = UNSET) -> None:
+        """`IllegalState` when `caller` (default: the current task) drives this interpreter's run:
+        waiting for the run's end from inside it can never finish (like `run()` from inside a node)."""
+        task = self._run_task
+        if task is not None and task is (_current_task() if caller is UNSET else caller):
+            raise IllegalState(f"{what} from inside this interpreter's own run would wait for itself forever")
 
     # ----- sub-interpreters -----------------------------------------------------------
 
@@ -982,12 +1043,15 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         ava_kwargs: dict[str, Any] | None = None,
     ) -> WorkflowInterpreter:
         """A child interpreter sharing this one's stream, pass-through types, pools and middleware."""
+        check_fork_options(middleware, object_io, "fork_interpreter")
         if middleware is UNSET:
             middleware = None if __flags__.NO_SHARED_MIDDLEWARE else self._middleware
-        elif middleware is not None and not callable(middleware):
-            raise TypeError("middleware must be a callable taking a WorkflowInterpreter and returning an awaitable")
-        args = (*ava_args, *self._ava_args_v[1:]) if ava_args is not None else self._ava_args_v
-        kwargs = {**self._ava_kwargs_v, **ava_kwargs} if ava_kwargs is not None else self._ava_kwargs_v
+        args = self._ava_args_v
+        if ava_args is not None:
+            args = (*_core.args_pool(ava_args, "ava_args"), *args[1:])
+        kwargs = self._ava_kwargs_v
+        if ava_kwargs is not None:
+            kwargs = {**kwargs, **_core.kwargs_pool(ava_kwargs, "ava_kwargs")}
         return WorkflowInterpreter(
             compose if compose is not None else self._graph,
             object_io=object_io or self.object_io,
@@ -999,7 +1063,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         )
 
     async def terminate(self, eol: bool = True) -> None:
-        """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree."""
+        """Stop at the next checkpoint and wait for the run to end; `eol` leaves the tree.
+
+        From inside the run itself it raises `IllegalState` (it would wait for itself).
+        """
+        await self._terminate(eol, _current_task())
+
+    async def _terminate(self, eol: bool, caller: asyncio.Task | None) -> None:
+        """`terminate()` on behalf of the task `caller` (the `*_all*` helpers run it in tasks of their own)."""
+        if self.is_running:
+            self._refuse_waiting_for_own_run("terminate()", caller)
         fut = self._waiter_fut
         if fut is not None and not fut.done() and not self._pending_stop:
             self._pending_stop = True
@@ -1020,19 +1093,30 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     def terminate_all_forks(self, eol: bool = True, exclude_self: bool = False) -> asyncio.Future:
         """Terminate this interpreter (unless excluded) and its direct children concurrently."""
         targets = ([] if exclude_self else [self]) + list(self._sub_interpreters.values())
-        return asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+        caller = _current_task()
+        return asyncio.gather(*(t._terminate(eol, caller) for t in targets), return_exceptions=True)
 
     async def terminate_all(self, eol: bool = True, exclude_self: bool = False) -> list:
         """Terminate every interpreter of the tree (top level only)."""
         if self.top_interpreter is not self:
             raise IllegalState("This interpreter is not top level.")
         targets = ([] if exclude_self else [self]) + list(self._sub_interpreters_all.values())
-        return await asyncio.gather(*(t.terminate(eol) for t in targets), return_exceptions=True)
+        caller = _current_task()
+        return await asyncio.gather(*(t._terminate(eol, caller) for t in targets), return_exceptions=True)
 
     async def wait_all_forks(self, return_exc: bool = False, exclude_self: bool = False) -> list | None:
-        """Wait for this run (unless excluded) and every running descendant."""
-        waits = [] if exclude_self or not self.is_running else [self.wait]
-        waits += [sub.wait_all_forks(return_exc=return_exc) for sub in self._sub_interpreters.values()]
+        """Wait for this run (unless excluded) and every running descendant.
+
+        A run driven by the calling task (its own, or a FUN_BLOCK's parent) fails with `IllegalState`.
+        """
+        return await self._wait_forks(_current_task(), return_exc, exclude_self)
+
+    async def _wait_forks(self, caller: asyncio.Task | None, return_exc: bool, exclude_self: bool = False) -> list | None:
+        waits: list = []
+        if not exclude_self and self.is_running:
+            self._refuse_waiting_for_own_run("wait_all_forks()", caller)
+            waits.append(self._waiter_fut)
+        waits += [sub._wait_forks(caller, return_exc) for sub in self._sub_interpreters.values()]
         results = await asyncio.gather(*waits, return_exceptions=return_exc)
         return results if return_exc else None
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, broke_out, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal
@@ -124,11 +124,11 @@ class DoWhileClause(SelfCompileInstruction):
     """`DO(body)`; set the condition with `.WHILE(cond)`."""
 
     def __init__(self, do: Node) -> None:
-        self.do = do
+        self.do = require_part(do, "DO(node)")
 
     @property
     def WHILE(self) -> Callable[[Node[bool]], DoWhileClause]:
-        return lambda condition: (setattr(self, "condition", condition), self)[1]
+        return lambda condition: (setattr(self, "condition", require_part(condition, "WHILE(condition)")), self)[1]
 
     def extract(self) -> AbstractComposeOriginal:
         if not hasattr(self, "condition"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
-from amrita_sense.instructions._support import NODE_SLOTS, broke_out, resume_near
+from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
@@ -113,10 +113,10 @@ class WhileClause(SelfCompileInstruction):
     """`WHILE(cond)`; set the single-node body once with `.ACTION(body)`."""
 
     def __init__(self, condition: Node[bool]) -> None:
-        self.condition = condition
+        self.condition = require_part(condition, "WHILE(condition)")
 
     def _action_set(self, action: BaseNode) -> None:
-        self._action = action
+        self._action = require_part(action, "ACTION(node)")
 
     @property
     def ACTION(self) -> Callable[[BaseNode], WhileClause]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense.instructions._support import require_part
 from amrita_sense.instructions.native._core import (
     NativeBubbleEnterNode,
     NativeDoWhileNode,
@@ -26,14 +27,14 @@ class NativeDoClause(SelfCompileInstruction):
     __slots__ = ("_body", "_condition")
 
     def __init__(self, body: Any) -> None:
-        self._body = body
+        self._body = require_part(body, "NATIVE_DO(body)", payload=True)
         self._condition: Any = None
 
     def WHILE(self, condition: Node[bool]) -> NativeDoClause:
         """Set the loop condition."""
         if self._condition is not None:
             raise TypeError("NATIVE_DO can only have a single .WHILE(condition)")
-        self._condition = condition
+        self._condition = require_part(condition, "NATIVE_DO WHILE(condition)", payload=True)
         return self
 
     def extract(self) -> NodeCompose:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense.instructions._support import require_part
 from amrita_sense.instructions.native._core import (
     NativeBranchExitNode,
     NativeBubbleEnterNode,
@@ -27,16 +28,16 @@ class _ELIFClause:
     __slots__ = ("body", "condition")
 
     def __init__(self, condition: Node[bool], body: Any) -> None:
-        self.condition = condition
-        self.body = body
+        self.condition = require_part(condition, "NATIVE_IF ELIF(condition)", payload=True)
+        self.body = require_part(body, "NATIVE_IF ELIF(body)", payload=True)
 
 
 class NativeIfClause(SelfCompileInstruction):
     """`NATIVE_IF(cond, body)` with fluent `.ELIF(cond, body)` and a single `.ELSE(body)`."""
 
     def __init__(self, condition: Node[bool], body: Any) -> None:
-        self._condition = condition
-        self._body = body
+        self._condition = require_part(condition, "NATIVE_IF(condition)", payload=True)
+        self._body = require_part(body, "NATIVE_IF(body)", payload=True)
         self._elifs: list[_ELIFClause] = []
         self._else_body: Any = None
 
@@ -49,7 +50,7 @@ class NativeIfClause(SelfCompileInstruction):
         """Set the ELSE branch (once)."""
         if self._else_body is not None:
             raise TypeError("ELSE branch already defined")
-        self._else_body = body
+        self._else_body = body if body is None else require_part(body, "NATIVE_IF ELSE(body)", payload=True)
         return self
 
     def extract(self) -> NodeCompose:

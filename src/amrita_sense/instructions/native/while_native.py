@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense.instructions._support import require_part
 from amrita_sense.instructions.native._core import NativeWhileNode, _classify_body, _configure_loop_control_nodes
 from amrita_sense.instructions.native.continue_loop import CONTINUE
 from amrita_sense.instructions.workfl_ctrl import NOP
@@ -26,14 +27,14 @@ class NativeWhileClause(SelfCompileInstruction):
     __slots__ = ("_body", "_condition")
 
     def __init__(self, condition: Node[bool]) -> None:
-        self._condition = condition
+        self._condition = require_part(condition, "NATIVE_WHILE(condition)", payload=True)
         self._body: Any = None
 
     def ACTION(self, body: Any) -> NativeWhileClause:
         """Set the loop body (a node or a composition)."""
         if self._body is not None:
             raise TypeError("ACTION already set on NativeWhileClause")
-        self._body = body
+        self._body = require_part(body, "NATIVE_WHILE ACTION(body)", payload=True)
         return self
 
     def extract(self) -> NodeCompose:

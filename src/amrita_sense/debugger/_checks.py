@@ -1,0 +1,15 @@
+"""Argument checks shared by the debugger's entry points."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def require_interpreter(inter: Any, what: str, *uses: str) -> None:
+    """`TypeError` naming `what` unless `inter` is a WorkflowInterpreter, or at least has the
+    attributes `uses` that `what` reads (the disassembler lists any graph holder)."""
+    from amrita_sense.runtime.workflow import WorkflowInterpreter
+
+    if isinstance(inter, WorkflowInterpreter) or (uses and all(hasattr(inter, name) for name in uses)):
+        return
+    raise TypeError(f"{what}(inter) needs a WorkflowInterpreter, not {type(inter).__name__}")
