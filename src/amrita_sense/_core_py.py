@@ -21,6 +21,10 @@ from collections import deque
 from amrita_sense import _unsafe
 import sniffio
 
+from amrita_sense._opcodes import (
+    EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP,
+    OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND_RESUME, THEN,
+)
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
@@ -33,22 +37,6 @@ ROW_CORO = 1
 ROW_THREAD = 2
 ROW_PRECHECK = 4
 ROW_EMPTY = 8
-
-OP_CALL = 0
-OP_NOP = 1
-OP_JUMP = 2
-OP_BRANCH = 3
-OP_ELSE = 4
-OP_WHILE = 5
-OP_CALLSUB = 6
-OP_RET = 7
-OP_TRY = 8
-OP_DO = 9
-OP_DO_CHECK = 10
-OP_NATIVE_IF = 11
-OP_LOOP_HEAD = 12
-OP_LOOP_CONTROL = 13
-OP_INVOKE = 14
 
 NATIVE_DONE = 0
 NATIVE_NOT_READY = 1
@@ -132,7 +120,7 @@ class Program:
     segment that execution can land on). Plain advancement is `row + 1`:
     entering nested segments and leaving exhausted ones is already folded
     into the order. Each row has an opcode (`ops`), its operands, and the
-    rows the opcode works with (`rows`, see `node.native.operand_rows`).
+    rows the opcode works with (`rows`); see `_opcodes` for both layouts.
     """
 
     __slots__ = (
@@ -1074,7 +1062,7 @@ class InterpreterCore:
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
-            self._jump_at(self._prog.rows[row][0], row, -1)
+            self._jump_at(self._prog.rows[row][THEN], row, THEN)
         elif op == OP_BRANCH:
             return self._native_branch(row)
         elif op == OP_ELSE:
@@ -1094,7 +1082,7 @@ class InterpreterCore:
         elif op == OP_LOOP_HEAD:
             return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog.operands[row])
+            self._native_loop_control(self._prog.operands[row][EXTRA])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
         return NATIVE_DONE
@@ -1112,20 +1100,19 @@ class InterpreterCore:
             self._goto(target)
 
     def _jump_at(self, target_row, row, k):
-        """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
+        """Jump to the target in field `k` (EXIT or THEN) of `row`'s operands: straight to
         `target_row` when the target is one row, else through its descriptor."""
         if self._mark_jump():
             if target_row >= 0:
                 self._pointer._set_row(self._prog, target_row)
             else:
-                operands = self._prog.operands[row]
-                self._goto(operands if k < 0 else operands[k])
+                self._goto(self._prog.operands[row][k])
 
     def _subcall_inline(self, row, plan, extra=None):
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog.rows[row][0], row, -1)
+            return self._jump_at(self._prog.rows[row][THEN], row, THEN)
         stack = self._ret_addr_stack
         stack.push(self._pointer)
         self._pointer = PointerVector._at_row(self._prog, row)
@@ -1146,8 +1133,8 @@ class InterpreterCore:
         return self._call_plan(prog.funcs[row], plan, extra)
 
     def _call_resuming(self, callee, plan, row, k, near):
-        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
-        of `row` (see `_resume_at`)."""
+        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in field `k`
+        (FIRST_RESUME or SECOND_RESUME) of `row`'s operands (see `_resume_at`)."""
         try:
             return self._subcall_inline(callee, plan)
         except InterruptKeepContext:
@@ -1155,7 +1142,7 @@ class InterpreterCore:
             raise
 
     def _resume_at(self, row, k, near):
-        """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
+        """A called node suspended: resume at the slot in field `k` of `row`'s operands (near: a slot of
         the segment; else an offset from the current slot)."""
         slot = self._prog.operands[row][k]
         if near:
@@ -1163,24 +1150,25 @@ class InterpreterCore:
         else:
             _support().resume_offset(self, slot)
 
-    # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `rows`).
+    # Operands: the named fields of `_opcodes`, filled by each instruction's `_native_op`; a dense row
+    # unpacks as `first, second, exit_row, then_row`.
 
     def _native_branch(self, row):
         cond, body, false_row, then_row = self._prog.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, 5, False)
+        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
         if not self._still_at(row):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(false_row, row, 2)
+            self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, 6, True)
+        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_else(self, row):
@@ -1188,11 +1176,11 @@ class InterpreterCore:
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
-        self._call_resuming(body, body_plan, row, 2, False)
+        self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
         if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 1)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_while(self, row):
@@ -1200,24 +1188,24 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, 6, True)
+        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(exit_row, row, 3)
+            self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         try:
-            self._call_resuming(body, body_plan, row, 5, True)
+            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         except BreakLoop:
             if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(exit_row, row, 3)
+                self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(checkup_row, row, 2)
+            self._jump_at(checkup_row, row, THEN)
         return NATIVE_DONE
 
     def _native_do(self, row):
@@ -1226,17 +1214,17 @@ class InterpreterCore:
         if body_plan is None:
             return NATIVE_NOT_READY
         try:
-            self._call_resuming(body, body_plan, row, 3, True)
+            self._call_resuming(body, body_plan, row, FIRST_RESUME, True)
         except BreakLoop:
             if self._left_unmarked(row):
                 self._prog.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(exit_row, row, 2)
+                self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(check_row, row, 1)
+            self._jump_at(check_row, row, THEN)
         return NATIVE_DONE
 
     def _native_do_check(self, row):
@@ -1244,13 +1232,13 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        again = self._call_resuming(cond, cond_plan, row, 3, True)
+        again = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
-            self._jump_at(back_row, row, 1)
+            self._jump_at(back_row, row, THEN)
         else:
-            self._jump_at(exit_row, row, 2)
+            self._jump_at(exit_row, row, EXIT)
         return NATIVE_DONE
 
     def _native_if(self, row):
@@ -1259,24 +1247,24 @@ class InterpreterCore:
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, 5, True)
+        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(false_row, row, 2)
+            self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
         if body < 0:  # a compose body is entered by a jump
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, 6, True)
+        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         if self._left_unmarked(row):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_invoke(self, row):
-        target = self._prog.rows[row][0]
+        target = self._prog.rows[row][FIRST]
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
@@ -1288,14 +1276,14 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, 5, True)
+        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(exit_row, row, 3)
+            self._jump_at(exit_row, row, EXIT)
         else:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, head))
-            self._jump_at(body_row, row, 2)
+            self._jump_at(body_row, row, THEN)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
@@ -1347,7 +1335,8 @@ class InterpreterCore:
     def _native_try_now(self, row, operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
-        _, escape_slot, _, on_success, on_exit, catches = operands
+        escape_slot = operands[FIRST_RESUME]
+        _, on_success, on_exit, catches = operands[EXTRA]
         body_row, _, _, escape_row = self._prog.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
@@ -1373,12 +1362,13 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(escape_row, row, 0)
+                self._jump_at(escape_row, row, THEN)
         return None
 
     async def _native_try(self, row, operands, raised, as_subcall):
         """Run the Try block at `row`; with `raised`, the body already ran and raised it."""
-        _, escape_slot, body, on_success, on_exit, catches = operands
+        escape_slot = operands[FIRST_RESUME]
+        body, on_success, on_exit, catches = operands[EXTRA]
         try:
             try:
                 if raised is None:
@@ -1403,16 +1393,16 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(self._prog.rows[row][3], row, 0)
+                self._jump_at(self._prog.rows[row][THEN], row, THEN)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        target_row, return_row, _, _ = self._prog.rows[row]
+        _, return_row, _, target_row = self._prog.rows[row]
         if return_row >= 0:
             self._ret_addr_stack.push(PointerVector._at_row(self._prog, return_row))
         else:
             self._ret_addr_stack.push(PointerVector(list(self._prog.nodes[row]._frm_addr)))
-        self._jump_at(target_row, row, -1)
+        self._jump_at(target_row, row, THEN)
 
     def _native_ret(self):
         saved = self._ret_addr_stack.pop()

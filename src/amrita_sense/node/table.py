@@ -7,7 +7,8 @@ from typing import Any
 
 from amrita_sense import _core
 from amrita_sense.node.abc_base import is_rendered_compose
-from amrita_sense.node.native import OP_CALL, compile_native, operand_rows
+from amrita_sense._opcodes import OP_CALL, dense_row
+from amrita_sense.node.native import compile_native
 from amrita_sense.utils import isabstractmethod
 
 
@@ -113,7 +114,7 @@ def build_program(graph: Any) -> Any:
     if graph:
         builder.walk(graph, ())
     ops, operands = builder.compile_ops()
-    rows = [operand_rows(op, args) for op, args in zip(ops, operands)]
+    rows = [dense_row(args) for args in operands]
     return _core.Program(
         graph, builder.nodes, builder.funcs, builder.bits, builder.static_plans,
         ops, operands, rows, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,

@@ -10,6 +10,7 @@ class _BreakLoopNode(_LoopControlNode):
     """Pops the loop's stack entry and jumps to the loop's exit NOP."""
 
     __slots__ = ()
+    _native_op = _LoopControlNode._native_op  # its base's opcode (rules are looked up per exact class)
 
     def __init__(self) -> None:
         super().__init__()
