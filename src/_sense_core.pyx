@@ -25,7 +25,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF
 
 
 cdef extern from *:

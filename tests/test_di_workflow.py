@@ -10,7 +10,7 @@ import pytest
 
 from amrita_sense import DependsInjectFailed, DependsResolveFailed, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense._unsafe import _Flags
-from amrita_sense.exceptions import BreakLoop, InterruptNotice
+from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.instructions.try_catch import Try
 from amrita_sense.runtime import workflow as workflow_module

@@ -18,9 +18,10 @@ runs are capped in steps anyway.
 from typing import Any
 
 import pytest
-from dual import SenseCopy, run_on, run_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from dual import SenseCopy, run_on, run_program
 
 MAX_STEPS = 600
 MAX_RUNS = 4

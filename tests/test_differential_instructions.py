@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import movers
 import pytest
-from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import movers
+from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 
 MAX_STEPS = 400
 RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ

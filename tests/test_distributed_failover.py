@@ -19,8 +19,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import distributed_support as ds
 import pytest
+
+import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pickle
 import threading
 
-import distributed_support as ds
 import pytest
 
 import amrita_sense
+import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 

@@ -8,7 +8,6 @@ import struct
 import zlib
 
 import pytest
-from durable_support import abandon, park, rec, tag
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from amrita_sense.durable import format as fmt
 from amrita_sense.durable.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
+from durable_support import abandon, park, rec, tag
 
 
 def halted_graph() -> object:

@@ -18,6 +18,9 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
 from dual import SenseCopy, run_on
 from durable_programs import (
     CONTINUING,
@@ -29,8 +32,6 @@ from durable_programs import (
     drive,
     passthrough,
 )
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 LOOPS = ["asyncio", "uvloop"]
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_ROUNDTRIP_EXAMPLES", "40"))

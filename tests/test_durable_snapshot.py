@@ -6,7 +6,6 @@ import asyncio
 import pickle
 
 import pytest
-from durable_support import PC, abandon, park, rec, tag
 
 from amrita_sense import IF, RESET, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
@@ -20,6 +19,7 @@ from amrita_sense.durable import (
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
 from amrita_sense.instructions import BATCH_RUN, CALL, FN, FUN_BLOCK, INT, INTER_FN, PUSH_CONTEXT
 from amrita_sense.streaming import SuspendObjectStream
+from durable_support import PC, abandon, park, rec, tag
 
 
 def chain(trace: list, *names: str) -> NodeCompose:

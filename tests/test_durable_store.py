@@ -10,9 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from durable_support import rec
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense import SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
     CheckpointConflict,
@@ -24,6 +22,8 @@ from amrita_sense.durable import (
     SQLiteCheckpointStore,
     inspect_snapshot,
 )
+from durable_support import rec
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program, run_whole
 
 from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullPointerException, WorkflowInterpreter
 from amrita_sense.instructions import (
@@ -27,6 +26,7 @@ from amrita_sense.instructions.native import NATIVE_WHILE
 from amrita_sense.instructions.subprogram import ARCHIVED_SEGMENT, CallNode, InvokeNode, SubprogramJumpNode
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.types import PointerVector
+from dual import Recorder, run_program, run_whole
 
 
 async def run(program, rec, **kw):

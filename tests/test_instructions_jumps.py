@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullPointerException, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, GOTO, IF, JMP, NOP
 from amrita_sense.instructions.alias import AliasNode
 from amrita_sense.instructions.jump import JumpNode
+from dual import Recorder, run_program
 
 
 def test_alias_node_shares_the_wrapped_function():

@@ -17,8 +17,9 @@ import random
 import subprocess
 from pathlib import Path
 
-import movers
 import pytest
+
+import movers
 
 SEEDS = range(600)
 REFERENCE_VERSION = "1.1.3"

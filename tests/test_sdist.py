@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_install import ROOT, _run, _unavailable
 
 pytestmark = pytest.mark.install

@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
-from dual import Recorder
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.runtime.workflow import PC_CHECKPOINT
 from amrita_sense.streaming import SuspendObjectStream
+from dual import Recorder
 
 GUARD = 10.0  # seconds: turns a hang into a failure; never reached when the code is right
 

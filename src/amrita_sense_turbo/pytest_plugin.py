@@ -23,7 +23,8 @@ import asyncio
 import importlib.util
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -16,7 +16,6 @@ This module uses only the standard library and the public API of amrita-sense 1.
 workers load it by path, under any build.
 """
 
-import asyncio
 import dis
 import importlib
 import importlib.machinery

@@ -15,7 +15,7 @@ import asyncio
 import sys
 import typing
 from abc import ABCMeta
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from types import FunctionType, MethodType, UnionType
 from typing import Any

@@ -41,7 +41,10 @@ from amrita_sense.weakcache import WeakValueLRUCache
 
 from .event import BaseEvent, ConstructableEvent
 from .exception import CancelException, MatcherException, PassException
-from .fun_typing import EMPTY, DependencyMeta, FunctionData, ParamDescriptor, sign_func, type_matches
+from .fun_typing import EMPTY as EMPTY  # re-exported, as 1.1.3's module has them
+from .fun_typing import DependencyMeta, FunctionData, sign_func
+from .fun_typing import ParamDescriptor as ParamDescriptor
+from .fun_typing import type_matches as type_matches
 
 T = TypeVar("T")
 

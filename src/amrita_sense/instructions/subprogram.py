@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 from amrita_sense._opcodes import OP_INVOKE, OP_JUMP, native_operands
-from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.exceptions import GraphBuildError
 from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, resolve_alias_strict
 from amrita_sense.instructions.enum import BuiltinTags
@@ -14,6 +13,7 @@ from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode, NodeCompose
 from amrita_sense.node.core import Node as NodeType
+from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 

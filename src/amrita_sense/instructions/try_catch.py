@@ -19,17 +19,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from amrita_sense._opcodes import OP_TRY, native_operands
-from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense import _unsafe
+from amrita_sense._opcodes import OP_TRY, native_operands
 from amrita_sense.exceptions import IllegalState, InterruptKeepContext
 from amrita_sense.instructions._support import resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
-
 
 _ExcSpec = type[BaseException] | tuple[type[BaseException], ...]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import sys
-import types
 import time
+import types
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 

@@ -13,7 +13,8 @@ targets become rows, jump targets become `(row, exact, address)` descriptors.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from amrita_sense._opcodes import OP_CALL
 

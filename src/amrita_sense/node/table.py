@@ -6,11 +6,10 @@ import inspect
 from typing import Any
 
 from amrita_sense import _core
-from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense._opcodes import OP_CALL, dense_row
+from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.native import compile_native
 from amrita_sense.utils import isabstractmethod
-
 
 _PRECHECK_BY_TYPE: dict[type, int] = {}
 

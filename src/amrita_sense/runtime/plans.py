@@ -28,10 +28,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from amrita_sense import _core
-from amrita_sense.hook.matcher import DependsFactory
 from amrita_sense.hook._inject import (
-    FactoryGroup, Recipe, Unresolved, leading_positional, match, meta_is_type_stable, split_cacheable,
+    FactoryGroup,
+    Recipe,
+    Unresolved,
+    leading_positional,
+    match,
+    meta_is_type_stable,
+    split_cacheable,
 )
+from amrita_sense.hook.matcher import DependsFactory
 
 EXC_NAMES = ("exc_type", "exc_val", "exc_tb")
 """The keywords a CATCH handler is called with."""

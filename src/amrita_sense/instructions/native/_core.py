@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from amrita_sense._opcodes import OP_CALLSUB, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, native_operands
-from amrita_sense.instructions.loop.do_while import do_check_op
-from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
+from amrita_sense.instructions.loop.do_while import do_check_op
 from amrita_sense.node.abc_base import AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
