@@ -258,7 +258,9 @@ def test_sync_step_and_cont_print_hits_and_crashes(capsys):
     step(interp)
     assert ptr(interp) == [2]
     step(interp)
-    assert capsys.readouterr().out.splitlines() == ["⚠️  Node crashed: ValueError('bad node'). Panic saved, use inspect()."]
+    assert capsys.readouterr().out.splitlines() == [
+        "⚠️  Node crashed: ValueError('bad node'). Panic saved, use inspect()."
+    ]
     assert isinstance(interp.get_exception(), ValueError)
     cont(interp)
     assert "Node crashed: ValueError('bad node')" in capsys.readouterr().out

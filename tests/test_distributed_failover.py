@@ -47,7 +47,7 @@ def _submit(pool: object, sink: Path, values: range) -> list:
     handles = [pool.submit(ds.counting, spec, setup=ds.job_setup) for spec in specs[:half]]
     workflow = pool.workflow(ds.counting, ds.job_setup)
     for start in range(half, len(specs), 5):
-        handles += workflow.submit_batch(specs[start:start + 5])
+        handles += workflow.submit_batch(specs[start : start + 5])
     return handles
 
 

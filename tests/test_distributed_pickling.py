@@ -55,7 +55,11 @@ def _record(graph, spec: dict, loop_name: str) -> tuple:
 
 
 @pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS))
 def test_a_pickled_graph_is_the_same_graph(pickling, loop_name, spec):
     try:

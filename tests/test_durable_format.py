@@ -114,8 +114,12 @@ def test_a_decompression_bomb_is_refused(sample, monkeypatch):
 
 def test_a_document_that_is_not_json_or_not_an_object(sample):
     graph, data = sample
-    for engine in (zlib.compress(b"not json"), zlib.compress(b"[1, 2]"), b"not zlib at all",
-                   zlib.compress(b"[" * 100_000 + b"]" * 100_000)):
+    for engine in (
+        zlib.compress(b"not json"),
+        zlib.compress(b"[1, 2]"),
+        b"not zlib at all",
+        zlib.compress(b"[" * 100_000 + b"]" * 100_000),
+    ):
         with pytest.raises(CorruptSnapshot):
             WorkflowInterpreter.restore(graph, _reframed(data, engine=engine))
 

@@ -106,7 +106,11 @@ async def _resumed(sense: SenseCopy, job: tuple[dict, bytes]) -> tuple:
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS), gates=st.booleans())
 def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates):
     compiled, twin = cores

@@ -164,8 +164,13 @@ def test_several_processes_write_one_database(tmp_path):
     script = WRITER.format(tests=str(ROOT / "tests"))
     env = {"PYTHONPATH": RUNTIME_DIR, "PATH": "/usr/bin:/bin"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", script, str(path), f"p{i}", "25"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path), f"p{i}", "25"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(4)
     ]
     for proc in procs:

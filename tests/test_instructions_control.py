@@ -71,7 +71,13 @@ def test_deprecated_names_are_the_same_objects():
     assert ins.INTERRUPT_RET is ins.IRET
     assert _deprecated.PUSH_AND_GOTO is ret2.PUSH_AND_GOTO
     assert set(_deprecated.__all__) == {
-        "GOTO", "INTERRUPT", "INTERRUPT_INTO", "INTERRUPT_KEEP_CTX", "INTERRUPT_RET", "PUSH_AND_GOTO", "PUSH_STACK",
+        "GOTO",
+        "INTERRUPT",
+        "INTERRUPT_INTO",
+        "INTERRUPT_KEEP_CTX",
+        "INTERRUPT_RET",
+        "PUSH_AND_GOTO",
+        "PUSH_STACK",
         "RET_FAR",
     }
 

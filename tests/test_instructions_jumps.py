@@ -109,5 +109,9 @@ async def test_aliased_node_uses_its_alias_tag_as_suspend_point():
 
     interp = WorkflowInterpreter(NodeCompose(ALIAS(rec.act("t"), "t"), NOP).render(), Gate())
     await run_program(interp, rec)
-    assert seen == ["WorkflowInterpreter::each_node", "Alias::t", "WorkflowInterpreter::each_node",
-                    "NodeSuspend::_no_operation"]
+    assert seen == [
+        "WorkflowInterpreter::each_node",
+        "Alias::t",
+        "WorkflowInterpreter::each_node",
+        "NodeSuspend::_no_operation",
+    ]

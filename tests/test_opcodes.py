@@ -88,4 +88,3 @@ def test_a_subclass_runs_its_own_function_not_its_base_opcode():
 def test_a_copy_of_nop_is_a_plain_call():
     program = build_program((work >> copy.copy(NOP)).render())
     assert program.ops[1] == _opcodes.OP_CALL
-

@@ -56,6 +56,7 @@ N_FIELDS = 7
 ROW_WIDTH = 4
 assert (FIRST, SECOND, EXIT, THEN) == tuple(range(ROW_WIDTH))
 
+
 def native_operands(
     *,
     first: int = -1,

@@ -79,9 +79,15 @@ class WorkflowBenchmark:
         self.benchmark = benchmark
         self.roots = roots
 
-    def __call__(self, workflow: Any, *, extra_args: tuple = (), extra_kwargs: dict | None = None,
-                 rounds: int | None = None, loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
-                 ) -> list[str]:
+    def __call__(
+        self,
+        workflow: Any,
+        *,
+        extra_args: tuple = (),
+        extra_kwargs: dict | None = None,
+        rounds: int | None = None,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+    ) -> list[str]:
         workload = _workload()
         run = self._one_run(workload, workflow, extra_args, extra_kwargs or {})
         loop = (loop_factory or asyncio.new_event_loop)()

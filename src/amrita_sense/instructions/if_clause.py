@@ -246,4 +246,3 @@ def IF(condition: Node[bool], do: BaseNode) -> IFClause:
     Bodies are single nodes (wrap a composition with FUN_BLOCK).
     """
     return IFClause(condition, do)
-

@@ -142,4 +142,3 @@ PUSH_STACK = PUSH_RET
 def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]:
     """Deprecated: `CALL(to_adr, from_adr=from_adr)` (the argument order changed in 1.0)."""
     return _CallNode(to_adr, from_adr)
-

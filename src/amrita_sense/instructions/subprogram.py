@@ -126,4 +126,3 @@ def ARCHIVED_SEGMENT(seg: AbstractComposeOriginal | SelfCompileInstruction) -> A
     if isinstance(seg, SelfCompileInstruction):
         seg = seg.extract()
     return _SegmentSkipNode() >> seg >> NOP
-

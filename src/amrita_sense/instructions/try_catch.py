@@ -126,7 +126,9 @@ class TryNode(BaseNode):
 
         body, on_success, on_exit = part(self._do_node_addr), part(self._else_addr), part(self._finally_addr)
         catches = tuple((exc, part(slot)) for exc, slot in self._catch_addr_chain)
-        if body is None or any(p is not None and p[1] < 0 for p in [body, on_success, on_exit, *(c for _, c in catches)]):
+        if body is None or any(
+            p is not None and p[1] < 0 for p in [body, on_success, on_exit, *(c for _, c in catches)]
+        ):
             return None
         return OP_TRY, native_operands(
             first=body[1],

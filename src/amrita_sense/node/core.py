@@ -249,7 +249,12 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
 
 
 _PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
-    "plain", "hooked", "alias", "compose", "self-compiling", "invalid",
+    "plain",
+    "hooked",
+    "alias",
+    "compose",
+    "self-compiling",
+    "invalid",
 )
 _KINDS: dict[type, str] = {}
 

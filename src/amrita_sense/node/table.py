@@ -115,6 +115,16 @@ def build_program(graph: Any) -> Any:
     ops, operands = builder.compile_ops()
     rows = [dense_row(args) for args in operands]
     return _core.Program(
-        graph, builder.nodes, builder.funcs, builder.bits, builder.static_plans,
-        ops, operands, rows, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,
+        graph,
+        builder.nodes,
+        builder.funcs,
+        builder.bits,
+        builder.static_plans,
+        ops,
+        operands,
+        rows,
+        builder.landings(),
+        builder.addrs,
+        builder.row_of,
+        builder.seg_row,
     )

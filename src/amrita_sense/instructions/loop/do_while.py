@@ -173,4 +173,3 @@ class DoWhileClause(SelfCompileInstruction):
 def DO(do: Node) -> DoWhileClause:
     """Run the single-node body, then repeat while `.WHILE(cond)` is truthy; `BreakLoop` leaves."""
     return DoWhileClause(do)
-

@@ -167,4 +167,3 @@ class WhileClause(SelfCompileInstruction):
 def WHILE(condition: Node[bool]) -> WhileClause:
     """Loop while `condition` is truthy; the body (`.ACTION(node)`) is one node, `BreakLoop` leaves."""
     return WhileClause(condition)
-

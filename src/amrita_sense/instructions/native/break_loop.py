@@ -20,4 +20,3 @@ class _BreakLoopNode(_LoopControlNode):
 def BREAK_LOOP() -> _BreakLoopNode:
     """A node that exits the enclosing NATIVE_WHILE / NATIVE_DO (configured when the loop compiles)."""
     return _BreakLoopNode()
-

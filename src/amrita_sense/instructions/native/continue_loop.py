@@ -20,4 +20,3 @@ class _ContinueNode(_LoopControlNode):
 def CONTINUE() -> _ContinueNode:
     """A node that starts the next iteration of the enclosing native loop (configured when it compiles)."""
     return _ContinueNode()
-

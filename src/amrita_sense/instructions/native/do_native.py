@@ -54,4 +54,3 @@ class NativeDoClause(SelfCompileInstruction):
 def NATIVE_DO(body: Any) -> NativeDoClause:
     """Run `body` (a node or a composition), then repeat while `.WHILE(cond)` is truthy."""
     return NativeDoClause(body)
-

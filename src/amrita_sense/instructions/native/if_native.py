@@ -77,11 +77,12 @@ def _branch(base: int, condition: Any, body: Any, merge: int, followed: bool) ->
     if not single:
         payload = NodeCompose(*payload, NativeBranchExitNode(merge)) if followed else NodeCompose(*payload)
     false_pos = base + 3 if followed else merge
-    head = NativeIfJumpNode(condi_offset=1, do_offset=2, do_pos=base + 2, ret_pos=merge, false_pos=false_pos, is_single=single)
+    head = NativeIfJumpNode(
+        condi_offset=1, do_offset=2, do_pos=base + 2, ret_pos=merge, false_pos=false_pos, is_single=single
+    )
     return [head, test, payload]
 
 
 def NATIVE_IF(condition: Node[bool], body: BaseNode | Any) -> NativeIfClause:
     """Branch on `condition`; a body is a node (called) or a composition (entered by a jump)."""
     return NativeIfClause(condition, body)
-
