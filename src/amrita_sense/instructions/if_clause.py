@@ -8,7 +8,7 @@ NOP; ELSE adds `[ELSE(do=+1, then=+2), e, NOP]`.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from amrita_sense._opcodes import OP_BRANCH, OP_ELSE, native_operands
@@ -233,7 +233,7 @@ class ELSEClause(SelfCompileInstruction, Condition):
         return NodeCompose(*_chunks(branches, exit_slot), ELSENode(do_offset=1, then_offset=2), self.do, NOP)
 
 
-def _chunks(branches: list[Condition], exit_slot: int) -> list:
+def _chunks(branches: Sequence[Condition], exit_slot: int) -> list:
     nodes: list = []
     for branch in branches:
         nodes.extend(ConditionJumpNode.make_chunk(branch.condition, branch.do, exit_slot, 3))

@@ -14,7 +14,7 @@ from amrita_sense.utils import isabstractmethod
 _PRECHECK_BY_TYPE: dict[type, int] = {}
 
 
-def _precheck_bit(cls: type) -> int:
+def _precheck_bit(cls: type[Any]) -> int:
     bit = _PRECHECK_BY_TYPE.get(cls)
     if bit is None:
         bit = _PRECHECK_BY_TYPE[cls] = 0 if isabstractmethod(cls._pre_check) else _core.ROW_PRECHECK

@@ -161,7 +161,12 @@ class DoWhileClause(SelfCompileInstruction):
 
     @property
     def WHILE(self) -> Callable[[Node[bool]], DoWhileClause]:
-        return lambda condition: (setattr(self, "condition", condition), self)[1]
+
+        def while_(condition: Node[bool]) -> DoWhileClause:
+            self.condition = condition
+            return self
+
+        return while_
 
     def extract(self) -> AbstractComposeOriginal:
         if not hasattr(self, "condition"):

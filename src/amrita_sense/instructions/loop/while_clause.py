@@ -145,7 +145,12 @@ class WhileClause(SelfCompileInstruction):
     def ACTION(self) -> Callable[[BaseNode], WhileClause]:
         if hasattr(self, "_action"):
             raise RuntimeError("Please DO NOT follow a ACTION after a ACTION")
-        return lambda node: (self, self._action_set(node))[0]
+
+        def action(node: BaseNode) -> WhileClause:
+            self._action_set(node)
+            return self
+
+        return action
 
     def extract(self) -> NodeCompose:
         from amrita_sense.instructions.jump import JumpNode

@@ -55,6 +55,7 @@ class NativeIfClause(SelfCompileInstruction):
     def extract(self) -> NodeCompose:
         branches = [(self._condition, self._body), *((e.condition, e.body) for e in self._elifs)]
         has_else = self._else_body is not None
+        else_body: Any
         else_body, else_single = _classify_body(self._else_body) if has_else else (NOP, True)
         merge = 3 * len(branches) + (1 if else_single else 2)
         nodes: list[Any] = []
