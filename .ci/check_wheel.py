@@ -28,8 +28,10 @@ def check_common(names: list[str], read) -> None:
     if shared:
         fail(f"the wheel writes into amrita-sense's directory: {shared}")
     points = read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
-    for wanted in ("amrita-sense-bench = amrita_sense.bench.runner:main",
-                   "amrita_sense_bench = amrita_sense_turbo.pytest_plugin"):
+    for wanted in (
+        "amrita-sense-bench = amrita_sense.bench.runner:main",
+        "amrita_sense_bench = amrita_sense_turbo.pytest_plugin",
+    ):
         if wanted not in points:
             fail(f"entry point missing: {wanted}")
     if RUNTIME + "bench/_worker.py" not in names:
@@ -49,8 +51,11 @@ def check_core(data: bytes, name: str) -> None:
         fail(f"{name} is {len(data)} bytes (more than {MAX_CORE_BYTES})")
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
-            paths = [t.runpath if t.entry.d_tag == "DT_RUNPATH" else t.rpath
-                     for t in section.iter_tags() if t.entry.d_tag in ("DT_RUNPATH", "DT_RPATH")]
+            paths = [
+                t.runpath if t.entry.d_tag == "DT_RUNPATH" else t.rpath
+                for t in section.iter_tags()
+                if t.entry.d_tag in ("DT_RUNPATH", "DT_RPATH")
+            ]
             if any(not p.startswith("$ORIGIN") for p in paths):
                 fail(f"{name} has a run-time search path of the build machine: {paths}")
     print(f"compiled core {name}: {len(data)} bytes, stripped, no RUNPATH")

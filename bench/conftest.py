@@ -67,8 +67,12 @@ if sys.platform != "win32":
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("amrita-sense bench")
-    group.addoption("--bench-size", choices=["quick", "full"], default=None,
-                    help="scenario sizes (default: quick with --benchmark-disable, else full)")
+    group.addoption(
+        "--bench-size",
+        choices=["quick", "full"],
+        default=None,
+        help="scenario sizes (default: quick with --benchmark-disable, else full)",
+    )
     group.addoption("--bench-rounds", type=int, default=5, help="timed rounds per benchmark")
 
 
@@ -142,9 +146,11 @@ def bench_scenario(benchmark, bench_loop, sense_core: str, request: pytest.Fixtu
             pending.clear()
 
         if inspect.iscoroutinefunction(plan.timed) and benchmark.disabled:
+
             def target() -> None:
                 bench_loop.run_until_complete(asyncio.wait_for(plan.timed(), GUARD_SECONDS))
         elif inspect.iscoroutinefunction(plan.timed):
+
             def target() -> None:
                 bench_loop.run_until_complete(plan.timed())
         else:

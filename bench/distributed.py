@@ -169,8 +169,13 @@ def latencies(graph: Any, workflow: Any, runs: int) -> tuple[float, float]:
 
 
 CHUNK = 16
-WAYS = [("local", 0, 1), ("1 worker", 1, 1), ("2 workers", 2, 1),
-        (f"1 worker, batches of {CHUNK}", 1, CHUNK), (f"2 workers, batches of {CHUNK}", 2, CHUNK)]
+WAYS = [
+    ("local", 0, 1),
+    ("1 worker", 1, 1),
+    ("2 workers", 2, 1),
+    (f"1 worker, batches of {CHUNK}", 1, CHUNK),
+    (f"2 workers, batches of {CHUNK}", 2, CHUNK),
+]
 """(name, workers (0: this process), runs per call)."""
 
 
@@ -202,10 +207,17 @@ def measure(quick: bool, rounds: int, runs: int) -> dict:
                         rates[way].append(remote_rate(flows[workers], loops, count, chunk, cpu[way]))
                     else:
                         rates[way].append(local_rate(graph, loops, count, cpu[way]))
-            report[name] = {"work_ms_per_run": micros * NODES / 1000, "ways": {
-                way: {"runs_per_s": statistics.median(rates[way]), "all": rates[way], "cpu_ms_per_run": _cpu_ms(cpu[way])}
-                for way, _, _ in WAYS
-            }}
+            report[name] = {
+                "work_ms_per_run": micros * NODES / 1000,
+                "ways": {
+                    way: {
+                        "runs_per_s": statistics.median(rates[way]),
+                        "all": rates[way],
+                        "cpu_ms_per_run": _cpu_ms(cpu[way]),
+                    }
+                    for way, _, _ in WAYS
+                },
+            }
         single = make_graph(1)
         local, remote = latencies(single, one.workflow(single, setup), 20 if quick else 100)
         report["latency"] = {"local_s": local, "remote_s": remote, "added_s": remote - local}

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
+from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
 from amrita_sense.durable.fingerprint import _build_outline
 from amrita_sense.node.core import program_of
 from amrita_sense.types import PointerVector
-from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
 
 
 def distinct_nodes(count: int, tally: list) -> list:
@@ -123,9 +123,16 @@ def rows(quick: bool) -> list[tuple[str, int, Plan]]:
         found += [("snapshot", size, plan_snapshot(size)), ("restore", size, plan_restore(size))]
         found.append(("outline / row", size, plan_outline(size)))
     for depth in depths:
-        found += [("snapshot_depth", depth, plan_snapshot(100, depth)), ("restore_depth", depth, plan_restore(100, depth))]
-    for name, kind, every in (("run_off", None, 1), ("run_memory", "memory", 1), ("run_sqlite", "sqlite", 1),
-                              ("run_sqlite_every_100", "sqlite", 100)):
+        found += [
+            ("snapshot_depth", depth, plan_snapshot(100, depth)),
+            ("restore_depth", depth, plan_restore(100, depth)),
+        ]
+    for name, kind, every in (
+        ("run_off", None, 1),
+        ("run_memory", "memory", 1),
+        ("run_sqlite", "sqlite", 1),
+        ("run_sqlite_every_100", "sqlite", 100),
+    ):
         found.append((name + " / node", chain, plan_run(chain, kind, every)))
     return found
 

@@ -2,8 +2,8 @@
 
 import asyncio
 
-from bench import durable
 from amrita_sense.bench.scenarios import measure
+from bench import durable
 
 
 def test_every_durable_row_runs_and_checks():

@@ -1,6 +1,7 @@
 """Type stub of the compiled core (same surface as amrita_sense._core_py)."""
 
-from typing import Any, ClassVar, Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -13,21 +14,6 @@ ROW_CORO: int
 ROW_THREAD: int
 ROW_PRECHECK: int
 ROW_EMPTY: int
-OP_CALL: int
-OP_NOP: int
-OP_JUMP: int
-OP_BRANCH: int
-OP_ELSE: int
-OP_WHILE: int
-OP_CALLSUB: int
-OP_RET: int
-OP_TRY: int
-OP_DO: int
-OP_DO_CHECK: int
-OP_NATIVE_IF: int
-OP_LOOP_HEAD: int
-OP_LOOP_CONTROL: int
-OP_INVOKE: int
 NOT_NOW: tuple
 STEP_RAN: int
 STEP_SKIPPED: int
@@ -79,8 +65,18 @@ class Program:
     nrows: int
     successor: Program | None
     def __init__(
-        self, graph: Any, nodes: list, funcs: list, bits: list[int], static_plans: list,
-        ops: list[int], operands: list, landings: list, addrs: list, row_of: dict | None, seg_row: dict,
+        self,
+        graph: Any,
+        nodes: list,
+        funcs: list,
+        bits: list[int],
+        static_plans: list,
+        ops: list[int],
+        operands: list,
+        landings: list,
+        addrs: list,
+        row_of: dict | None,
+        seg_row: dict,
     ) -> None: ...
     def locate(self, items: list[int]) -> tuple[int, bool]: ...
     def table_for(self, shape: Any) -> tuple[CallPlan | None, ...]: ...
@@ -152,7 +148,13 @@ class InterpreterCore:
     _waiter: Any
     def _refresh_plans(self) -> None: ...
     def _layer_init(
-        self, graph: Any, extra_args: Any, extra_kwargs: Any, exception_ignored: Any, no_passing: bool, shape_of: Any,
+        self,
+        graph: Any,
+        extra_args: Any,
+        extra_kwargs: Any,
+        exception_ignored: Any,
+        no_passing: bool,
+        shape_of: Any,
         yield_interval: float,
     ) -> None: ...
     def _start_run(self, flags: Any) -> bool: ...

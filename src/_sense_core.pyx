@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 import sniffio
 
+from amrita_sense import _opcodes
+
 cimport cython
 from time import monotonic
 
@@ -28,7 +30,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF, Py_XINCREF
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF
 from cpython.weakref cimport PyWeakref_GetObject, PyWeakref_NewRef
 
 
@@ -72,21 +74,6 @@ cdef enum:
     C_ROW_THREAD = 2
     C_ROW_PRECHECK = 4
     C_ROW_EMPTY = 8
-    C_OP_CALL = 0
-    C_OP_NOP = 1
-    C_OP_JUMP = 2
-    C_OP_BRANCH = 3
-    C_OP_ELSE = 4
-    C_OP_WHILE = 5
-    C_OP_CALLSUB = 6
-    C_OP_RET = 7
-    C_OP_TRY = 8
-    C_OP_DO = 9
-    C_OP_DO_CHECK = 10
-    C_OP_NATIVE_IF = 11
-    C_OP_LOOP_HEAD = 12
-    C_OP_LOOP_CONTROL = 13
-    C_OP_INVOKE = 14
     C_NATIVE_DONE = 0
     C_NATIVE_NOT_READY = 1  # the opcode did nothing: run the node's own function
     C_NATIVE_AWAIT = 2  # the node's continuation finishes the opcode: await `_native_rest`
@@ -97,24 +84,35 @@ cdef enum:
     TABLES_PER_PROGRAM = 64
     MAX_STACK_ARGS = 8
 
+# The opcodes and the operand record's fields, from the one table (`amrita_sense/_opcodes.py`),
+# as C ints; a row's operands are `Program.operands[row]`, its dense row `crows[C_ROW_WIDTH * row:]`.
+cdef int C_OP_CALL = _opcodes.OP_CALL
+cdef int C_OP_NOP = _opcodes.OP_NOP
+cdef int C_OP_JUMP = _opcodes.OP_JUMP
+cdef int C_OP_BRANCH = _opcodes.OP_BRANCH
+cdef int C_OP_ELSE = _opcodes.OP_ELSE
+cdef int C_OP_WHILE = _opcodes.OP_WHILE
+cdef int C_OP_CALLSUB = _opcodes.OP_CALLSUB
+cdef int C_OP_RET = _opcodes.OP_RET
+cdef int C_OP_TRY = _opcodes.OP_TRY
+cdef int C_OP_DO = _opcodes.OP_DO
+cdef int C_OP_DO_CHECK = _opcodes.OP_DO_CHECK
+cdef int C_OP_NATIVE_IF = _opcodes.OP_NATIVE_IF
+cdef int C_OP_LOOP_HEAD = _opcodes.OP_LOOP_HEAD
+cdef int C_OP_LOOP_CONTROL = _opcodes.OP_LOOP_CONTROL
+cdef int C_OP_INVOKE = _opcodes.OP_INVOKE
+cdef int C_FIRST = _opcodes.FIRST
+cdef int C_SECOND = _opcodes.SECOND
+cdef int C_EXIT = _opcodes.EXIT
+cdef int C_THEN = _opcodes.THEN
+cdef int C_FIRST_RESUME = _opcodes.FIRST_RESUME
+cdef int C_SECOND_RESUME = _opcodes.SECOND_RESUME
+cdef int C_EXTRA = _opcodes.EXTRA
+cdef Py_ssize_t C_ROW_WIDTH = _opcodes.ROW_WIDTH
+
 JUMP_CALLEE = ("jump",)  # the plan `_callee_plan` gives a called jump row: run its jump, not its function
 NOT_NOW = ("not now",)  # `_invoke_slow_now` did nothing: call `_invoke_slow`
 
-OP_CALL = C_OP_CALL
-OP_NOP = C_OP_NOP
-OP_JUMP = C_OP_JUMP
-OP_BRANCH = C_OP_BRANCH
-OP_ELSE = C_OP_ELSE
-OP_WHILE = C_OP_WHILE
-OP_CALLSUB = C_OP_CALLSUB
-OP_RET = C_OP_RET
-OP_TRY = C_OP_TRY
-OP_DO = C_OP_DO
-OP_DO_CHECK = C_OP_DO_CHECK
-OP_NATIVE_IF = C_OP_NATIVE_IF
-OP_LOOP_HEAD = C_OP_LOOP_HEAD
-OP_LOOP_CONTROL = C_OP_LOOP_CONTROL
-OP_INVOKE = C_OP_INVOKE
 FLAG_IF = C_FLAG_IF
 FLAG_HLT = C_FLAG_HLT
 FLAG_JMP = C_FLAG_JMP
@@ -202,8 +200,8 @@ cdef class Program:
         for i in range(nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
-            for k in range(4):
-                self.crows[4 * i + k] = _row_index(rows[i][k], nrows, -1)
+            for k in range(C_ROW_WIDTH):
+                self.crows[C_ROW_WIDTH * i + k] = _row_index(rows[i][k], nrows, -1)
         self.nrows = nrows
 
     @cython.final
@@ -212,7 +210,7 @@ cdef class Program:
         self.nrows = 0
         self.cbits = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
         self.cops = <int *> PyMem_Malloc((nrows + 1) * sizeof(int))
-        self.crows = <int *> PyMem_Malloc((4 * nrows + 1) * sizeof(int))
+        self.crows = <int *> PyMem_Malloc((C_ROW_WIDTH * nrows + 1) * sizeof(int))
         if self.cbits == NULL or self.cops == NULL or self.crows == NULL:
             raise MemoryError()
         return 0
@@ -1912,7 +1910,7 @@ cdef class InterpreterCore:
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1:
         """Run the opcode of `row` (not TRY): a C_NATIVE_* status."""
         if op == C_OP_JUMP:
-            self._jump_at(self._prog.crows[4 * row], row, -1)
+            self._jump_at(self._prog.crows[C_ROW_WIDTH * row + C_THEN], row, C_THEN)
         elif op == C_OP_BRANCH:
             return self._native_branch(row)
         elif op == C_OP_ELSE:
@@ -1932,7 +1930,7 @@ cdef class InterpreterCore:
         elif op == C_OP_LOOP_HEAD:
             return self._native_loop_head(row)
         elif op == C_OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog.operands[row])
+            self._native_loop_control((<tuple> self._prog.operands[row])[C_EXTRA])
         elif op == C_OP_INVOKE:
             return self._native_invoke(row)
         return C_NATIVE_DONE
@@ -1956,15 +1954,14 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1:
-        """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
+        """Jump to the target in field `k` (C_EXIT or C_THEN) of `row`'s operands: straight to
         `target_row` when the target is one row, else through its descriptor."""
         assert target_row < self._prog.nrows, "a jump target outside the table"
         if self._c_mark_jump():
             if target_row >= 0:
                 self._pointer._set_row(self._prog, target_row)
             else:
-                operands = self._prog.operands[row]
-                self._goto(operands if k < 0 else (<tuple> operands)[k])
+                self._goto((<tuple> self._prog.operands[row])[k])
         return 0
 
     @cython.final
@@ -2007,7 +2004,7 @@ cdef class InterpreterCore:
         """`call_sub` of a row with its `_callee_plan`: push the pointer, run the node there,
         restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            self._jump_at(self._prog.crows[4 * row], row, -1)
+            self._jump_at(self._prog.crows[C_ROW_WIDTH * row + C_THEN], row, C_THEN)
             return None
         self._enter_frame(row)
         try:
@@ -2017,8 +2014,8 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near):
-        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
-        of `row` (see `_resume_at`)."""
+        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in field `k`
+        (C_FIRST_RESUME or C_SECOND_RESUME) of `row`'s operands (see `_resume_at`)."""
         try:
             return self._subcall_inline(callee, plan, None)
         except InterruptKeepContext:
@@ -2027,7 +2024,7 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _resume_at(self, Py_ssize_t row, int k, bint near) except -1:
-        """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
+        """A called node suspended: resume at the slot in field `k` of `row`'s operands (near: a slot of
         the segment; else an offset from the current slot)."""
         slot = (<tuple> self._prog.operands[row])[k]
         if near:
@@ -2036,130 +2033,130 @@ cdef class InterpreterCore:
             _support().resume_offset(self, slot)
         return 0
 
-    # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `crows`).
+    # Operands: the named fields of `amrita_sense/_opcodes.py`, filled by each instruction's `_native_op`.
 
     @cython.final
     cdef int _native_branch(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        cond_plan = self._callee_plan(rows[0])
-        body_plan = self._callee_plan(rows[1])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        cond_plan = self._callee_plan(rows[C_FIRST])
+        body_plan = self._callee_plan(rows[C_SECOND])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
-        taken = self._call_resuming(rows[0], cond_plan, row, 5, False)
+        taken = self._call_resuming(rows[C_FIRST], cond_plan, row, C_FIRST_RESUME, False)
         if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(rows[2], row, 2)
+            self._jump_at(rows[C_EXIT], row, C_EXIT)
             return C_NATIVE_DONE
-        self._call_resuming(rows[1], body_plan, row, 6, True)
+        self._call_resuming(rows[C_SECOND], body_plan, row, C_SECOND_RESUME, True)
         if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(rows[3], row, 3)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_else(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        body_plan = self._callee_plan(rows[0])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        body_plan = self._callee_plan(rows[C_FIRST])
         if body_plan is None:
             return C_NATIVE_NOT_READY
-        self._call_resuming(rows[0], body_plan, row, 2, False)
+        self._call_resuming(rows[C_FIRST], body_plan, row, C_FIRST_RESUME, False)
         if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(rows[3], row, 1)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_while(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        cond_plan = self._callee_plan(rows[0])
-        body_plan = self._callee_plan(rows[1])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        cond_plan = self._callee_plan(rows[C_FIRST])
+        body_plan = self._callee_plan(rows[C_SECOND])
         if cond_plan is None or body_plan is None:
             return C_NATIVE_NOT_READY
-        truthy = self._call_resuming(rows[0], cond_plan, row, 6, True)
+        truthy = self._call_resuming(rows[C_FIRST], cond_plan, row, C_FIRST_RESUME, True)
         if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(rows[2], row, 3)
+            self._jump_at(rows[C_EXIT], row, C_EXIT)
             return C_NATIVE_DONE
         try:
-            self._call_resuming(rows[1], body_plan, row, 5, True)
+            self._call_resuming(rows[C_SECOND], body_plan, row, C_SECOND_RESUME, True)
         except BreakLoop:
             if unlikely(self._left_unmarked(row)):
                 self._prog.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(rows[2], row, 3)
+                self._jump_at(rows[C_EXIT], row, C_EXIT)
             return C_NATIVE_DONE
         if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(rows[3], row, 2)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_do(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        body_plan = self._callee_plan(rows[0])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        body_plan = self._callee_plan(rows[C_FIRST])
         if body_plan is None:
             return C_NATIVE_NOT_READY
         try:
-            self._call_resuming(rows[0], body_plan, row, 3, True)
+            self._call_resuming(rows[C_FIRST], body_plan, row, C_FIRST_RESUME, True)
         except BreakLoop:
             if unlikely(self._left_unmarked(row)):
                 self._prog.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(rows[2], row, 2)
+                self._jump_at(rows[C_EXIT], row, C_EXIT)
             return C_NATIVE_DONE
         if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(rows[3], row, 1)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_do_check(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        cond_plan = self._callee_plan(rows[0])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        cond_plan = self._callee_plan(rows[C_FIRST])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
-        again = self._call_resuming(rows[0], cond_plan, row, 3, True)
+        again = self._call_resuming(rows[C_FIRST], cond_plan, row, C_FIRST_RESUME, True)
         if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, again))
         if again:
-            self._jump_at(rows[3], row, 1)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         else:
-            self._jump_at(rows[2], row, 2)
+            self._jump_at(rows[C_EXIT], row, C_EXIT)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_if(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        cdef bint compose_body = rows[1] < 0
-        cond_plan = self._callee_plan(rows[0])
-        body_plan = None if compose_body else self._callee_plan(rows[1])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        cdef bint compose_body = rows[C_SECOND] < 0
+        cond_plan = self._callee_plan(rows[C_FIRST])
+        body_plan = None if compose_body else self._callee_plan(rows[C_SECOND])
         if cond_plan is None or (not compose_body and body_plan is None):
             return C_NATIVE_NOT_READY
-        taken = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        taken = self._call_resuming(rows[C_FIRST], cond_plan, row, C_FIRST_RESUME, True)
         if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(rows[2], row, 2)
+            self._jump_at(rows[C_EXIT], row, C_EXIT)
             return C_NATIVE_DONE
         if compose_body:  # entered by a jump
-            self._jump_at(rows[3], row, 3)
+            self._jump_at(rows[C_THEN], row, C_THEN)
             return C_NATIVE_DONE
-        self._call_resuming(rows[1], body_plan, row, 6, True)
+        self._call_resuming(rows[C_SECOND], body_plan, row, C_SECOND_RESUME, True)
         if unlikely(self._left_unmarked(row)):
             self._prog.nodes[row]._after_body(self)
         else:
-            self._jump_at(rows[3], row, 3)
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
     cdef int _native_invoke(self, Py_ssize_t row) except -1:
-        cdef Py_ssize_t target = self._prog.crows[4 * row]
+        cdef Py_ssize_t target = self._prog.crows[C_ROW_WIDTH * row + C_FIRST]
         plan = self._callee_plan(target)
         if plan is None:
             return C_NATIVE_NOT_READY
@@ -2168,18 +2165,18 @@ cdef class InterpreterCore:
 
     @cython.final
     cdef int _native_loop_head(self, Py_ssize_t row) except -1:
-        cdef int *rows = &self._prog.crows[4 * row]
-        cond_plan = self._callee_plan(rows[0])
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        cond_plan = self._callee_plan(rows[C_FIRST])
         if cond_plan is None:
             return C_NATIVE_NOT_READY
-        truthy = self._call_resuming(rows[0], cond_plan, row, 5, True)
+        truthy = self._call_resuming(rows[C_FIRST], cond_plan, row, C_FIRST_RESUME, True)
         if unlikely(not self._still_at(row)):
             return self._finish_with(self._prog.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(rows[2], row, 3)
+            self._jump_at(rows[C_EXIT], row, C_EXIT)
         else:
-            self._push_ret(self._pointer_at(rows[1]))
-            self._jump_at(rows[3], row, 2)
+            self._push_ret(self._pointer_at(rows[C_SECOND]))
+            self._jump_at(rows[C_THEN], row, C_THEN)
         return C_NATIVE_DONE
 
     @cython.final
@@ -2280,11 +2277,12 @@ cdef class InterpreterCore:
     cdef object _native_try_now(self, Py_ssize_t row, tuple operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
-        cdef int *rows = &self._prog.crows[4 * row]
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
         cdef tuple handler
-        cdef Py_ssize_t target = rows[0]
+        cdef Py_ssize_t target = rows[C_FIRST]
         cdef PyObject *saved[3]
-        if operands[3] is not None or operands[4] is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
+        _, on_success, on_exit, catches = <tuple> operands[C_EXTRA]
+        if on_success is not None or on_exit is not None or self._prog.cbits[target] & C_ROW_PRECHECK:
             return NOT_NOW
         plan = self._near_plan(target, False)
         if plan is None:
@@ -2306,7 +2304,7 @@ cdef class InterpreterCore:
                 raised = self._leave_body_frame(raised)
         try:
             if raised is not None:
-                handler = self._catch_for(operands[5], raised)
+                handler = self._catch_for(catches, raised)
                 if handler is None:
                     raise raised
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
@@ -2319,20 +2317,21 @@ cdef class InterpreterCore:
                 finally:
                     _end_handling(saved)
         except InterruptKeepContext:
-            _support().resume_near(self, operands[1])
+            _support().resume_near(self, operands[C_FIRST_RESUME])
             raise
         if not as_subcall:
             if unlikely(self._left_unmarked(row)):
-                self.jump_near(operands[1])
+                self.jump_near(operands[C_FIRST_RESUME])
             else:
-                self._jump_at(rows[3], row, 0)
+                self._jump_at(rows[C_THEN], row, C_THEN)
         return None
 
     async def _native_try(self, Py_ssize_t row, raised, bint as_subcall):
         """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
         self._check_row(row)
         cdef tuple operands = self._prog.operands[row]
-        cdef tuple body = operands[2]
+        cdef tuple body
+        body, on_success, on_exit, catches = <tuple> operands[C_EXTRA]
         cdef Py_ssize_t target
         try:
             try:
@@ -2345,38 +2344,38 @@ cdef class InterpreterCore:
                 else:
                     await self.call_near(body[0])
             except BaseException as exc_val:
-                handler = self._catch_for(operands[5], exc_val)
+                handler = self._catch_for(catches, exc_val)
                 if handler is None:
                     raise
                 exc_kwargs = _exc_keywords(exc_val)
                 if not self._run_near_inline(row, handler, exc_kwargs):
                     await self.call_near(handler[0], **exc_kwargs)
             else:
-                part = operands[3]
+                part = on_success
                 if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
             finally:
-                part = operands[4]
+                part = on_exit
                 if part is not None and not self._run_near_inline(row, part, None):
                     await self.call_near(part[0])
         except InterruptKeepContext:
-            _support().resume_near(self, operands[1])
+            _support().resume_near(self, operands[C_FIRST_RESUME])
             raise
         if not as_subcall:
             if unlikely(self._left_unmarked(row)):
-                self.jump_near(operands[1])
+                self.jump_near(operands[C_FIRST_RESUME])
             else:
-                self._jump_at(self._prog.crows[4 * row + 3], row, 0)
+                self._jump_at(self._prog.crows[C_ROW_WIDTH * row + C_THEN], row, C_THEN)
 
     @cython.final
     cdef int _native_callsub(self, Py_ssize_t row) except -1:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        cdef int *rows = &self._prog.crows[4 * row]
-        if rows[1] >= 0:
-            self._push_ret(self._pointer_at(rows[1]))
+        cdef int *rows = &self._prog.crows[C_ROW_WIDTH * row]
+        if rows[C_SECOND] >= 0:
+            self._push_ret(self._pointer_at(rows[C_SECOND]))
         else:
             self._push_ret(PointerVector(list(self._prog.nodes[row]._frm_addr)))
-        self._jump_at(rows[0], row, -1)
+        self._jump_at(rows[C_THEN], row, C_THEN)
         return 0
 
     @cython.final

@@ -19,11 +19,12 @@ import json
 import sys
 from typing import Any
 
-import amrita_sense
 from amrita_core import AmritaConfig, ChatObject, ModelPreset, set_config, simple_tool
 from amrita_core.base.adapter import ModelAdapter
 from amrita_core.chatmanager import _step_workflow_rendered
 from amrita_core.types import ToolCall, UniResponse
+
+import amrita_sense
 from amrita_sense.logging import logger
 from amrita_sense.streaming import SuspendObjectStream
 

@@ -39,9 +39,8 @@ def cores():
 @pytest.fixture(params=[False, True], ids=["stepped", "squashed"])
 def squashed(request, monkeypatch):
     """Run with SQUASHED_LOOP off and on (a fresh flags object: the real one is set-once)."""
-    from dual import install_flags
-
     from amrita_sense._unsafe import _Flags
+    from dual import install_flags
 
     install_flags(monkeypatch, _Flags(SQUASHED_LOOP=request.param))
     return request.param

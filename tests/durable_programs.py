@@ -28,7 +28,14 @@ CONTINUING = ("running", "suspended")
 """Snapshot statuses taken in the middle of a run: the restored interpreter continues that run."""
 
 __all__ = [
-    "CONTINUING", "MAX_RUNS", "PROGRAMS", "RAW_PROGRAMS", "RawStateBuilder", "RunState", "StateBuilder", "drive",
+    "CONTINUING",
+    "MAX_RUNS",
+    "PROGRAMS",
+    "RAW_PROGRAMS",
+    "RawStateBuilder",
+    "RunState",
+    "StateBuilder",
+    "drive",
     "passthrough",
 ]
 

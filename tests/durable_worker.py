@@ -21,11 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from durable_programs import CONTINUING, RunState, StateBuilder, drive, passthrough  # noqa: E402
-from worker_support import ThisPackage  # noqa: E402
-
 from amrita_sense import WorkflowInterpreter  # noqa: E402
 from amrita_sense.durable import Checkpointing, CheckpointNotFound, SQLiteCheckpointStore  # noqa: E402
+from durable_programs import CONTINUING, RunState, StateBuilder, drive, passthrough  # noqa: E402
+from worker_support import ThisPackage  # noqa: E402
 
 
 async def main(spec: dict, database: str, run_id: str, sink: str, delay: float) -> None:

@@ -130,6 +130,7 @@ class World:
         if kind == "graph":
             return self.graph
         if kind == "middleware":
+
             async def middleware(pc):
                 return await pc._call()
 

@@ -76,12 +76,28 @@ class Api:
 EXCEPTIONS = {"ValueError": ValueError, "KeyError": KeyError, "Exception": Exception}
 
 MOVERS = (
-    "ret", "push_ret", "push_ctx", "pop_ctx", "int", "iret", "call", "jmp",
-    "jump_to", "jump_offset", "rebase", "call_sub",
+    "ret",
+    "push_ret",
+    "push_ctx",
+    "pop_ctx",
+    "int",
+    "iret",
+    "call",
+    "jmp",
+    "jump_to",
+    "jump_offset",
+    "rebase",
+    "call_sub",
 )
 INSTRUCTION_MOVERS = {
-    "ret": ("RET",), "push_ret": ("PUSH_RET", "L"), "push_ctx": ("PUSH_CONTEXT", "L"), "pop_ctx": ("POP_CONTEXT",),
-    "int": ("INT", "isr"), "iret": ("IRET",), "call": ("CALL", "g"), "jmp": ("JMP", "L"),
+    "ret": ("RET",),
+    "push_ret": ("PUSH_RET", "L"),
+    "push_ctx": ("PUSH_CONTEXT", "L"),
+    "pop_ctx": ("POP_CONTEXT",),
+    "int": ("INT", "isr"),
+    "iret": ("IRET",),
+    "call": ("CALL", "g"),
+    "jmp": ("JMP", "L"),
 }
 """The movers that are built-in instructions: (name in `amrita_sense.instructions`, operands)."""
 JUMPING_MOVERS = ("call", "int", "jmp", "jump_to", "jump_offset", "ret", "push_ret", "iret", "rebase")
@@ -127,7 +143,9 @@ def every_slot_program() -> dict[str, dict]:
     """Every (place, slot, mover) combination, by name."""
     return {
         f"{place}|{slot}|{mover}": slot_program(place, slot, mover)
-        for place in PLACES for slot in SLOTS for mover in MOVERS
+        for place in PLACES
+        for slot in SLOTS
+        for mover in MOVERS
     }
 
 
@@ -142,8 +160,10 @@ def _documented_difference(stmt: list) -> bool:
         return stmt[1][0] == "mover" and stmt[1][1] in JUMPING_MOVERS
     if stmt and stmt[0] == "nif":
         branches, otherwise = stmt[1], stmt[2]
-        return any(body[0] == "seq" and (i + 1 < len(branches) or otherwise is not None)
-                   for i, (_, body) in enumerate(branches))
+        return any(
+            body[0] == "seq" and (i + 1 < len(branches) or otherwise is not None)
+            for i, (_, body) in enumerate(branches)
+        )
     return False
 
 
@@ -472,11 +492,16 @@ async def record(api: Api, program: dict, mode: str) -> list:
     for _ in range(2 if program["place"] == "top" else 1):
         start = len(builder.trace)
         error = await _run_once(interp, mode)
-        runs.append({
-            "trace": builder.trace[start:], "error": error, "pointer": list(interp._pointer),
-            "stack": len(interp._ret_addr_stack), "contexts": len(interp._context_stack),
-            "flags": int(interp._flags),
-        })
+        runs.append(
+            {
+                "trace": builder.trace[start:],
+                "error": error,
+                "pointer": list(interp._pointer),
+                "stack": len(interp._ret_addr_stack),
+                "contexts": len(interp._context_stack),
+                "flags": int(interp._flags),
+            }
+        )
         if error is not None:
             break
     return runs

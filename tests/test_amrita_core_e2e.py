@@ -42,7 +42,9 @@ def _turns(runtime: str, loop: str) -> dict:
         else:
             env.pop("PYTHONPATH", None)
             env["AMRITA_SENSE_TURBO"] = "0"
-        done = subprocess.run([sys.executable, str(SCRIPT), loop], env=env, cwd=SCRIPT.parent, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), loop], env=env, cwd=SCRIPT.parent, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         line = next(line for line in done.stdout.splitlines() if line.startswith("SENSE-E2E "))
         _cache[runtime, loop] = json.loads(line.removeprefix("SENSE-E2E "))

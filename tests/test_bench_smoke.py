@@ -29,8 +29,14 @@ def _env() -> dict:
 
 
 def run_bench(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "amrita_sense.bench", *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "amrita_sense.bench", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _scenarios():
@@ -48,8 +54,9 @@ def _row(doc: dict, scenario: str, loop: str = "asyncio") -> dict:
 def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     loop = "both" if HAS_UVLOOP else "asyncio"
-    proc = run_bench("--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain,render",
-                     "--loop", loop, "--json", str(out))
+    proc = run_bench(
+        "--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain,render", "--loop", loop, "--json", str(out)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for word in ("event loop: asyncio", "scenario", "compiled", "twin", "floor", "sync_chain", "render"):
         assert word in proc.stdout
@@ -115,8 +122,9 @@ def test_an_unusable_reference_is_reported_as_na(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "twin,ref", "--against", str(bare),
-                     "--scenarios", "decorate", "--json", str(out))
+    proc = run_bench(
+        "--quick", "--builds", "twin,ref", "--against", str(bare), "--scenarios", "decorate", "--json", str(out)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = _row(json.loads(out.read_text()), "decorate")
     assert row["builds"]["twin"]["status"] == "ok"
@@ -133,8 +141,9 @@ def test_against_another_build_of_this_package(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     paths = shlex.quote(_env()["PYTHONPATH"])  # a source checkout's, in a development venv
     against = f"AMRITA_SENSE_NO_EXTENSIONS=1 PYTHONPATH={paths} {shlex.quote(sys.executable)}"
-    proc = run_bench("--quick", "--builds", "twin,ref", "--against", against, "--scenarios", "decorate",
-                     "--json", str(out))
+    proc = run_bench(
+        "--quick", "--builds", "twin,ref", "--against", against, "--scenarios", "decorate", "--json", str(out)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
     ref = _row(doc, "decorate")["builds"]["ref"]
@@ -146,16 +155,28 @@ def test_against_another_build_of_this_package(tmp_path: Path) -> None:
 
 
 def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
-    (tmp_path / "my_flows.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_flows.py").write_text(
+        textwrap.dedent("""
         from amrita_sense import Node, NodeCompose
 
         def build():
             step = Node(wrap_to_async=False)(lambda: None)
             return NodeCompose(step, step, step).render()
-    """))
+    """)
+    )
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "twin", "--workflow", "my_flows:build",
-                     "--workflow-runs", "5", "--json", str(out), cwd=tmp_path)
+    proc = run_bench(
+        "--quick",
+        "--builds",
+        "twin",
+        "--workflow",
+        "my_flows:build",
+        "--workflow-runs",
+        "5",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
     assert [r["scenario"] for r in doc["results"]] == ["workflow:my_flows:build"]
@@ -164,7 +185,8 @@ def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
 
 
 def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
-    (tmp_path / "my_calls.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_calls.py").write_text(
+        textwrap.dedent("""
         from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 
         def build():
@@ -174,10 +196,21 @@ def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
                 await WorkflowInterpreter(graph).run()
 
             return one_run
-    """))
+    """)
+    )
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "twin", "--workflow", "my_calls:build",
-                     "--workflow-runs", "3", "--json", str(out), cwd=tmp_path)
+    proc = run_bench(
+        "--quick",
+        "--builds",
+        "twin",
+        "--workflow",
+        "my_calls:build",
+        "--workflow-runs",
+        "3",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     twin = _row(json.loads(out.read_text()), "workflow:my_calls:build")["builds"]["twin"]
     assert twin["status"] == "ok" and twin["median"] > 0

@@ -96,8 +96,14 @@ def run_with_path(directory: Path, *args: str, cwd: Path) -> subprocess.Complete
     """The runner with `directory` first on PYTHONPATH (as a user's own modules would be)."""
     env = _env()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), env["PYTHONPATH"]) if p)
-    return subprocess.run([sys.executable, "-m", "amrita_sense.bench", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "amrita_sense.bench", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def against_ref() -> list[str]:
@@ -116,8 +122,18 @@ def test_a_file_path_workflow_runs_on_every_build_from_any_directory(tmp_path: P
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "compiled,twin", "--workflow", f"{flows}:build",
-                     "--workflow-runs", "3", "--json", str(out), cwd=elsewhere)
+    proc = run_bench(
+        "--quick",
+        "--builds",
+        "compiled,twin",
+        "--workflow",
+        f"{flows}:build",
+        "--workflow-runs",
+        "3",
+        "--json",
+        str(out),
+        cwd=elsewhere,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = workflow_row(out)
     assert row["scenario"] == f"workflow:{flows}:build"
@@ -132,8 +148,19 @@ def test_a_module_on_pythonpath_is_found_for_every_build(tmp_path: Path) -> None
     write(tmp_path / "lib" / "mypkg", "__init__.py", "")
     write(tmp_path / "lib" / "mypkg", "flows.py", FLOWS)
     out = tmp_path / "bench.json"
-    proc = run_with_path(tmp_path / "lib", "--quick", "--builds", "twin", "--workflow", "mypkg.flows:build",
-                         "--workflow-runs", "2", "--json", str(out), cwd=tmp_path)
+    proc = run_with_path(
+        tmp_path / "lib",
+        "--quick",
+        "--builds",
+        "twin",
+        "--workflow",
+        "mypkg.flows:build",
+        "--workflow-runs",
+        "2",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
 
@@ -144,9 +171,25 @@ def test_the_console_script_finds_a_module_in_the_current_directory(tmp_path: Pa
         pytest.skip("the amrita-sense-bench script is installed with the distribution")
     write(tmp_path, "here_flows.py", FLOWS)
     out = tmp_path / "bench.json"
-    proc = subprocess.run([str(script), "--quick", "--builds", "twin", "--workflow", "here_flows:build",
-                           "--workflow-runs", "2", "--json", str(out)], cwd=tmp_path, env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            str(script),
+            "--quick",
+            "--builds",
+            "twin",
+            "--workflow",
+            "here_flows:build",
+            "--workflow-runs",
+            "2",
+            "--json",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
 
@@ -156,8 +199,20 @@ def test_the_reference_loads_the_users_module_too(tmp_path: Path) -> None:
     # The bug this replaces: a module found through PYTHONPATH broke the 1.1.3 column.
     write(tmp_path / "lib", "ref_flows.py", FLOWS)
     out = tmp_path / "bench.json"
-    proc = run_with_path(tmp_path / "lib", "--quick", "--builds", "twin,ref", *against_ref(), "--workflow",
-                         "ref_flows:build", "--workflow-runs", "2", "--json", str(out), cwd=tmp_path)
+    proc = run_with_path(
+        tmp_path / "lib",
+        "--quick",
+        "--builds",
+        "twin,ref",
+        *against_ref(),
+        "--workflow",
+        "ref_flows:build",
+        "--workflow-runs",
+        "2",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = workflow_row(out)
     assert row["builds"]["ref"]["status"] == "ok", row["builds"]["ref"]
@@ -169,8 +224,19 @@ def test_the_reference_loads_the_users_module_too(tmp_path: Path) -> None:
 def test_a_reference_that_runs_other_nodes_is_not_comparable(tmp_path: Path) -> None:
     flows = write(tmp_path, "falls_through.py", FALLS_THROUGH)
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "twin,ref", *against_ref(), "--workflow", f"{flows}:build",
-                     "--workflow-runs", "2", "--json", str(out), cwd=tmp_path)
+    proc = run_bench(
+        "--quick",
+        "--builds",
+        "twin,ref",
+        *against_ref(),
+        "--workflow",
+        f"{flows}:build",
+        "--workflow-runs",
+        "2",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = workflow_row(out)
     assert row["builds"]["ref"]["status"] == "ok"
@@ -183,8 +249,18 @@ def test_a_reference_that_runs_other_nodes_is_not_comparable(tmp_path: Path) -> 
 def test_builds_that_run_other_nodes_are_marked_not_comparable(tmp_path: Path) -> None:
     flows = write(tmp_path, "depends_on_core.py", DEPENDS_ON_CORE)
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "compiled,twin", "--workflow", f"{flows}:build",
-                     "--workflow-runs", "2", "--json", str(out), cwd=tmp_path)
+    proc = run_bench(
+        "--quick",
+        "--builds",
+        "compiled,twin",
+        "--workflow",
+        f"{flows}:build",
+        "--workflow-runs",
+        "2",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     row = workflow_row(out)
     if row["builds"]["compiled"]["status"] != "ok":
         pytest.skip("needs the compiled core beside the twin")
@@ -210,8 +286,19 @@ def test_a_workflow_that_cannot_be_found_is_a_usage_error(tmp_path: Path) -> Non
 def test_profile_nodes_splits_the_run_into_bodies_and_engine(tmp_path: Path) -> None:
     flows = write(tmp_path, "prof_flows.py", FLOWS)
     out = tmp_path / "profile.json"
-    proc = run_bench("--profile-nodes", "--quick", "--builds", "twin", "--workflow", f"{flows}:build",
-                     "--workflow-runs", "20", "--json", str(out), cwd=tmp_path)
+    proc = run_bench(
+        "--profile-nodes",
+        "--quick",
+        "--builds",
+        "twin",
+        "--workflow",
+        f"{flows}:build",
+        "--workflow-runs",
+        "20",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [profile] = json.loads(out.read_text())["results"]
     assert profile["status"] == "ok" and profile["runs"] == 20
@@ -219,8 +306,14 @@ def test_profile_nodes_splits_the_run_into_bodies_and_engine(tmp_path: Path) -> 
     assert calls == {"first": 2, "second": 1, "in_a_thread": 1}  # every thread is profiled
     for row in profile["rows"]:
         assert row["body_s"] >= 0 and row["engine_s"] >= 0
-    for word in ("node profile of", "first (prof_flows.py:", "in_a_thread (prof_flows.py:", "body", "engine",
-                 "(engine, after the last node)"):
+    for word in (
+        "node profile of",
+        "first (prof_flows.py:",
+        "in_a_thread (prof_flows.py:",
+        "body",
+        "engine",
+        "(engine, after the last node)",
+    ):
         assert word in proc.stdout
 
 
@@ -248,8 +341,9 @@ def test_the_chart_is_stamped_with_versions_mode_date_and_machine(tmp_path: Path
     pytest.importorskip("matplotlib")
     chart = tmp_path / "chart.svg"
     out = tmp_path / "bench.json"
-    proc = run_bench("--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain", "--plot", str(chart),
-                     "--json", str(out))
+    proc = run_bench(
+        "--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain", "--plot", str(chart), "--json", str(out)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     if "no speed-up to chart" in proc.stderr:
         pytest.skip("needs the compiled core beside the twin")

@@ -100,8 +100,10 @@ def _import_in_child(tmp_path, code, **env):
 
 def test_an_unasked_twin_warns_once_at_import(tmp_path):
     root = _runtime_copy_without_core(tmp_path)
-    code = ("import amrita_sense, amrita_sense.streaming, importlib; importlib.import_module('amrita_sense');"
-            "print(amrita_sense.IMPLEMENTATION, amrita_sense.__file__)")
+    code = (
+        "import amrita_sense, amrita_sense.streaming, importlib; importlib.import_module('amrita_sense');"
+        "print(amrita_sense.IMPLEMENTATION, amrita_sense.__file__)"
+    )
     proc = _import_in_child(root, code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] == "python" and proc.stdout.split()[1].startswith(str(root))
@@ -112,7 +114,9 @@ def test_an_unasked_twin_warns_once_at_import(tmp_path):
 
 def test_an_asked_for_twin_does_not_warn(tmp_path):
     root = _runtime_copy_without_core(tmp_path)
-    proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)", AMRITA_SENSE_NO_EXTENSIONS="1")
+    proc = _import_in_child(
+        root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)", AMRITA_SENSE_NO_EXTENSIONS="1"
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
     assert "RuntimeWarning" not in proc.stderr
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from debug_support import chain, recorder
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.debugger import (
@@ -14,12 +13,13 @@ from amrita_sense.debugger import (
     cleanup,
     clear_break_addr,
     clear_break_tag,
+    code_disp,
     cont_async,
     list_breaks,
 )
-from amrita_sense.debugger import code_disp
 from amrita_sense.exceptions import NullPointerException
 from amrita_sense.instructions import ALIAS, IF
+from debug_support import chain, recorder
 
 
 @pytest.fixture(autouse=True)

@@ -298,7 +298,14 @@ def test_colour_codes_wrap_each_part_without_shifting_columns(monkeypatch):
     graph = (alias.ALIAS(A, "x") >> (B >> jump.JMP("x")) >> B).render()
     text = listing(graph, pointer=[1, 0])
     seg, addr, pc, bright, dim, yellow, green, reset = (
-        "\x1b[1m\x1b[35m", "\x1b[36m", "\x1b[1m\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[33m", "\x1b[32m", "\x1b[0m",
+        "\x1b[1m\x1b[35m",
+        "\x1b[36m",
+        "\x1b[1m\x1b[32m",
+        "\x1b[1m",
+        "\x1b[2m",
+        "\x1b[33m",
+        "\x1b[32m",
+        "\x1b[0m",
     )
     assert text.splitlines() == [
         f"{seg}segment{reset} {bright}[root]{reset}:",
@@ -324,8 +331,19 @@ def test_display_constants_have_the_reference_values():
     assert (code_disp.AUTO_DIS, code_disp.DEFAULT_WINDOW) == (True, 5)
     assert {
         name: getattr(code_disp, name)
-        for name in ("C_PC", "C_ADDR", "C_ALIAS", "C_MNEMONIC", "C_OPERAND", "C_COMMENT", "C_SEGMENT", "C_REF",
-                     "C_CLASS", "C_NOTE", "C_ANOMALY")
+        for name in (
+            "C_PC",
+            "C_ADDR",
+            "C_ALIAS",
+            "C_MNEMONIC",
+            "C_OPERAND",
+            "C_COMMENT",
+            "C_SEGMENT",
+            "C_REF",
+            "C_CLASS",
+            "C_NOTE",
+            "C_ANOMALY",
+        )
     } == {
         "C_PC": "\x1b[1m\x1b[32m",
         "C_ADDR": "\x1b[36m",
@@ -589,10 +607,13 @@ def test_context_and_interrupt_instructions():
         """)
 
 
-@pytest.mark.parametrize(("factory", "name", "caller", "closer"), [
-    ("FN", "fn", "CALL [1, 1], ret=?; push return address and jump", "RET; return from subroutine"),
-    ("INTER_FN", "isr", "INT [1, 1], ret=?; save context and jump", "IRET; return from interrupt"),
-])
+@pytest.mark.parametrize(
+    ("factory", "name", "caller", "closer"),
+    [
+        ("FN", "fn", "CALL [1, 1], ret=?; push return address and jump", "RET; return from subroutine"),
+        ("INTER_FN", "isr", "INT [1, 1], ret=?; save context and jump", "IRET; return from interrupt"),
+    ],
+)
 def test_fn_and_inter_fn(factory, name, caller, closer):
     func_block = need("amrita_sense.instructions.func_block")
     ret2 = need("amrita_sense.instructions.ret2")

@@ -8,6 +8,7 @@ from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.debugger import (
     backtrace,
     break_at_tag,
+    code_disp,
     cont_async,
     inspect,
     list_nodes,
@@ -15,7 +16,6 @@ from amrita_sense.debugger import (
     step_async,
     where,
 )
-from amrita_sense.debugger import code_disp
 from amrita_sense.instructions import CALL, FN, PUSH_CONTEXT
 
 RULE = "═" * 58

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime_path import RUNTIME_DIR
 import amrita_sense
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).

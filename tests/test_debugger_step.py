@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from debug_support import chain, recorder
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.debugger import (
     break_at_addr,
     break_at_tag,
+    code_disp,
     cont,
     cont_async,
     step,
@@ -18,9 +18,9 @@ from amrita_sense.debugger import (
     step_over,
     step_over_async,
 )
-from amrita_sense.debugger import code_disp
-from amrita_sense.instructions import CALL, FN, JMP, RESET, SUSPEND, ALIAS
+from amrita_sense.instructions import ALIAS, CALL, FN, JMP, RESET, SUSPEND
 from amrita_sense.runtime.types import Flags
+from debug_support import chain, recorder
 
 
 @pytest.fixture(autouse=True)
@@ -258,7 +258,9 @@ def test_sync_step_and_cont_print_hits_and_crashes(capsys):
     step(interp)
     assert ptr(interp) == [2]
     step(interp)
-    assert capsys.readouterr().out.splitlines() == ["⚠️  Node crashed: ValueError('bad node'). Panic saved, use inspect()."]
+    assert capsys.readouterr().out.splitlines() == [
+        "⚠️  Node crashed: ValueError('bad node'). Panic saved, use inspect()."
+    ]
     assert isinstance(interp.get_exception(), ValueError)
     cont(interp)
     assert "Node crashed: ValueError('bad node')" in capsys.readouterr().out

@@ -193,7 +193,9 @@ async def test_recovery_run_reuses_the_open_workflow_resource():
 @pytest.mark.asyncio
 async def test_reset_closes_the_workflow_scope():
     log = []
-    graph = NodeCompose(recorder(log, "a", res=Depends(tracked(log, "w"))), RESET, inline(lambda: log.append("never"))).render()
+    graph = NodeCompose(
+        recorder(log, "a", res=Depends(tracked(log, "w"))), RESET, inline(lambda: log.append("never"))
+    ).render()
     await WorkflowInterpreter(graph).run()
     assert log == ["open w", ("a", "w"), "close w"]
 

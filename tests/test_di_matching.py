@@ -141,8 +141,14 @@ async def runtime_resolve(runtime_kwargs, *, args=(), kwargs=None, exception_ign
     target_args = list(args)
     target_kwargs = dict(kwargs or {})
     ok = await MatcherFactory._do_runtime_resolve(
-        runtime_args or {}, runtime_kwargs, target_args, target_kwargs, list(args), dict(kwargs or {}),
-        exception_ignored, **extra,
+        runtime_args or {},
+        runtime_kwargs,
+        target_args,
+        target_kwargs,
+        list(args),
+        dict(kwargs or {}),
+        exception_ignored,
+        **extra,
     )
     return ok, target_args, target_kwargs
 
@@ -156,7 +162,9 @@ async def test_runtime_resolve_fills_targets_from_the_pools():
         return label.upper()
 
     ok, args, kwargs = await runtime_resolve(
-        {"x": Depends(double), "y": Depends(name)}, args=[21], kwargs={"label": "ab"},
+        {"x": Depends(double), "y": Depends(name)},
+        args=[21],
+        kwargs={"label": "ab"},
         runtime_args={0: Depends(double)},
     )
     assert ok
@@ -266,7 +274,8 @@ async def test_generators_open_in_declaration_order_and_close_in_reverse():
     scope = LifecycleScope(Scope.DISPATCH)
     ok, _, kwargs = await runtime_resolve(
         {"a": Depends(make("a")), "b": Depends(make("b")), "c": Depends(lambda: "plain")},
-        lifecycles={Scope.DISPATCH: scope}, default_scope=Scope.DISPATCH,
+        lifecycles={Scope.DISPATCH: scope},
+        default_scope=Scope.DISPATCH,
     )
     assert ok and kwargs == {"a": "a", "b": "b", "c": "plain"}
     assert log == ["open a", "open b"]
@@ -284,8 +293,12 @@ async def test_store_shares_a_scoped_value_between_resolutions():
 
     scope, store = LifecycleScope(Scope.WORKFLOW), DependencyStore()
     marker = Depends(gen)
-    first = await runtime_resolve({"a": marker}, store=store, lifecycles={Scope.WORKFLOW: scope}, default_scope=Scope.WORKFLOW)
-    second = await runtime_resolve({"a": marker}, store=store, lifecycles={Scope.WORKFLOW: scope}, default_scope=Scope.WORKFLOW)
+    first = await runtime_resolve(
+        {"a": marker}, store=store, lifecycles={Scope.WORKFLOW: scope}, default_scope=Scope.WORKFLOW
+    )
+    second = await runtime_resolve(
+        {"a": marker}, store=store, lifecycles={Scope.WORKFLOW: scope}, default_scope=Scope.WORKFLOW
+    )
     assert first[2] == second[2] == {"a": 1}
     assert opened == [1]
     await scope.aclose()

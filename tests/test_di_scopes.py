@@ -13,7 +13,12 @@ from amrita_sense.di import CacheState, DependencyCache, DependencyStore, Lifecy
 
 def test_package_surface():
     assert sorted(di.__all__) == [
-        "CacheState", "DependencyCache", "DependencyStore", "LifecycleScope", "Scope", "lift_sync_context",
+        "CacheState",
+        "DependencyCache",
+        "DependencyStore",
+        "LifecycleScope",
+        "Scope",
+        "lift_sync_context",
     ]
     assert [s.value for s in Scope] == ["call", "dispatch", "workflow"]
     assert Scope("call") is Scope.CALL and Scope.WORKFLOW == "workflow"

@@ -10,7 +10,7 @@ import pytest
 
 from amrita_sense import DependsInjectFailed, DependsResolveFailed, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense._unsafe import _Flags
-from amrita_sense.exceptions import BreakLoop, InterruptNotice
+from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.instructions.try_catch import Try
 from amrita_sense.runtime import workflow as workflow_module
@@ -65,7 +65,9 @@ async def test_sync_async_and_awaitable_returning_providers():
         return "awaited"
 
     @Node()
-    async def node(a: str = Depends(sync_provider), b: int = Depends(async_provider), c: str = Depends(awaitable_provider)):
+    async def node(
+        a: str = Depends(sync_provider), b: int = Depends(async_provider), c: str = Depends(awaitable_provider)
+    ):
         seen.append((a, b, c))
 
     await WorkflowInterpreter(graph(node), extra_args=(Config("x"),)).run()
@@ -617,7 +619,10 @@ async def test_no_dependency_meta_cache_reinspects_the_function(flags):
     def node(cfg: Config):
         seen.append(cfg.name)
 
-    node.fun_sign = {"params": {"missing": {"type_hint": Token, "kind": "required", "default": None}}, "factory_map": {}}
+    node.fun_sign = {
+        "params": {"missing": {"type_hint": Token, "kind": "required", "default": None}},
+        "factory_map": {},
+    }
     flags.NO_DEPENDENCY_META_CACHE = True
     await WorkflowInterpreter(graph(node), extra_args=(Config("fresh"),)).run()
     assert seen == ["fresh"]
@@ -646,7 +651,8 @@ async def test_bound_methods_as_node_and_provider():
 
     interp = WorkflowInterpreter(
         graph(inline(svc.handle), inline(svc.positional), via_provider),
-        extra_args=(Config("c"),), extra_kwargs={"label": "L"},
+        extra_args=(Config("c"),),
+        extra_kwargs={"label": "L"},
     )
     await interp.run()
     await interp.run()

@@ -18,9 +18,10 @@ runs are capped in steps anyway.
 from typing import Any
 
 import pytest
-from dual import SenseCopy, run_on, run_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from dual import SenseCopy, run_on, run_program
 
 MAX_STEPS = 600
 MAX_RUNS = 4
@@ -297,7 +298,9 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
     compiled, twin = cores

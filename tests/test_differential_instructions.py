@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import movers
 import pytest
-from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import movers
+from dual import Recorder, SenseCopy, run_on, run_program, run_whole
 
 MAX_STEPS = 400
 RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ
@@ -66,15 +67,20 @@ def statement(depth: int, in_loop: bool = False) -> st.SearchStrategy:
     return st.one_of(
         simple(),
         st.tuples(st.just("if"), st.lists(branch, min_size=1, max_size=3), st.one_of(st.none(), simple())),
-        st.tuples(st.just("nif"), st.lists(native_branch, min_size=1, max_size=3), st.one_of(st.none(), simple(), inner)),
+        st.tuples(
+            st.just("nif"), st.lists(native_branch, min_size=1, max_size=3), st.one_of(st.none(), simple(), inner)
+        ),
         st.tuples(st.just("while"), LIMITS, simple()),
         st.tuples(st.just("do"), simple(), LIMITS),
         st.tuples(st.just("nwhile"), LIMITS, block(depth - 1, True)),
         st.tuples(st.just("ndo"), block(depth - 1, True), LIMITS),
         st.tuples(st.just("seq"), inner),
         st.tuples(
-            st.just("try"), simple(), st.lists(st.sampled_from(sorted(CATCHABLE)), max_size=2),
-            st.one_of(st.none(), simple()), st.one_of(st.none(), simple()),
+            st.just("try"),
+            simple(),
+            st.lists(st.sampled_from(sorted(CATCHABLE)), max_size=2),
+            st.one_of(st.none(), simple()),
+            st.one_of(st.none(), simple()),
         ),
     )
 
@@ -255,7 +261,9 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
     compiled, twin = cores

@@ -14,13 +14,13 @@ import contextlib
 from typing import Any
 
 import pytest
-from dual import new_loop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.runtime import workflow
+from dual import new_loop
 
 LOOPS = ["asyncio", "uvloop"]
 

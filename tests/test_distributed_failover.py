@@ -19,8 +19,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import distributed_support as ds
 import pytest
+
+import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 
@@ -46,7 +47,7 @@ def _submit(pool: object, sink: Path, values: range) -> list:
     handles = [pool.submit(ds.counting, spec, setup=ds.job_setup) for spec in specs[:half]]
     workflow = pool.workflow(ds.counting, ds.job_setup)
     for start in range(half, len(specs), 5):
-        handles += workflow.submit_batch(specs[start:start + 5])
+        handles += workflow.submit_batch(specs[start : start + 5])
     return handles
 
 

@@ -14,14 +14,14 @@ import os
 import threading
 
 import pytest
-from durable_programs import PROGRAMS, RAW_PROGRAMS, RawStateBuilder, RunState, StateBuilder, drive, passthrough
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from worker_support import ThisPackage
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import graph_fingerprint
 from amrita_sense.instructions import FUN_BLOCK
+from durable_programs import PROGRAMS, RAW_PROGRAMS, RawStateBuilder, RunState, StateBuilder, drive, passthrough
+from worker_support import ThisPackage
 
 pytestmark = pytest.mark.ray
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_PICKLE_EXAMPLES", "60"))
@@ -55,7 +55,11 @@ def _record(graph, spec: dict, loop_name: str) -> tuple:
 
 
 @pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS))
 def test_a_pickled_graph_is_the_same_graph(pickling, loop_name, spec):
     try:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pickle
 import threading
 
-import distributed_support as ds
 import pytest
 
 import amrita_sense
+import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 
@@ -31,8 +31,12 @@ def pool(dist, tmp_path_factory):
 
     store = SQLiteCheckpointStore(tmp_path_factory.mktemp("pool") / "runs.db")
     with dist.SensePool(
-        2, runs_per_worker=32, checkpoint_store=store, checkpoint_options={"codec": pickle},
-        actor_options={"num_cpus": 0}, name="test-pool",
+        2,
+        runs_per_worker=32,
+        checkpoint_store=store,
+        checkpoint_options={"codec": pickle},
+        actor_options={"num_cpus": 0},
+        name="test-pool",
     ) as pool:
         yield pool
 
@@ -225,7 +229,10 @@ def test_setup_failures_and_results_that_cannot_travel(pool, dist, tmp_path):
     bad = pool.submit(ds.counting, 9, setup=ds.unpicklable_result_setup).outcome(30)
     assert bad.status == "error" and isinstance(bad.exception, dist.NotPicklable)
     sink = tmp_path / "sink"
-    assert pool.submit(ds.refusing, {"value": 9, "sink": str(sink)}, setup=ds.closing_setup).result(30) == (9, ["accepted"])
+    assert pool.submit(ds.refusing, {"value": 9, "sink": str(sink)}, setup=ds.closing_setup).result(30) == (
+        9,
+        ["accepted"],
+    )
     assert sink.read_text().splitlines() == ["9 accepted", "9 closed"]
     unstorable = pool.submit(ds.refusing, 9, setup=ds.lock_setup).outcome(30)  # the pool's codec is pickle
     assert unstorable.status == "error" and "cannot pickle '_thread.lock'" in str(unstorable.exception)

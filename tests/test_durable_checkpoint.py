@@ -9,9 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from durable_support import abandon, park, rec, tag
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense import RESET, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
     CheckpointConflict,
@@ -23,6 +21,8 @@ from amrita_sense.durable import (
 )
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
+from durable_support import abandon, park, rec, tag
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

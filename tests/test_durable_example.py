@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense.durable import SQLiteCheckpointStore, inspect_snapshot
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "durable_approval.py"

@@ -8,7 +8,6 @@ import struct
 import zlib
 
 import pytest
-from durable_support import abandon, park, rec, tag
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from amrita_sense.durable import format as fmt
 from amrita_sense.durable.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
+from durable_support import abandon, park, rec, tag
 
 
 def halted_graph() -> object:
@@ -114,8 +114,12 @@ def test_a_decompression_bomb_is_refused(sample, monkeypatch):
 
 def test_a_document_that_is_not_json_or_not_an_object(sample):
     graph, data = sample
-    for engine in (zlib.compress(b"not json"), zlib.compress(b"[1, 2]"), b"not zlib at all",
-                   zlib.compress(b"[" * 100_000 + b"]" * 100_000)):
+    for engine in (
+        zlib.compress(b"not json"),
+        zlib.compress(b"[1, 2]"),
+        b"not zlib at all",
+        zlib.compress(b"[" * 100_000 + b"]" * 100_000),
+    ):
         with pytest.raises(CorruptSnapshot):
             WorkflowInterpreter.restore(graph, _reframed(data, engine=engine))
 

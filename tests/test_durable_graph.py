@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from durable_support import rec
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense import ALIAS, IF, JMP, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import GraphMismatch, graph_fingerprint
 from amrita_sense.instructions import FUN_BLOCK
+from durable_support import rec
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,14 +26,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from durable_programs import PROGRAMS, RunState, StateBuilder, drive, passthrough
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from worker_support import ThisPackage
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense import WorkflowInterpreter
 from amrita_sense.durable import CheckpointNotFound, SQLiteCheckpointStore, inspect_snapshot
+from durable_programs import PROGRAMS, RunState, StateBuilder, drive, passthrough
+from runtime_path import RUNTIME_DIR
+from worker_support import ThisPackage
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "durable_worker.py"

@@ -18,6 +18,9 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
 from dual import SenseCopy, run_on
 from durable_programs import (
     CONTINUING,
@@ -29,8 +32,6 @@ from durable_programs import (
     drive,
     passthrough,
 )
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 LOOPS = ["asyncio", "uvloop"]
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_ROUNDTRIP_EXAMPLES", "40"))
@@ -105,7 +106,11 @@ async def _resumed(sense: SenseCopy, job: tuple[dict, bytes]) -> tuple:
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS), gates=st.booleans())
 def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates):
     compiled, twin = cores

@@ -6,7 +6,6 @@ import asyncio
 import pickle
 
 import pytest
-from durable_support import PC, abandon, park, rec, tag
 
 from amrita_sense import IF, RESET, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
@@ -20,6 +19,7 @@ from amrita_sense.durable import (
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
 from amrita_sense.instructions import BATCH_RUN, CALL, FN, FUN_BLOCK, INT, INTER_FN, PUSH_CONTEXT
 from amrita_sense.streaming import SuspendObjectStream
+from durable_support import PC, abandon, park, rec, tag
 
 
 def chain(trace: list, *names: str) -> NodeCompose:
@@ -379,7 +379,9 @@ async def test_a_batch_run_with_children_parked_and_returned_is_restored():
 async def test_a_run_halted_inside_an_interrupt_routine_returns_from_it_after_restore():
     def build(trace):
         return NodeCompose(
-            rec(trace, "a"), INT("isr"), rec(trace, "b"),
+            rec(trace, "a"),
+            INT("isr"),
+            rec(trace, "b"),
             INTER_FN("isr", NodeCompose(rec(trace, "in"), SUSPEND, rec(trace, "out"))),
         ).render()
 
@@ -397,7 +399,9 @@ async def test_a_run_halted_inside_an_interrupt_routine_returns_from_it_after_re
 async def test_a_context_holding_the_live_return_stack_still_shares_it():
     trace: list = []
     graph = NodeCompose(
-        rec(trace, "a"), CALL("f"), rec(trace, "end"),
+        rec(trace, "a"),
+        CALL("f"),
+        rec(trace, "end"),
         FN("f", NodeCompose(PUSH_CONTEXT([0], exclude_stack=False), SUSPEND, rec(trace, "f1"))),
     ).render()
     interp = WorkflowInterpreter(graph)
@@ -488,18 +492,22 @@ def test_a_snapshot_from_one_core_restores_on_the_other(cores):
 
     async def take(sense, _):
         trace: list = []
-        graph = sense.sub("node").NodeCompose(
-            rec_on(sense, trace, "a"), sense.sub("instructions").SUSPEND, rec_on(sense, trace, "b")
-        ).render()
+        graph = (
+            sense.sub("node")
+            .NodeCompose(rec_on(sense, trace, "a"), sense.sub("instructions").SUSPEND, rec_on(sense, trace, "b"))
+            .render()
+        )
         interp = sense.sub("runtime.workflow").WorkflowInterpreter(graph)
         await interp.run()
         return interp.snapshot(), interp.graph_fingerprint
 
     async def give(sense, data):
         trace: list = []
-        graph = sense.sub("node").NodeCompose(
-            rec_on(sense, trace, "a"), sense.sub("instructions").SUSPEND, rec_on(sense, trace, "b")
-        ).render()
+        graph = (
+            sense.sub("node")
+            .NodeCompose(rec_on(sense, trace, "a"), sense.sub("instructions").SUSPEND, rec_on(sense, trace, "b"))
+            .render()
+        )
         again = sense.sub("runtime.workflow").WorkflowInterpreter.restore(graph, data)
         await again.run()
         return trace, again.graph_fingerprint

@@ -10,9 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from durable_support import rec
 
-from runtime_path import RUNTIME_DIR
 from amrita_sense import SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
     CheckpointConflict,
@@ -24,6 +22,8 @@ from amrita_sense.durable import (
     SQLiteCheckpointStore,
     inspect_snapshot,
 )
+from durable_support import rec
+from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,8 +164,13 @@ def test_several_processes_write_one_database(tmp_path):
     script = WRITER.format(tests=str(ROOT / "tests"))
     env = {"PYTHONPATH": RUNTIME_DIR, "PATH": "/usr/bin:/bin"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", script, str(path), f"p{i}", "25"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path), f"p{i}", "25"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(4)
     ]
     for proc in procs:

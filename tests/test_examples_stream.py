@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,12 +12,12 @@ import dataclasses
 import threading
 
 import pytest
-from dual import install_flags
 
 import amrita_sense
 from amrita_sense import Node, WorkflowInterpreter, _unsafe
 from amrita_sense._unsafe import _Flags
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
+from dual import install_flags
 
 UPPERCASE = [
     "FORCE_NOT_WRAP_TO_ASYNC",

@@ -48,31 +48,115 @@ pytestmark = [
 
 # ----- what a sequence is made of ---------------------------------------------------------------
 
-VECTOR_ACTIONS = ["offset", "offset_far", "near_to", "far_to", "pv_pop", "append", "clear", "copy", "add", "sub",
-                  "getitem", "setitem", "delitem", "len", "iter", "bool", "eq", "hash", "repr", "set_base",
-                  "get_base", "new_pv"]
-STACK_ACTIONS = ["push", "pop", "clear", "resize", "copy", "set_stack", "set_ovf", "len", "bool", "repr",
-                 "new_stack"]
-INTERP_ACTIONS = ["set_attr", "get_attr", "jump_to", "jump_near", "jump_offset", "jump_far_ptr", "jump_offset_far",
-                  "jump_to_top", "jump_offset_top", "unmarkup", "rebase_ptr", "rebase_context", "dump", "reset",
-                  "advance_pointer", "resume_from_halt", "find_node_alias", "rehash_args", "run", "step_by",
-                  "call_sub", "call_offset", "call_near", "call_offset_far", "fork", "new_interp", "terminate",
-                  "wait_all_forks"]
+VECTOR_ACTIONS = [
+    "offset",
+    "offset_far",
+    "near_to",
+    "far_to",
+    "pv_pop",
+    "append",
+    "clear",
+    "copy",
+    "add",
+    "sub",
+    "getitem",
+    "setitem",
+    "delitem",
+    "len",
+    "iter",
+    "bool",
+    "eq",
+    "hash",
+    "repr",
+    "set_base",
+    "get_base",
+    "new_pv",
+]
+STACK_ACTIONS = ["push", "pop", "clear", "resize", "copy", "set_stack", "set_ovf", "len", "bool", "repr", "new_stack"]
+INTERP_ACTIONS = [
+    "set_attr",
+    "get_attr",
+    "jump_to",
+    "jump_near",
+    "jump_offset",
+    "jump_far_ptr",
+    "jump_offset_far",
+    "jump_to_top",
+    "jump_offset_top",
+    "unmarkup",
+    "rebase_ptr",
+    "rebase_context",
+    "dump",
+    "reset",
+    "advance_pointer",
+    "resume_from_halt",
+    "find_node_alias",
+    "rehash_args",
+    "run",
+    "step_by",
+    "call_sub",
+    "call_offset",
+    "call_near",
+    "call_offset_far",
+    "fork",
+    "new_interp",
+    "terminate",
+    "wait_all_forks",
+]
 TARGETS = {
-    "pv": VECTOR_ACTIONS, "ptr": VECTOR_ACTIONS,
-    "stack": STACK_ACTIONS, "rets": STACK_ACTIONS, "ctxs": STACK_ACTIONS,
+    "pv": VECTOR_ACTIONS,
+    "ptr": VECTOR_ACTIONS,
+    "stack": STACK_ACTIONS,
+    "rets": STACK_ACTIONS,
+    "ctxs": STACK_ACTIONS,
     "interp": INTERP_ACTIONS,
     "lock": ["locked", "owned"],
     "stream": ["yield_response", "send_to_producer", "drain", "resume", "queue_done"],
 }
-KEPT_ATTRIBUTES = ["_pointer", "_ret_addr_stack", "_context_stack", "_flags", "_interpret_lock", "_panic_exc",
-                   "_waiter_fut", "_middleware", "_yield_interval", "_ava_args", "_ava_kwargs", "object_io",
-                   "if_flag", "flags", "is_running", "jump_marked", "context_stack", "pending_stop",
-                   # the Python layer's fields, kept in the core's struct since issue 12
-                   "_ava_args_v", "_ava_kwargs_v", "_exc_ignored", "_shape", "_graph", "_object_io", "_signal",
-                   "_parent_interpreter", "_top_interpreter", "_sub_interpreters", "_sub_interpreters_all",
-                   "_waiter", "_plans", "_di_cache", "_args_hash", "_dep_store_v", "_glob_lock_v",
-                   "_interpreter_id", "_lifecycles_v", "_provider_values", "_values_key", "_run_task", "_prog"]
+KEPT_ATTRIBUTES = [
+    "_pointer",
+    "_ret_addr_stack",
+    "_context_stack",
+    "_flags",
+    "_interpret_lock",
+    "_panic_exc",
+    "_waiter_fut",
+    "_middleware",
+    "_yield_interval",
+    "_ava_args",
+    "_ava_kwargs",
+    "object_io",
+    "if_flag",
+    "flags",
+    "is_running",
+    "jump_marked",
+    "context_stack",
+    "pending_stop",
+    # the Python layer's fields, kept in the core's struct since issue 12
+    "_ava_args_v",
+    "_ava_kwargs_v",
+    "_exc_ignored",
+    "_shape",
+    "_graph",
+    "_object_io",
+    "_signal",
+    "_parent_interpreter",
+    "_top_interpreter",
+    "_sub_interpreters",
+    "_sub_interpreters_all",
+    "_waiter",
+    "_plans",
+    "_di_cache",
+    "_args_hash",
+    "_dep_store_v",
+    "_glob_lock_v",
+    "_interpreter_id",
+    "_lifecycles_v",
+    "_provider_values",
+    "_values_key",
+    "_run_task",
+    "_prog",
+]
 
 
 def _arity(action: str) -> int:
@@ -97,8 +181,21 @@ VALUES = st.recursive(
 # (target, action) pairs, the ones that change what the compiled core reads listed more than once
 PAIRS = [(target, action) for target, actions in TARGETS.items() for action in actions]
 PAIRS += [("ptr", a) for a in ("clear", "pv_pop", "offset", "near_to", "set_base", "far_to", "append")] * 3
-PAIRS += [("interp", a) for a in ("run", "step_by", "reset", "set_attr", "jump_to", "rebase_ptr", "jump_offset",
-                                  "jump_near", "call_sub", "advance_pointer")] * 3
+PAIRS += [
+    ("interp", a)
+    for a in (
+        "run",
+        "step_by",
+        "reset",
+        "set_attr",
+        "jump_to",
+        "rebase_ptr",
+        "jump_offset",
+        "jump_near",
+        "call_sub",
+        "advance_pointer",
+    )
+] * 3
 PAIRS += [("rets", a) for a in ("push", "pop", "set_stack")] * 2
 
 
@@ -111,11 +208,15 @@ def calls(draw):
     return [target, draw(st.integers(0, 3)), action, *values]
 
 
-SEQUENCES = st.fixed_dictionaries({
-    "loop": st.sampled_from(["asyncio", "uvloop"]),
-    "calls": st.lists(calls(), min_size=1, max_size=12),
-    "scripts": st.dictionaries(st.integers(0, SCRIPT_NODES - 1).map(str), st.lists(calls(), max_size=4), max_size=4),
-})
+SEQUENCES = st.fixed_dictionaries(
+    {
+        "loop": st.sampled_from(["asyncio", "uvloop"]),
+        "calls": st.lists(calls(), min_size=1, max_size=12),
+        "scripts": st.dictionaries(
+            st.integers(0, SCRIPT_NODES - 1).map(str), st.lists(calls(), max_size=4), max_size=4
+        ),
+    }
+)
 
 # ----- the two workers ------------------------------------------------------------------------------
 
@@ -141,7 +242,11 @@ class Worker:
         self.log.truncate()
         return subprocess.Popen(
             [sys.executable, "-X", "faulthandler", str(HERE / "fuzz_worker.py")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=self._env(), text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=self._env(),
+            text=True,
         )
 
     def run(self, sequence: dict) -> list[str]:
@@ -179,8 +284,12 @@ def workers():
         worker.close()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not LONG,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 @given(sequence=SEQUENCES)
 def test_no_call_sequence_crashes_hangs_or_differs_between_the_builds(workers, sequence):
     compiled, pure = (worker.run(sequence) for worker in workers)

@@ -4,20 +4,33 @@ given (construction, compose or render time), instead of an `AttributeError` dee
 from __future__ import annotations
 
 import pytest
-from dual import Recorder
 
 from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter, debugger
 from amrita_sense.debugger.code_disp import resolve_cmt, resolve_dis
 from amrita_sense.hook.matcher import MatcherFactory
 from amrita_sense.hook.on import on_event
 from amrita_sense.instructions import (
-    ALIAS, ARCHIVED_NODES, BATCH_RUN, CALL, DO, FN, FUN_BLOCK, IF, INTER_FN, INVOKE, JMP, PUSH_RET, TRIGGER_EVENT,
-    WHILE, Try,
+    ALIAS,
+    ARCHIVED_NODES,
+    BATCH_RUN,
+    CALL,
+    DO,
+    FN,
+    FUN_BLOCK,
+    IF,
+    INTER_FN,
+    INVOKE,
+    JMP,
+    PUSH_RET,
+    TRIGGER_EVENT,
+    WHILE,
+    Try,
 )
 from amrita_sense.instructions.native import NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.types import Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
+from dual import Recorder
 
 JUNK = [None, 5, "x", 1.5, object()]
 
@@ -80,13 +93,17 @@ async def test_pools_from_a_list_and_a_mapping_proxy():
     def needs(number: int, name: str):
         seen.append((number, name))
 
-    interp = WorkflowInterpreter(NodeCompose(needs).render(), extra_args=[7], extra_kwargs=MappingProxyType({"name": "n"}))
+    interp = WorkflowInterpreter(
+        NodeCompose(needs).render(), extra_args=[7], extra_kwargs=MappingProxyType({"name": "n"})
+    )
     await interp.run()
     assert seen == [(7, "n")]
 
 
-@pytest.mark.parametrize(("attr", "value"), [("_ava_args", None), ("_ava_args", 5), ("_ava_kwargs", None),
-                                             ("_ava_kwargs", [1]), ("_ava_kwargs", 5)])
+@pytest.mark.parametrize(
+    ("attr", "value"),
+    [("_ava_args", None), ("_ava_args", 5), ("_ava_kwargs", None), ("_ava_kwargs", [1]), ("_ava_kwargs", 5)],
+)
 def test_argument_pools_refuse_a_wrong_type(attr, value):
     interp = WorkflowInterpreter(graph())
     before = getattr(interp, attr)
@@ -98,8 +115,10 @@ def test_argument_pools_refuse_a_wrong_type(attr, value):
 # ----- kept attributes of the run state ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "error"), [("x", TypeError), (None, TypeError), (1.0, TypeError),
-                                              (8, ValueError), (-1, ValueError), (2**40, ValueError)])
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("x", TypeError), (None, TypeError), (1.0, TypeError), (8, ValueError), (-1, ValueError), (2**40, ValueError)],
+)
 def test_flags_take_flag_bits_only(value, error):
     interp = WorkflowInterpreter(graph())
     with pytest.raises(error, match="_flags"):
@@ -194,14 +213,15 @@ async def test_relative_calls_check_their_argument(method, arg):
     assert len(interp._ret_addr_stack) == 0
 
 
-@pytest.mark.parametrize(("keyword", "value"), [("ava_args", 5), ("ava_args", "ab"), ("ava_kwargs", 5),
-                                                ("ava_kwargs", [1]), ("object_io", 5), ("compose", 5)])
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [("ava_args", 5), ("ava_args", "ab"), ("ava_kwargs", 5), ("ava_kwargs", [1]), ("object_io", 5), ("compose", 5)],
+)
 def test_fork_interpreter_checks_its_arguments(keyword, value):
     interp = WorkflowInterpreter(graph())
     with pytest.raises(TypeError):
         interp.fork_interpreter(**{keyword: value})
     assert interp.sub_interpreters == {}
-
 
 
 # ----- instructions: a bad operand is refused when the instruction is declared --------------------------
@@ -269,8 +289,21 @@ async def test_trigger_event_wants_an_event(event):
         await MatcherFactory.trigger_event(event)
 
 
-INSPECTORS = ["where", "inspect", "backtrace", "list_nodes", "list_sub_intp", "list_breaks", "cleanup",
-              "disassemble", "dis", "step", "step_over", "step_out", "cont"]
+INSPECTORS = [
+    "where",
+    "inspect",
+    "backtrace",
+    "list_nodes",
+    "list_sub_intp",
+    "list_breaks",
+    "cleanup",
+    "disassemble",
+    "dis",
+    "step",
+    "step_over",
+    "step_out",
+    "cont",
+]
 ASYNC_INSPECTORS = ["step_async", "step_over_async", "step_out_async", "cont_async"]
 
 
@@ -288,12 +321,17 @@ async def test_debugger_async_commands_want_an_interpreter(name):
         await getattr(debugger, name)(None)
 
 
-@pytest.mark.parametrize(("call", "name"), [(lambda: debugger.break_at_tag(None, "t"), "break_at_tag"),
-                                            (lambda: debugger.break_at_addr(5, [0]), "break_at_addr"),
-                                            (lambda: debugger.clear_break_tag(None, "t"), "clear_break_tag"),
-                                            (lambda: debugger.clear_break_addr(None, [0]), "clear_break_addr"),
-                                            (lambda: resolve_dis(None), "resolve_dis"),
-                                            (lambda: resolve_cmt(5), "resolve_cmt")])
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: debugger.break_at_tag(None, "t"), "break_at_tag"),
+        (lambda: debugger.break_at_addr(5, [0]), "break_at_addr"),
+        (lambda: debugger.clear_break_tag(None, "t"), "clear_break_tag"),
+        (lambda: debugger.clear_break_addr(None, [0]), "clear_break_addr"),
+        (lambda: resolve_dis(None), "resolve_dis"),
+        (lambda: resolve_cmt(5), "resolve_cmt"),
+    ],
+)
 def test_debugger_helpers_name_their_bad_argument(call, name):
     with pytest.raises(TypeError, match=name):
         call()

@@ -12,7 +12,6 @@ import asyncio
 import threading
 
 import pytest
-from dual import Recorder
 
 from amrita_sense import NodeCompose, WorkflowInterpreter, _core
 from amrita_sense.di import DependencyStore
@@ -20,6 +19,7 @@ from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.plans import shape_of
 from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache
+from dual import Recorder
 
 
 def graph():
@@ -145,8 +145,9 @@ def test_a_program_is_initialised_once_and_its_static_plans_are_call_plans():
         prog.__init__(None, [], [], [], [], [], [], [], [], [], None, {})
     fresh = _core.Program.__new__(_core.Program)
     with pytest.raises(TypeError, match="static plan"):
-        fresh.__init__(None, [None], [None], [0], [(5, None, {})], [0], [()], [(-1, -1, -1, -1)], [None], [(0,)],
-                       None, {})
+        fresh.__init__(
+            None, [None], [None], [0], [(5, None, {})], [0], [()], [(-1, -1, -1, -1)], [None], [(0,)], None, {}
+        )
 
 
 def injected_graph(seen: list):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from dual import Recorder, run_program, run_whole
 
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.node import DLLCompose
+from dual import Recorder, run_program, run_whole
 
 SHAPES = [(old, pos, new) for old, new in itertools.product((1, 2, 3), (1, 2, 3)) for pos in range(old)]
 

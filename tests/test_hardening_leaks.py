@@ -44,7 +44,7 @@ async def test_node_and_exception_classes_are_collected_after_use():
 
         @Node(wrap_to_async=False)
         def handler(exc_val: Exception):
-            handled.append(exc_val)
+            handled.append(exc_val)  # noqa: B023 (called within this iteration)
 
         graph = Try(checked()).CATCH(failure, handler).extract().render()
         await WorkflowInterpreter(graph).run()

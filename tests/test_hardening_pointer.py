@@ -8,11 +8,11 @@ before; both builds now raise the same typed error and stay usable.
 from __future__ import annotations
 
 import pytest
-from dual import Recorder
 
 from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter
 from amrita_sense._core import InterpretLock
 from amrita_sense.node.wrapper import Node
+from dual import Recorder
 
 NOT_AN_ADDRESS = [0, -1, 1.5, "ab", {0: 1}, {1}, object(), [0, "x"], [None]]
 
@@ -139,8 +139,19 @@ def test_base_addr_takes_a_tuple_as_a_list():
 
 @pytest.mark.parametrize(
     ("method", "arg"),
-    [("offset", "1"), ("offset", 1.5), ("offset", None), ("near_to", None), ("near_to", 2.0),
-     ("append", "x"), ("far_to", 5), ("far_to", None), ("far_to", ["x"]), ("offset_far", 3), ("offset_far", [0.5])],
+    [
+        ("offset", "1"),
+        ("offset", 1.5),
+        ("offset", None),
+        ("near_to", None),
+        ("near_to", 2.0),
+        ("append", "x"),
+        ("far_to", 5),
+        ("far_to", None),
+        ("far_to", ["x"]),
+        ("offset_far", 3),
+        ("offset_far", [0.5]),
+    ],
 )
 def test_movers_check_their_argument(method, arg):
     vec = PointerVector([1, 2])
@@ -232,11 +243,19 @@ def test_stack_copy_keeps_the_class_and_the_limit():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("_pointer", None), ("_pointer", [0]), ("_pointer", (0,)),
-     ("_ret_addr_stack", None), ("_ret_addr_stack", []),
-     ("_context_stack", None), ("_context_stack", [1]),
-     ("_interpret_lock", None), ("_interpret_lock", object()),
-     ("_middleware", 5), ("_middleware", "run")],
+    [
+        ("_pointer", None),
+        ("_pointer", [0]),
+        ("_pointer", (0,)),
+        ("_ret_addr_stack", None),
+        ("_ret_addr_stack", []),
+        ("_context_stack", None),
+        ("_context_stack", [1]),
+        ("_interpret_lock", None),
+        ("_interpret_lock", object()),
+        ("_middleware", 5),
+        ("_middleware", "run"),
+    ],
 )
 @pytest.mark.asyncio
 async def test_kept_attributes_refuse_a_wrong_type_and_the_interpreter_still_runs(name, value):
@@ -298,8 +317,16 @@ def test_advance_pointer_wants_a_vector():
 
 @pytest.mark.parametrize(
     ("jump", "arg"),
-    [("jump_to", 5), ("jump_to", ["x"]), ("jump_near", "1"), ("jump_offset", None), ("jump_far_ptr", 3),
-     ("jump_offset_far", None), ("jump_to_top", [1]), ("jump_offset_top", "1")],
+    [
+        ("jump_to", 5),
+        ("jump_to", ["x"]),
+        ("jump_near", "1"),
+        ("jump_offset", None),
+        ("jump_far_ptr", 3),
+        ("jump_offset_far", None),
+        ("jump_to_top", [1]),
+        ("jump_offset_top", "1"),
+    ],
 )
 @pytest.mark.asyncio
 async def test_a_jump_with_a_bad_argument_is_refused_before_it_is_marked(jump, arg):

@@ -14,11 +14,11 @@ import threading
 import types
 
 import pytest
-from dual import Recorder, new_loop
 
 from amrita_sense import IllegalState, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.node.wrapper import Node
+from dual import Recorder, new_loop
 
 LOOPS = ["asyncio", "uvloop"]
 

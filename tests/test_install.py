@@ -69,7 +69,9 @@ PROBE = textwrap.dedent(
 )
 
 
-def _run(cmd: list[str], env: dict | None = None, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], env: dict | None = None, check: bool = True, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AMRITA_SENSE_TURBO", "VIRTUAL_ENV")}
     full_env.update(env or {})
     done = subprocess.run(cmd, env=full_env, cwd=cwd, capture_output=True, text=True, timeout=900)
@@ -90,8 +92,11 @@ def wheel(tmp_path_factory) -> Path:
     if given:
         return Path(given)
     out = tmp_path_factory.mktemp("wheel")
-    done = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
-                env={"AMRITA_SENSE_NO_EXTENSIONS": "1"}, check=False)
+    done = _run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        env={"AMRITA_SENSE_NO_EXTENSIONS": "1"},
+        check=False,
+    )
     if done.returncode != 0:
         _unavailable(f"building a wheel failed (no PyPI for the build requirements?):\n{done.stderr[-2000:]}")
     return next(out.glob("*.whl"))
@@ -142,11 +147,16 @@ class Env:
         return _run([self.python, "-m", "amrita_sense_turbo"], check=False, cwd=self.root)
 
     def site_names(self) -> set[str]:
-        site = Path(_run([self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+        site = Path(
+            _run([self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+        )
         return {p.name for p in site.iterdir() if "amrita_sense" in p.name}
 
     def amrita_core_imports(self) -> None:
-        _run([self.python, "-c", "import amrita_core, amrita_sense.logging as l; assert amrita_core.logger is l.logger"], cwd=self.root)
+        _run(
+            [self.python, "-c", "import amrita_core, amrita_sense.logging as l; assert amrita_core.logger is l.logger"],
+            cwd=self.root,
+        )
 
 
 def _assert_turbo(state: dict) -> None:

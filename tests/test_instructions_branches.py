@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import IF, NATIVE_IF, NOP
 from amrita_sense.instructions.if_clause import ConditionJumpNode, ELSENode
 from amrita_sense.instructions.native._core import NativeBranchExitNode, NativeBubbleEnterNode, NativeIfJumpNode
+from dual import Recorder, run_program
 
 
 async def run(program, rec):
@@ -19,7 +19,10 @@ async def run(program, rec):
 
 def shape(graph) -> list:
     """Class names of a rendered graph, nested lists for segments."""
-    return [shape(child) if getattr(child, "__rendered_compose__", False) else type(child).__name__ for child in (graph[i] for i in range(len(graph)))]
+    return [
+        shape(child) if getattr(child, "__rendered_compose__", False) else type(child).__name__
+        for child in (graph[i] for i in range(len(graph)))
+    ]
 
 
 # ----- IF ------------------------------------------------------------------------------
@@ -145,9 +148,14 @@ def test_native_if_layout():
     clause = NATIVE_IF(rec.act("c"), rec.act("x")).ELIF(rec.act("c2"), rec.act("y") >> rec.act("z"))
     graph = clause.ELSE(rec.act("e1") >> rec.act("e2")).extract().render()
     assert shape(graph) == [
-        "NativeIfJumpNode", "Node", "Node",
-        "NativeIfJumpNode", "Node", ["Node", "Node", "NativeBranchExitNode"],
-        "NativeBubbleEnterNode", ["Node", "Node"],
+        "NativeIfJumpNode",
+        "Node",
+        "Node",
+        "NativeIfJumpNode",
+        "Node",
+        ["Node", "Node", "NativeBranchExitNode"],
+        "NativeBubbleEnterNode",
+        ["Node", "Node"],
         "Node",
     ]
     assert graph[0].__sdb_dis__ == "NJMPIF do=#2 ret=#8 false=#3"

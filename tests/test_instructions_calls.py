@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program, run_whole
 
 from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullPointerException, WorkflowInterpreter
 from amrita_sense.instructions import (
@@ -27,6 +26,7 @@ from amrita_sense.instructions.native import NATIVE_WHILE
 from amrita_sense.instructions.subprogram import ARCHIVED_SEGMENT, CallNode, InvokeNode, SubprogramJumpNode
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.types import PointerVector
+from dual import Recorder, run_program, run_whole
 
 
 async def run(program, rec, **kw):
@@ -82,7 +82,9 @@ def test_call_family_compiles_once(factory):
 @pytest.mark.asyncio
 async def test_call_runs_the_function_and_returns_after_the_call():
     rec = Recorder()
-    program = NodeCompose(rec.act("a"), CALL("f"), rec.act("b"), FN("f", rec.act("fx") >> rec.act("fy")), rec.act("end"))
+    program = NodeCompose(
+        rec.act("a"), CALL("f"), rec.act("b"), FN("f", rec.act("fx") >> rec.act("fy")), rec.act("end")
+    )
     out = await run(program, rec)
     assert out.trace == ["a", "fx", "fy", "b", "end"] and out.stack_depth == 0 and out.error is None
     assert len(out.yields) == 9
@@ -105,7 +107,9 @@ async def test_call_pushes_its_own_address_and_ret_rebases_onto_it():
 @pytest.mark.asyncio
 async def test_call_with_an_explicit_return_address():
     rec = Recorder()
-    program = NodeCompose(rec.act("a"), CALL("f", from_adr=[3]), rec.act("b"), rec.act("c"), FN("f", rec.act("fx")), rec.act("end"))
+    program = NodeCompose(
+        rec.act("a"), CALL("f", from_adr=[3]), rec.act("b"), rec.act("c"), FN("f", rec.act("fx")), rec.act("end")
+    )
     out = await run(program, rec)
     assert out.trace == ["a", "fx", "end"]
 
@@ -205,7 +209,9 @@ async def test_fn_is_skipped_by_ordinary_flow():
 @pytest.mark.asyncio
 async def test_inter_fn_returns_with_iret():
     rec = Recorder()
-    program = NodeCompose(rec.act("a"), INT("isr"), rec.act("b"), INTER_FN("isr", rec.act("i1") >> rec.act("i2")), rec.act("end"))
+    program = NodeCompose(
+        rec.act("a"), INT("isr"), rec.act("b"), INTER_FN("isr", rec.act("i1") >> rec.act("i2")), rec.act("end")
+    )
     out = await run(program, rec)
     assert out.trace == ["a", "i1", "i2", "b", "end"] and out.error is None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 import amrita_sense
 from amrita_sense import NodeCompose, WorkflowInterpreter
@@ -12,6 +11,7 @@ from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
 from amrita_sense.instructions import _deprecated, enum, interrupt, jump, ret2, workfl_ctrl
 from amrita_sense.instructions.native import CONTINUE
 from amrita_sense.runtime.types import Flags
+from dual import Recorder, run_program
 
 INSTRUCTION_NAMES = (
     "ALIAS ARCHIVED_NODES AUTO_PREFIX AUTO_TAGS BATCH_RUN BREAK_LOOP CALL DO FN FUN_BLOCK GOTO IF INT INTERRUPT "
@@ -71,7 +71,13 @@ def test_deprecated_names_are_the_same_objects():
     assert ins.INTERRUPT_RET is ins.IRET
     assert _deprecated.PUSH_AND_GOTO is ret2.PUSH_AND_GOTO
     assert set(_deprecated.__all__) == {
-        "GOTO", "INTERRUPT", "INTERRUPT_INTO", "INTERRUPT_KEEP_CTX", "INTERRUPT_RET", "PUSH_AND_GOTO", "PUSH_STACK",
+        "GOTO",
+        "INTERRUPT",
+        "INTERRUPT_INTO",
+        "INTERRUPT_KEEP_CTX",
+        "INTERRUPT_RET",
+        "PUSH_AND_GOTO",
+        "PUSH_STACK",
         "RET_FAR",
     }
 

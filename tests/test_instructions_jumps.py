@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullPointerException, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, GOTO, IF, JMP, NOP
 from amrita_sense.instructions.alias import AliasNode
 from amrita_sense.instructions.jump import JumpNode
+from dual import Recorder, run_program
 
 
 def test_alias_node_shares_the_wrapped_function():
@@ -109,5 +109,9 @@ async def test_aliased_node_uses_its_alias_tag_as_suspend_point():
 
     interp = WorkflowInterpreter(NodeCompose(ALIAS(rec.act("t"), "t"), NOP).render(), Gate())
     await run_program(interp, rec)
-    assert seen == ["WorkflowInterpreter::each_node", "Alias::t", "WorkflowInterpreter::each_node",
-                    "NodeSuspend::_no_operation"]
+    assert seen == [
+        "WorkflowInterpreter::each_node",
+        "Alias::t",
+        "WorkflowInterpreter::each_node",
+        "NodeSuspend::_no_operation",
+    ]

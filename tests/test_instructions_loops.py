@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop
@@ -13,6 +12,7 @@ from amrita_sense.instructions.loop.do_while import DONode, DowhileNode
 from amrita_sense.instructions.loop.while_clause import CheckUpNode, WhileNode
 from amrita_sense.instructions.native import CONTINUE
 from amrita_sense.instructions.native._core import NativeDoWhileNode, NativeWhileNode
+from dual import Recorder, run_program
 
 
 async def run(program, rec, **kw):
@@ -166,7 +166,12 @@ def test_native_while_layout():
     rec = Recorder()
     brk = BREAK_LOOP()
     graph = NATIVE_WHILE(rec.act("c")).ACTION(rec.act("x") >> brk).extract().render()
-    assert [type(graph[i]).__name__ for i in range(len(graph))] == ["NativeWhileNode", "Node", "NodeComposeRendered", "Node"]
+    assert [type(graph[i]).__name__ for i in range(len(graph))] == [
+        "NativeWhileNode",
+        "Node",
+        "NodeComposeRendered",
+        "Node",
+    ]
     assert [type(graph[2][i]).__name__ for i in range(len(graph[2]))] == ["Node", "_BreakLoopNode", "_ContinueNode"]
     assert graph[0].__sdb_dis__ == "NWHILE body=#2 self=#0 exit=#3"
     assert graph[0].__sdb_cmt__ == "NativeWhileNode"
@@ -178,7 +183,11 @@ def test_native_do_layout():
     rec = Recorder()
     graph = NATIVE_DO(rec.act("x")).WHILE(rec.act("c")).extract().render()
     assert [type(graph[i]).__name__ for i in range(len(graph))] == [
-        "NativeBubbleEnterNode", "NodeComposeRendered", "NativeDoWhileNode", "Node", "Node",
+        "NativeBubbleEnterNode",
+        "NodeComposeRendered",
+        "NativeDoWhileNode",
+        "Node",
+        "Node",
     ]
     assert graph[0].__sdb_cmt__ == "NativeBubbleEnterNode push=True"
     assert graph[2].__sdb_dis__ == "NDO.CHECK loop=#0 exit=#4"

@@ -7,7 +7,6 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.event import BaseEvent, ConstructableEvent
@@ -19,6 +18,7 @@ from amrita_sense.instructions.func_block import FuncBlock
 from amrita_sense.instructions.trigger_event import EventTrigger, TriggerInstruction
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.workflow import UNSET
+from dual import Recorder, run_program
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup
@@ -39,7 +39,13 @@ def test_fun_block_node():
     sub = (rec.act("x") >> rec.act("y")).render()
     block = FUN_BLOCK(sub)
     assert isinstance(block, FuncBlock)
-    assert (block._comp_rendered, block._mdw, block._io, block._interpreter, block._onetime) == (sub, UNSET, None, None, False)
+    assert (block._comp_rendered, block._mdw, block._io, block._interpreter, block._onetime) == (
+        sub,
+        UNSET,
+        None,
+        None,
+        False,
+    )
     assert (block.tag, block.address_able, block.wrap_to_async) == ("NodeSuspend::__call__", True, False)
     assert (block.__sdb_dis__, block.__sdb_cmt__) == ("FN", "FuncBlock")
 
@@ -145,7 +151,6 @@ async def test_each_interpreter_of_a_shared_graph_runs_its_own_batch():
     assert sorted(seen) == ["a", "b"]
 
 
-
 # ----- BATCH_RUN -------------------------------------------------------------------------
 
 
@@ -155,7 +160,10 @@ def test_batch_run_node():
     assert isinstance(batch, BatchRun) and batch._fail_fast is True
     assert BatchRun()._fail_fast is False
     assert (batch.tag, batch.__sdb_dis__, batch.address_able, batch.wrap_to_async) == (
-        BuiltinTags.BATCH_RUN, "BATCH 3", True, False,
+        BuiltinTags.BATCH_RUN,
+        "BATCH 3",
+        True,
+        False,
     )
     NodeCompose(batch).render()
     assert len(batch._graphs) == 3 and not hasattr(batch, "_origin")
@@ -188,7 +196,9 @@ async def test_batch_run_runs_payloads_concurrently():
 @pytest.mark.asyncio
 async def test_batch_run_collects_failures_without_fail_fast():
     rec = Recorder()
-    batch = BATCH_RUN(rec.act("p1", exc=ValueError("v")), rec.act("p2") >> rec.act("p3", exc=KeyError("k")), fail_fast=False)
+    batch = BATCH_RUN(
+        rec.act("p1", exc=ValueError("v")), rec.act("p2") >> rec.act("p3", exc=KeyError("k")), fail_fast=False
+    )
     interp, out = await run(NodeCompose(rec.act("a"), batch, rec.act("b")), rec)
     assert isinstance(out.error, ExceptionGroup) and "when running nodes" in str(out.error)
     assert sorted(type(e).__name__ for e in out.error.exceptions) == ["ExceptionGroup", "KeyError"]
@@ -239,7 +249,10 @@ def test_trigger_event_layout():
     graph = TRIGGER_EVENT(Ping).extract().render()
     assert isinstance(graph[0], EventTrigger) and len(graph) == 3
     assert (graph[0].tag, graph[0].address_able, graph[0].__sdb_dis__, graph[0].__sdb_cmt__) == (
-        BuiltinTags.EVENT_TRIGGER_CALL, False, "EVENT", "EventTrigger",
+        BuiltinTags.EVENT_TRIGGER_CALL,
+        False,
+        "EVENT",
+        "EventTrigger",
     )
     assert graph[1].tag is BuiltinTags.TRIGGER_CONSTRUCTOR and graph[1].address_able is False
     assert isinstance(TRIGGER_EVENT(Ping), TriggerInstruction)

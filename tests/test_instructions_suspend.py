@@ -7,12 +7,12 @@ instruction goes after that body. A suspended condition counts as falsy.
 from __future__ import annotations
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions import DO, IF, NATIVE_DO, NATIVE_IF, NATIVE_WHILE, SUSPEND, TRIGGER_EVENT, WHILE
 from amrita_sense.runtime.types import Flags
+from dual import Recorder, run_program
 
 
 async def runs(program, rec, times: int) -> list:

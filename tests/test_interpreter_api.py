@@ -560,7 +560,9 @@ async def test_jump_near_sets_the_last_index():
     def jump_in_segment(pc):
         pc.jump_near(2)
 
-    graph = (rec(log, "a") >> (act(log, "j", jump_in_segment) >> rec(log, "x") >> rec(log, "y")) >> rec(log, "z")).render()
+    graph = (
+        rec(log, "a") >> (act(log, "j", jump_in_segment) >> rec(log, "x") >> rec(log, "y")) >> rec(log, "z")
+    ).render()
     await WorkflowInterpreter(graph).run()
     assert names(log) == ["a", "j", "y", "z"]
 
@@ -638,7 +640,10 @@ async def test_jump_offset_far_truncates():
 async def test_jump_to_top():
     log: list = []
     graph = (
-        rec(log, "a") >> (rec(log, "b") >> (act(log, "j", once(lambda pc: pc.jump_to_top(3))))) >> rec(log, "c") >> rec(log, "d")
+        rec(log, "a")
+        >> (rec(log, "b") >> (act(log, "j", once(lambda pc: pc.jump_to_top(3)))))
+        >> rec(log, "c")
+        >> rec(log, "d")
     ).render()
     await WorkflowInterpreter(graph).run()
     assert log[-1] == ("d", [3])
@@ -850,10 +855,7 @@ def test_jump_to_an_empty_segment_is_accepted():
 def sub_graph(log: list, caller_action):
     """`[caller, x, (y, z), w]`; the caller runs `caller_action(pc)` (awaited)."""
     return (
-        act_async(log, "caller", caller_action)
-        >> rec(log, "x")
-        >> (rec(log, "y") >> rec(log, "z"))
-        >> rec(log, "w")
+        act_async(log, "caller", caller_action) >> rec(log, "x") >> (rec(log, "y") >> rec(log, "z")) >> rec(log, "w")
     ).render()
 
 

@@ -54,7 +54,12 @@ def test_deprecated_names_are_the_same_factories():
 
 
 def test_nodes_are_inline_addressable_nodes_with_builtin_tags():
-    nodes = {"__INT__": INT([0]), "__IRET__": IRET(), "__PUSH_CONTEXT__": PUSH_CONTEXT([0]), "__POP_CONTEXT__": POP_CONTEXT()}
+    nodes = {
+        "__INT__": INT([0]),
+        "__IRET__": IRET(),
+        "__PUSH_CONTEXT__": PUSH_CONTEXT([0]),
+        "__POP_CONTEXT__": POP_CONTEXT(),
+    }
     for tag, node in nodes.items():
         assert isinstance(node, NodeType)
         assert node.tag == tag
@@ -64,7 +69,14 @@ def test_nodes_are_inline_addressable_nodes_with_builtin_tags():
 
 def test_disassembly_after_compilation():
     a = step([], "a")
-    nodes = [INT("h"), INT([0], ret_to="h", if_state=True), INT([0], [1]), IRET(), PUSH_CONTEXT("h"), PUSH_CONTEXT(None)]
+    nodes = [
+        INT("h"),
+        INT([0], ret_to="h", if_state=True),
+        INT([0], [1]),
+        IRET(),
+        PUSH_CONTEXT("h"),
+        PUSH_CONTEXT(None),
+    ]
     graph = ALIAS(a, "h").as_compose()
     for node in nodes:
         graph = graph >> node
@@ -89,7 +101,9 @@ def test_compiled_nodes_cannot_join_a_second_graph(factory):
         (step([], "b") >> node).render()
 
 
-@pytest.mark.parametrize("factory", [lambda: INT("missing"), lambda: INT([0], ret_to="missing"), lambda: PUSH_CONTEXT("missing")])
+@pytest.mark.parametrize(
+    "factory", [lambda: INT("missing"), lambda: INT([0], ret_to="missing"), lambda: PUSH_CONTEXT("missing")]
+)
 def test_unknown_alias_fails_at_render(factory):
     with pytest.raises(NullPointerException):
         (step([], "a") >> factory()).render()
@@ -171,7 +185,15 @@ async def test_int_with_explicit_return_address_and_aliases():
 @pytest.mark.asyncio
 async def test_nested_int_is_refused_while_if_is_set():
     log: list = []
-    graph = step(log, "s") >> INT([4], if_state=True) >> step(log, "after") >> RESET >> step(log, "isr") >> INT([0]) >> IRET()
+    graph = (
+        step(log, "s")
+        >> INT([4], if_state=True)
+        >> step(log, "after")
+        >> RESET
+        >> step(log, "isr")
+        >> INT([0])
+        >> IRET()
+    )
     interp = WorkflowInterpreter(graph.render())
     with pytest.raises(IllegalState):
         await interp.run()

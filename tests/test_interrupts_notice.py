@@ -53,7 +53,13 @@ def assert_reset(interp: WorkflowInterpreter) -> None:
 @pytest.mark.parametrize("stepwise", [False, True])
 async def test_notice_from_a_node_ends_the_run_normally_and_resets(stepwise):
     log: list = []
-    graph = step(log, "a") >> PUSH_CONTEXT([0]) >> dirty_state >> step(log, "stop", InterruptNotice("bye")) >> step(log, "never")
+    graph = (
+        step(log, "a")
+        >> PUSH_CONTEXT([0])
+        >> dirty_state
+        >> step(log, "stop", InterruptNotice("bye"))
+        >> step(log, "never")
+    )
     interp = WorkflowInterpreter(graph.render())
     if stepwise:
         async for _ in interp.run_step_by():
@@ -104,8 +110,10 @@ async def test_notice_cannot_be_held_by_except_exception_in_node_code():
 @pytest.mark.asyncio
 async def test_notice_raised_deep_inside_a_sub_call_still_terminates():
     log: list = []
-    body = Try(step(log, "body", InterruptNotice("inside"))).CATCH(BaseException, step(log, "handler")).FINALLY(
-        step(log, "fin")
+    body = (
+        Try(step(log, "body", InterruptNotice("inside")))
+        .CATCH(BaseException, step(log, "handler"))
+        .FINALLY(step(log, "fin"))
     )
     interp = WorkflowInterpreter((step(log, "a") >> dirty_state >> body >> step(log, "never")).render())
     await interp.run()
@@ -205,7 +213,9 @@ async def test_keep_context_keeps_the_return_stack():
 async def test_suspend_node_and_its_alias():
     assert INTERRUPT_KEEP_CTX is SUSPEND
     log: list = []
-    interp = WorkflowInterpreter((step(log, "a") >> SUSPEND >> step(log, "b") >> INTERRUPT_KEEP_CTX >> step(log, "c")).render())
+    interp = WorkflowInterpreter(
+        (step(log, "a") >> SUSPEND >> step(log, "b") >> INTERRUPT_KEEP_CTX >> step(log, "c")).render()
+    )
     await interp.run()
     assert names(log) == ["a"]
     await interp.run()

@@ -62,7 +62,11 @@ def test_default_sink_prints_info_and_above_to_stdout_in_1_1_3s_format():
     done = _run(SCRIPT)
     assert done.returncode == 0, done.stderr
     assert _messages(done.stdout) == [
-        ("INFO", "i-line"), ("SUCCESS", "s-line"), ("WARNING", "w-line"), ("ERROR", "e-line"), ("ERROR", "tool failed"),
+        ("INFO", "i-line"),
+        ("SUCCESS", "s-line"),
+        ("WARNING", "w-line"),
+        ("ERROR", "e-line"),
+        ("ERROR", "tool failed"),
     ]
     first = LINE.match(done.stdout.splitlines()[0])
     assert first["where"] == "__main__:<module>:6"
@@ -132,7 +136,9 @@ def test_stdlib_records_forwarded_through_loguru_handler_keep_their_caller():
         """
     )
     lines = [LINE.match(line) for line in _run(code).stdout.splitlines()]
-    assert [(m["level"], m["where"], m["message"]) for m in lines if m] == [("WARNING", "__main__:<module>:6", "from stdlib")]
+    assert [(m["level"], m["where"], m["message"]) for m in lines if m] == [
+        ("WARNING", "__main__:<module>:6", "from stdlib")
+    ]
 
 
 def test_engine_debug_lines_are_built_only_when_a_sink_can_take_them(monkeypatch):

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from raise_sites import SITES, outcome
 
 
@@ -32,7 +33,10 @@ def test_the_table_describes_1_1_3():
     script = Path(__file__).with_name("raise_sites.py")
     version = subprocess.run(
         [ref, "-c", "import importlib.metadata as m; print(m.version('amrita-sense'))"],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert version.stdout.strip() == "1.1.3"
     done = subprocess.run([ref, str(script)], env=env, capture_output=True, text=True, timeout=120)

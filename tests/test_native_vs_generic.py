@@ -17,22 +17,26 @@ from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NA
 from movers import MOVERS, PLACES, SLOTS, Api, random_program, record, slot_program
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
-branch = st.tuples(
-    st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans()
-)
+branch = st.tuples(st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans())
 loop = st.tuples(st.sampled_from(["while", "do"]), st.integers(0, 4), st.sampled_from(["plain", "break"]))
 call = st.sampled_from([("call",), ("invoke",)])
 native_branch = st.tuples(
-    st.just("nif"), st.lists(st.tuples(st.booleans(), st.integers(1, 3)), min_size=1, max_size=3),
+    st.just("nif"),
+    st.lists(st.tuples(st.booleans(), st.integers(1, 3)), min_size=1, max_size=3),
     st.integers(0, 3),
 )
 native_loop = st.tuples(
-    st.sampled_from(["nwhile", "ndo"]), st.integers(0, 3), st.sampled_from(["plain", "break", "continue"]),
+    st.sampled_from(["nwhile", "ndo"]),
+    st.integers(0, 3),
+    st.sampled_from(["plain", "break", "continue"]),
     st.lists(st.one_of(leaf, native_branch), min_size=1, max_size=3),
 )
 try_block = st.tuples(
-    st.just("try"), st.sampled_from(["ok", "ValueError", "KeyError"]),
-    st.lists(st.sampled_from([ValueError, KeyError, LookupError]), max_size=2), st.booleans(), st.booleans(),
+    st.just("try"),
+    st.sampled_from(["ok", "ValueError", "KeyError"]),
+    st.lists(st.sampled_from([ValueError, KeyError, LookupError]), max_size=2),
+    st.booleans(),
+    st.booleans(),
 )
 item = st.one_of(leaf, branch, loop, call, st.just(("nop",)), native_branch, native_loop, try_block)
 program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)

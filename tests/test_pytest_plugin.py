@@ -56,17 +56,31 @@ def run_inner(tmp_path: Path, *args: str, first_path: Path | None = None, **env:
     child_env = {**os.environ, **env}
     inherited = [os.path.abspath(p) for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
     child_env["PYTHONPATH"] = os.pathsep.join(([str(first_path)] if first_path else []) + inherited)
-    load = [] if _installed_entry_point() and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in env else [
-        "-p", "amrita_sense_turbo.pytest_plugin"]
+    load = (
+        []
+        if _installed_entry_point() and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in env
+        else ["-p", "amrita_sense_turbo.pytest_plugin"]
+    )
     return subprocess.run(
         [sys.executable, "-m", "pytest", *load, "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), *args],
-        cwd=tmp_path, env=child_env, capture_output=True, text=True, timeout=300)
+        cwd=tmp_path,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _installed_dist() -> importlib.metadata.Distribution | None:
     """amrita-sense-turbo installed in this environment (a source checkout's egg-info has no RECORD)."""
-    return next((d for d in importlib.metadata.distributions()
-                 if (d.metadata["Name"] or "").lower() == "amrita-sense-turbo" and d.read_text("RECORD")), None)
+    return next(
+        (
+            d
+            for d in importlib.metadata.distributions()
+            if (d.metadata["Name"] or "").lower() == "amrita-sense-turbo" and d.read_text("RECORD")
+        ),
+        None,
+    )
 
 
 def _installed_entry_point() -> bool:

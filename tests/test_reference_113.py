@@ -17,8 +17,9 @@ import random
 import subprocess
 from pathlib import Path
 
-import movers
 import pytest
+
+import movers
 
 SEEDS = range(600)
 REFERENCE_VERSION = "1.1.3"
@@ -35,7 +36,8 @@ _PROBE = (
 
 def reference_programs() -> dict[str, dict]:
     programs = {
-        key: program for key, program in movers.every_slot_program().items()
+        key: program
+        for key, program in movers.every_slot_program().items()
         if not movers.differs_from_113_by_design(program)
     }
     for seed in SEEDS:
@@ -78,7 +80,11 @@ def reference(tmp_path_factory):
     (folder / "programs.json").write_text(json.dumps(programs))
     done = subprocess.run(
         [python, "-I", movers.__file__, "programs.json", "records.json"],
-        cwd=folder, env=_ENV, capture_output=True, text=True, timeout=600,
+        cwd=folder,
+        env=_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     return programs, json.loads((folder / "records.json").read_text())

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_install import ROOT, _run, _unavailable
 
 pytestmark = pytest.mark.install
@@ -42,8 +43,11 @@ def venv(tmp_path_factory) -> Path:
 
 
 def _pip_install(venv: Path, sdist: Path, **env: str) -> subprocess.CompletedProcess:
-    return _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir", str(sdist)],
-                env={**NO_COMPILER, **env}, check=False)
+    return _run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir", str(sdist)],
+        env={**NO_COMPILER, **env},
+        check=False,
+    )
 
 
 def test_without_a_compiler_the_build_fails_and_says_why(venv: Path, sdist: Path) -> None:
@@ -60,8 +64,14 @@ def test_the_pure_build_installs_when_asked_for_and_its_twin_warns(venv: Path, s
     done = _pip_install(venv, sdist, AMRITA_SENSE_NO_EXTENSIONS="1")
     assert done.returncode == 0, done.stdout + done.stderr
     python = str(venv / "bin" / "python")
-    tag = _run([python, "-c", "from importlib.metadata import distribution as d; "
-                "print(d('amrita-sense-turbo').read_text('WHEEL'))"], cwd=venv).stdout
+    tag = _run(
+        [
+            python,
+            "-c",
+            "from importlib.metadata import distribution as d; print(d('amrita-sense-turbo').read_text('WHEEL'))",
+        ],
+        cwd=venv,
+    ).stdout
     assert "Tag: py3-none-any" in tag and "Root-Is-Purelib: true" in tag
     code = "import amrita_sense; print(amrita_sense.IMPLEMENTATION)"
     unasked = _run([python, "-c", code], cwd=venv)

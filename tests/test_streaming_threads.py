@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
-from dual import Recorder
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.runtime.workflow import PC_CHECKPOINT
 from amrita_sense.streaming import SuspendObjectStream
+from dual import Recorder
 
 GUARD = 10.0  # seconds: turns a hang into a failure; never reached when the code is right
 
@@ -287,8 +287,11 @@ def _branching(kind: str, cond: Any, body: Any) -> Any:
     from amrita_sense.instructions import IF, WHILE
     from amrita_sense.instructions.native import NATIVE_IF
 
-    return {"IF": lambda: IF(cond, body), "NATIVE_IF": lambda: NATIVE_IF(cond, body),
-            "WHILE": lambda: WHILE(cond).ACTION(body)}[kind]()
+    return {
+        "IF": lambda: IF(cond, body),
+        "NATIVE_IF": lambda: NATIVE_IF(cond, body),
+        "WHILE": lambda: WHILE(cond).ACTION(body),
+    }[kind]()
 
 
 @pytest.mark.asyncio
@@ -316,8 +319,10 @@ async def test_a_request_arriving_while_a_condition_runs_parks_after_the_instruc
     def body() -> None:
         trace.append("body")
 
-    graph = NodeCompose(_branching(kind, Node(wrap_to_async=False)(cond), Node(wrap_to_async=False)(body)),
-                        Node(wrap_to_async=False)(lambda: trace.append("after"))).render()
+    graph = NodeCompose(
+        _branching(kind, Node(wrap_to_async=False)(cond), Node(wrap_to_async=False)(body)),
+        Node(wrap_to_async=False)(lambda: trace.append("after")),
+    ).render()
     interp_box.append(WorkflowInterpreter(graph))
     async with loop_in_thread() as other:
         await asyncio.wait_for(interp_box[0].run(), GUARD)

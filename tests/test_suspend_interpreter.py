@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from dual import Recorder, run_program
 
 from amrita_sense import Node, NodeCompose, NullPointerException, PointerVector, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop
@@ -26,6 +25,7 @@ from amrita_sense.instructions import (
 )
 from amrita_sense.runtime.workflow import PC_CHECKPOINT
 from amrita_sense.streaming import SuspendObjectStream
+from dual import Recorder, run_program
 
 GUARD = 10.0  # seconds: turns a hang into a failure; never reached when the code is right
 

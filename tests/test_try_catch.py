@@ -144,7 +144,10 @@ async def test_caught_exception_reaches_handler_by_injection():
     boom = ValueError("boom")
     graph = (
         step(log, "s")
-        >> Try(step(log, "body", boom)).CATCH(ValueError, handler(log)).THEN(step(log, "then")).FINALLY(step(log, "fin"))
+        >> Try(step(log, "body", boom))
+        .CATCH(ValueError, handler(log))
+        .THEN(step(log, "then"))
+        .FINALLY(step(log, "fin"))
         >> step(log, "end")
     )
     interp = WorkflowInterpreter(graph.render())
@@ -157,9 +160,12 @@ async def test_caught_exception_reaches_handler_by_injection():
 @pytest.mark.asyncio
 async def test_first_matching_catch_wins_and_subclasses_match():
     log: list = []
-    graph = Try(step(log, "body", KeyError("k"))).CATCH(ValueError, handler(log, "value")).CATCH(
-        LookupError, handler(log, "lookup")
-    ).CATCH(KeyError, handler(log, "key"))
+    graph = (
+        Try(step(log, "body", KeyError("k")))
+        .CATCH(ValueError, handler(log, "value"))
+        .CATCH(LookupError, handler(log, "lookup"))
+        .CATCH(KeyError, handler(log, "key"))
+    )
     await WorkflowInterpreter(graph.extract().render()).run()
     assert [entry[0] for entry in log[1:]] == ["lookup"]
 
@@ -178,8 +184,10 @@ async def test_catch_accepts_a_tuple_of_types():
 async def test_unmatched_exception_panics_after_finally():
     log: list = []
     boom = ValueError("no handler")
-    graph = step(log, "s") >> Try(step(log, "body", boom)).CATCH(KeyError, handler(log)).FINALLY(step(log, "fin")) >> step(
-        log, "end"
+    graph = (
+        step(log, "s")
+        >> Try(step(log, "body", boom)).CATCH(KeyError, handler(log)).FINALLY(step(log, "fin"))
+        >> step(log, "end")
     )
     interp = WorkflowInterpreter(graph.render())
     with pytest.raises(ValueError) as info:
@@ -195,8 +203,10 @@ async def test_unmatched_exception_panics_after_finally():
 @pytest.mark.asyncio
 async def test_handler_failure_propagates_after_finally():
     log: list = []
-    graph = Try(step(log, "body", ValueError("v"))).CATCH(ValueError, step(log, "h", KeyError("from handler"))).FINALLY(
-        step(log, "fin")
+    graph = (
+        Try(step(log, "body", ValueError("v")))
+        .CATCH(ValueError, step(log, "h", KeyError("from handler")))
+        .FINALLY(step(log, "fin"))
     )
     interp = WorkflowInterpreter(graph.extract().render())
     with pytest.raises(KeyError):
@@ -207,8 +217,10 @@ async def test_handler_failure_propagates_after_finally():
 @pytest.mark.asyncio
 async def test_finally_failure_replaces_the_outcome():
     log: list = []
-    graph = Try(step(log, "body", ValueError("v"))).CATCH(ValueError, handler(log)).FINALLY(
-        step(log, "fin", KeyError("from finally"))
+    graph = (
+        Try(step(log, "body", ValueError("v")))
+        .CATCH(ValueError, handler(log))
+        .FINALLY(step(log, "fin", KeyError("from finally")))
     )
     interp = WorkflowInterpreter(graph.extract().render())
     with pytest.raises(KeyError):
@@ -267,7 +279,9 @@ async def test_async_and_threaded_bodies_are_caught_too():
         log.append("thread")
         raise KeyError("t")
 
-    graph = Try(async_body).CATCH(ValueError, handler(log, "ha")) >> Try(thread_body).CATCH(KeyError, handler(log, "ht"))
+    graph = Try(async_body).CATCH(ValueError, handler(log, "ha")) >> Try(thread_body).CATCH(
+        KeyError, handler(log, "ht")
+    )
     await WorkflowInterpreter(graph.render()).run()
     assert [e if isinstance(e, str) else e[0] for e in log] == ["async", "ha", "thread", "ht"]
 
@@ -279,8 +293,11 @@ async def test_async_and_threaded_bodies_are_caught_too():
 async def test_exception_ignored_bypasses_every_catch_but_not_finally():
     log: list = []
     boom = ValueError("ignored")
-    graph = Try(step(log, "body", boom)).CATCH(Exception, handler(log)).CATCH(ValueError, handler(log)).FINALLY(
-        step(log, "fin")
+    graph = (
+        Try(step(log, "body", boom))
+        .CATCH(Exception, handler(log))
+        .CATCH(ValueError, handler(log))
+        .FINALLY(step(log, "fin"))
     )
     interp = WorkflowInterpreter(graph.extract().render(), exception_ignored=(ValueError,))
     with pytest.raises(ValueError) as info:
@@ -334,9 +351,9 @@ async def test_suspend_inside_try_resumes_after_the_block():
     log: list = []
     graph = (
         step(log, "s")
-        >> Try(step(log, "body", InterruptKeepContext("pause"))).CATCH(BaseException, handler(log)).FINALLY(
-            step(log, "fin")
-        )
+        >> Try(step(log, "body", InterruptKeepContext("pause")))
+        .CATCH(BaseException, handler(log))
+        .FINALLY(step(log, "fin"))
         >> step(log, "end")
     )
     interp = WorkflowInterpreter(graph.render())
@@ -378,7 +395,9 @@ async def test_suspend_resume_skips_a_compound_finally_slot():
 async def test_nested_try_inner_handles_then_outer_continues_with_then():
     log: list = []
     inner = Try(step(log, "body", KeyError("k"))).CATCH(KeyError, handler(log, "inner")).FINALLY(step(log, "inner fin"))
-    outer = Try(inner).CATCH(Exception, handler(log, "outer")).THEN(step(log, "outer then")).FINALLY(step(log, "outer fin"))
+    outer = (
+        Try(inner).CATCH(Exception, handler(log, "outer")).THEN(step(log, "outer then")).FINALLY(step(log, "outer fin"))
+    )
     interp = WorkflowInterpreter((step(log, "s") >> outer >> step(log, "end")).render())
     await interp.run()
     names = [e if isinstance(e, str) else e[0] for e in log]
@@ -391,7 +410,12 @@ async def test_nested_try_unmatched_inner_exception_reaches_outer_handler():
     log: list = []
     boom = ValueError("v")
     inner = Try(step(log, "body", boom)).CATCH(KeyError, handler(log, "inner")).FINALLY(step(log, "inner fin"))
-    outer = Try(inner).CATCH(ValueError, handler(log, "outer")).THEN(step(log, "outer then")).FINALLY(step(log, "outer fin"))
+    outer = (
+        Try(inner)
+        .CATCH(ValueError, handler(log, "outer"))
+        .THEN(step(log, "outer then"))
+        .FINALLY(step(log, "outer fin"))
+    )
     await WorkflowInterpreter((step(log, "s") >> outer >> step(log, "end")).render()).run()
     assert log[:3] == ["s", "body", "inner fin"]
     assert log[3][0] == "outer" and log[3][2] is boom
@@ -402,7 +426,9 @@ async def test_nested_try_unmatched_inner_exception_reaches_outer_handler():
 async def test_try_as_a_handler_of_another_try():
     log: list = []
     rescue = Try(step(log, "rescue", KeyError("again"))).CATCH(KeyError, handler(log, "rescue handler"))
-    graph = Try(step(log, "body", ValueError("v"))).CATCH(ValueError, rescue).THEN(step(log, "then")) >> step(log, "end")
+    graph = Try(step(log, "body", ValueError("v"))).CATCH(ValueError, rescue).THEN(step(log, "then")) >> step(
+        log, "end"
+    )
     await WorkflowInterpreter(graph.render()).run()
     assert [e if isinstance(e, str) else e[0] for e in log] == ["body", "rescue", "rescue handler", "end"]
 

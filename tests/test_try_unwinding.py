@@ -87,14 +87,7 @@ async def test_exception_in_an_invoked_node_reaches_the_try_around_invoke():
 async def test_try_inside_a_called_routine_returns_to_each_call_site():
     log: list = []
     routine = Try(probe(log, "risky", ValueError("in fn"))).CATCH(ValueError, handler(log)) >> probe(log, "fn tail")
-    graph = (
-        probe(log, "s")
-        >> CALL("f")
-        >> probe(log, "between")
-        >> CALL("f")
-        >> probe(log, "end")
-        >> FN("f", routine)
-    )
+    graph = probe(log, "s") >> CALL("f") >> probe(log, "between") >> CALL("f") >> probe(log, "end") >> FN("f", routine)
     interp = WorkflowInterpreter(graph.render())
     await interp.run()
     assert [entry[0] for entry in log] == ["s", "risky", "h", "fn tail", "between", "risky", "h", "fn tail", "end"]
@@ -116,7 +109,9 @@ async def test_panic_inside_a_called_routine_keeps_the_return_stack_and_recovers
         if failures:
             raise failures.pop()
 
-    graph = probe(log, "s") >> CALL("f") >> probe(log, "after") >> FN("f", probe(log, "pre") >> flaky >> probe(log, "post"))
+    graph = (
+        probe(log, "s") >> CALL("f") >> probe(log, "after") >> FN("f", probe(log, "pre") >> flaky >> probe(log, "post"))
+    )
     interp = WorkflowInterpreter(graph.render())
     with pytest.raises(ValueError):
         await interp.run()
@@ -142,7 +137,9 @@ async def test_notice_inside_a_called_routine_clears_the_return_stack():
 @pytest.mark.asyncio
 async def test_suspend_inside_a_called_routine_resumes_and_returns():
     log: list = []
-    graph = probe(log, "s") >> CALL("f") >> probe(log, "after") >> FN("f", probe(log, "in") >> SUSPEND >> probe(log, "out"))
+    graph = (
+        probe(log, "s") >> CALL("f") >> probe(log, "after") >> FN("f", probe(log, "in") >> SUSPEND >> probe(log, "out"))
+    )
     interp = WorkflowInterpreter(graph.render())
     await interp.run()
     assert len(interp._ret_addr_stack) == 1

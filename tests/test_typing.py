@@ -44,14 +44,22 @@ USER_CODE = """
 
 
 def mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
-    if shutil.which("mypy") is None and subprocess.run([sys.executable, "-m", "mypy", "--version"],
-                                                      capture_output=True).returncode != 0:
+    if (
+        shutil.which("mypy") is None
+        and subprocess.run([sys.executable, "-m", "mypy", "--version"], capture_output=True).returncode != 0
+    ):
         pytest.skip("mypy is not installed")
     snippet = tmp_path / "user_code.py"
     snippet.write_text(textwrap.dedent(source))
     env = {**os.environ, "MYPY_CACHE_DIR": str(ROOT / ".mypy_cache")}
-    return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(snippet)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(snippet)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_type_checkers_see_signatures_and_one_set_of_classes(tmp_path: Path) -> None:
@@ -66,9 +74,14 @@ def test_type_checkers_see_signatures_and_one_set_of_classes(tmp_path: Path) -> 
     expected = {number: text for number, text in enumerate(source, start=1) if "# E" in text}
     assert set(errors) == set(expected), done.stdout
     assert 'incompatible type "str"; expected "int"' in errors[next(n for n, t in expected.items() if "E1" in t)]
-    assert '"WorkflowInterpreter" has incompatible type "int"' in errors[next(n for n, t in expected.items() if "E3" in t)]
+    assert (
+        '"WorkflowInterpreter" has incompatible type "int"' in errors[next(n for n, t in expected.items() if "E3" in t)]
+    )
 
 
 def test_the_typed_example_runs() -> None:
     assert run_script("typed_usage").splitlines() == [
-        "hello Ada Lovelace", "a high score", "score 120, called directly: direct"]
+        "hello Ada Lovelace",
+        "a high score",
+        "score 120, called directly: direct",
+    ]

@@ -7,7 +7,7 @@ API is amrita-sense 1.1.3's).
 
 from . import _unsafe
 from ._core import IMPLEMENTATION
-from ._version import __version__
+from ._version import __version__ as __version__  # re-exported
 from .exceptions import (
     AliasNotFoundError,
     DependsDeclarationError,

@@ -22,9 +22,32 @@ from collections import deque
 from collections.abc import Mapping
 from operator import attrgetter
 
-from amrita_sense import _unsafe
 import sniffio
 
+from amrita_sense import _unsafe
+from amrita_sense._opcodes import (
+    EXIT,
+    EXTRA,
+    FIRST,
+    FIRST_RESUME,
+    OP_BRANCH,
+    OP_CALL,
+    OP_CALLSUB,
+    OP_DO,
+    OP_DO_CHECK,
+    OP_ELSE,
+    OP_INVOKE,
+    OP_JUMP,
+    OP_LOOP_CONTROL,
+    OP_LOOP_HEAD,
+    OP_NATIVE_IF,
+    OP_NOP,
+    OP_RET,
+    OP_TRY,
+    OP_WHILE,
+    SECOND_RESUME,
+    THEN,
+)
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
@@ -38,22 +61,6 @@ ROW_CORO = 1
 ROW_THREAD = 2
 ROW_PRECHECK = 4
 ROW_EMPTY = 8
-
-OP_CALL = 0
-OP_NOP = 1
-OP_JUMP = 2
-OP_BRANCH = 3
-OP_ELSE = 4
-OP_WHILE = 5
-OP_CALLSUB = 6
-OP_RET = 7
-OP_TRY = 8
-OP_DO = 9
-OP_DO_CHECK = 10
-OP_NATIVE_IF = 11
-OP_LOOP_HEAD = 12
-OP_LOOP_CONTROL = 13
-OP_INVOKE = 14
 
 NATIVE_DONE = 0
 NATIVE_NOT_READY = 1
@@ -137,17 +144,28 @@ class Program:
     segment that execution can land on). Plain advancement is `row + 1`:
     entering nested segments and leaving exhausted ones is already folded
     into the order. Each row has an opcode (`ops`), its operands, and the
-    rows the opcode works with (`rows`, see `node.native.operand_rows`).
+    rows the opcode works with (`rows`); see `_opcodes` for both layouts.
     """
 
     __slots__ = (
-        "addrs", "bits", "funcs", "graph", "landings", "nodes", "nrows", "operands", "ops", "row_of",
-        "rows", "seg_row", "static_plans", "_successor", "tables",
+        "addrs",
+        "bits",
+        "funcs",
+        "graph",
+        "landings",
+        "nodes",
+        "nrows",
+        "operands",
+        "ops",
+        "row_of",
+        "rows",
+        "seg_row",
+        "static_plans",
+        "_successor",
+        "tables",
     )
 
-    def __init__(
-        self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row
-    ):
+    def __init__(self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row):
         if hasattr(self, "nrows"):  # interpreters index the tables they were made with
             raise TypeError("a Program is initialised once")
         for plan in static_plans:
@@ -643,9 +661,22 @@ def same_types(values, types):
 
 
 _LAYER_FIELDS = (
-    "_args_hash", "_dep_store_v", "_di_cache", "_glob_lock_v", "_graph", "_interpreter_id", "_lifecycles_v",
-    "_object_io", "_panic_exc_v", "_parent_interpreter", "_provider_values", "_sub_interpreters",
-    "_sub_interpreters_all", "_top_interpreter", "_values_key", "_waiter",
+    "_args_hash",
+    "_dep_store_v",
+    "_di_cache",
+    "_glob_lock_v",
+    "_graph",
+    "_interpreter_id",
+    "_lifecycles_v",
+    "_object_io",
+    "_panic_exc_v",
+    "_parent_interpreter",
+    "_provider_values",
+    "_sub_interpreters",
+    "_sub_interpreters_all",
+    "_top_interpreter",
+    "_values_key",
+    "_waiter",
 )
 """The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
 
@@ -1422,9 +1453,15 @@ class InterpreterCore:
         prog = self._prog_v
         ptr = self._pointer_v
         following = row + 1
-        if (not _still_at(ptr, prog, row) or prog._successor is not None or following >= prog.nrows or prog.landings[following] is not None
-                or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
-                or not prog.bits[following] & ROW_THREAD or prog.ops[following] != OP_CALL):
+        if (
+            not _still_at(ptr, prog, row)
+            or prog._successor is not None
+            or following >= prog.nrows
+            or prog.landings[following] is not None
+            or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
+            or not prog.bits[following] & ROW_THREAD
+            or prog.ops[following] != OP_CALL
+        ):
             return None
         plan = prog.static_plans[following]
         if plan is None and self._plans_v is not None:
@@ -1456,7 +1493,9 @@ class InterpreterCore:
         where a node's last move (one jump) goes from there, only the node can tell. With a jump
         marked that move is refused, as `_jump_at` refuses it."""
         ptr = self._pointer_v
-        return not self._flag_bits & FLAG_JMP and not (ptr._items is None and ptr._row == row and ptr._prog is self._prog_v)
+        return not self._flag_bits & FLAG_JMP and not (
+            ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
+        )
 
     def _finish_with(self, rest):
         """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
@@ -1485,7 +1524,7 @@ class InterpreterCore:
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
-            self._jump_at(self._prog_v.rows[row][0], row, -1)
+            self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
         elif op == OP_BRANCH:
             return self._native_branch(row)
         elif op == OP_ELSE:
@@ -1505,7 +1544,7 @@ class InterpreterCore:
         elif op == OP_LOOP_HEAD:
             return self._native_loop_head(row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog_v.operands[row])
+            self._native_loop_control(self._prog_v.operands[row][EXTRA])
         elif op == OP_INVOKE:
             return self._native_invoke(row)
         return NATIVE_DONE
@@ -1523,20 +1562,19 @@ class InterpreterCore:
             self._goto(target)
 
     def _jump_at(self, target_row, row, k):
-        """Jump to target `k` of `row`'s operands (-1: the operands are the target): straight to
+        """Jump to the target in field `k` (EXIT or THEN) of `row`'s operands: straight to
         `target_row` when the target is one row, else through its descriptor."""
         if self._mark_jump():
             if target_row >= 0:
                 self._pointer_v._set_row(self._prog_v, target_row)
             else:
-                operands = self._prog_v.operands[row]
-                self._goto(operands if k < 0 else operands[k])
+                self._goto(self._prog_v.operands[row][k])
 
     def _subcall_inline(self, row, plan, extra=None):
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog_v.rows[row][0], row, -1)
+            return self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
         stack = self._ret_addr_stack_v
         stack.push(self._pointer_v)
         self._pointer_v = _bound_pointer(self._prog_v, row)
@@ -1557,8 +1595,8 @@ class InterpreterCore:
         return self._call_plan(prog.funcs[row], plan, extra)
 
     def _call_resuming(self, callee, plan, row, k, near):
-        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in operand `k`
-        of `row` (see `_resume_at`)."""
+        """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in field `k`
+        (FIRST_RESUME or SECOND_RESUME) of `row`'s operands (see `_resume_at`)."""
         try:
             return self._subcall_inline(callee, plan)
         except InterruptKeepContext:
@@ -1566,7 +1604,7 @@ class InterpreterCore:
             raise
 
     def _resume_at(self, row, k, near):
-        """A called node suspended: resume at the slot in operand `k` of `row` (near: a slot of
+        """A called node suspended: resume at the slot in field `k` of `row`'s operands (near: a slot of
         the segment; else an offset from the current slot)."""
         slot = self._prog_v.operands[row][k]
         if near:
@@ -1574,24 +1612,25 @@ class InterpreterCore:
         else:
             _support().resume_offset(self, slot)
 
-    # Operand layouts: see `node/native.py` (`operands` tuples, and `operand_rows` for `rows`).
+    # Operands: the named fields of `_opcodes`, filled by each instruction's `_native_op`; a dense row
+    # unpacks as `first, second, exit_row, then_row`.
 
     def _native_branch(self, row):
         cond, body, false_row, then_row = self._prog_v.rows[row]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, 5, False)
+        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(false_row, row, 2)
+            self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, 6, True)
+        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         if self._left_unmarked(row):
             self._prog_v.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_else(self, row):
@@ -1599,11 +1638,11 @@ class InterpreterCore:
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
-        self._call_resuming(body, body_plan, row, 2, False)
+        self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
         if self._left_unmarked(row):
             self._prog_v.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 1)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_while(self, row):
@@ -1611,24 +1650,24 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, 6, True)
+        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(exit_row, row, 3)
+            self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         try:
-            self._call_resuming(body, body_plan, row, 5, True)
+            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         except BreakLoop:
             if self._left_unmarked(row):
                 self._prog_v.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(exit_row, row, 3)
+                self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         if self._left_unmarked(row):
             self._prog_v.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(checkup_row, row, 2)
+            self._jump_at(checkup_row, row, THEN)
         return NATIVE_DONE
 
     def _native_do(self, row):
@@ -1637,17 +1676,17 @@ class InterpreterCore:
         if body_plan is None:
             return NATIVE_NOT_READY
         try:
-            self._call_resuming(body, body_plan, row, 3, True)
+            self._call_resuming(body, body_plan, row, FIRST_RESUME, True)
         except BreakLoop:
             if self._left_unmarked(row):
                 self._prog_v.nodes[row]._after_body(self, True)
             else:
-                self._jump_at(exit_row, row, 2)
+                self._jump_at(exit_row, row, EXIT)
             return NATIVE_DONE
         if self._left_unmarked(row):
             self._prog_v.nodes[row]._after_body(self, False)
         else:
-            self._jump_at(check_row, row, 1)
+            self._jump_at(check_row, row, THEN)
         return NATIVE_DONE
 
     def _native_do_check(self, row):
@@ -1655,13 +1694,13 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        again = self._call_resuming(cond, cond_plan, row, 3, True)
+        again = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, again))
         if again:
-            self._jump_at(back_row, row, 1)
+            self._jump_at(back_row, row, THEN)
         else:
-            self._jump_at(exit_row, row, 2)
+            self._jump_at(exit_row, row, EXIT)
         return NATIVE_DONE
 
     def _native_if(self, row):
@@ -1670,24 +1709,24 @@ class InterpreterCore:
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, 5, True)
+        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
-            self._jump_at(false_row, row, 2)
+            self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
         if body < 0:  # a compose body is entered by a jump
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, 6, True)
+        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         if self._left_unmarked(row):
             self._prog_v.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, 3)
+            self._jump_at(then_row, row, THEN)
         return NATIVE_DONE
 
     def _native_invoke(self, row):
-        target = self._prog_v.rows[row][0]
+        target = self._prog_v.rows[row][FIRST]
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
@@ -1699,14 +1738,14 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, 5, True)
+        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
-            self._jump_at(exit_row, row, 3)
+            self._jump_at(exit_row, row, EXIT)
         else:
             self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, head))
-            self._jump_at(body_row, row, 2)
+            self._jump_at(body_row, row, THEN)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
@@ -1758,7 +1797,8 @@ class InterpreterCore:
     def _native_try_now(self, row, operands):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
-        _, escape_slot, _, on_success, on_exit, catches = operands
+        escape_slot = operands[FIRST_RESUME]
+        _, on_success, on_exit, catches = operands[EXTRA]
         body_row, _, _, escape_row = self._prog_v.rows[row]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
@@ -1784,14 +1824,16 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(escape_row, row, 0)
+                self._jump_at(escape_row, row, THEN)
         return None
 
     async def _native_try(self, row, raised, as_subcall):
         """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
         if row < 0 or row >= self._prog_v.nrows:
             _row_outside(self._prog_v, row)
-        _, escape_slot, body, on_success, on_exit, catches = self._prog_v.operands[row]
+        operands = self._prog_v.operands[row]
+        escape_slot = operands[FIRST_RESUME]
+        body, on_success, on_exit, catches = operands[EXTRA]
         try:
             try:
                 if raised is None:
@@ -1816,16 +1858,16 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(self._prog_v.rows[row][3], row, 0)
+                self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        target_row, return_row, _, _ = self._prog_v.rows[row]
+        _, return_row, _, target_row = self._prog_v.rows[row]
         if return_row >= 0:
             self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, return_row))
         else:
             self._ret_addr_stack_v.push(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
-        self._jump_at(target_row, row, -1)
+        self._jump_at(target_row, row, THEN)
 
     def _native_ret(self):
         saved = self._ret_addr_stack_v.pop()
@@ -1939,8 +1981,15 @@ _FIELD_CHECKS = {
 }
 _LAYER_INIT_SLOTS = tuple(
     InterpreterCore.__dict__[name]
-    for name in ("_graph", "_ava_args_v", "_ava_kwargs_v", "_exc_ignored", "_shape", "_sub_interpreters",
-                 "_sub_interpreters_all")
+    for name in (
+        "_graph",
+        "_ava_args_v",
+        "_ava_kwargs_v",
+        "_exc_ignored",
+        "_shape",
+        "_sub_interpreters",
+        "_sub_interpreters_all",
+    )
 )
 """The slots `_layer_init` fills, in its order."""
 for _name, _check in _FIELD_CHECKS.items():

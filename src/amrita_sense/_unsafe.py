@@ -51,12 +51,8 @@ class _Flags:
         if key not in self._writeables and key in self._modified_flags:
             raise RuntimeError(f"{key} is modified")
         for pair in self._args_conflicts:
-            if key in pair and all(
-                value if name == key else getattr(self, name, False) for name in pair
-            ):
-                raise RuntimeError(
-                    f"Conflicting flags:{pair} are set, please check the documentation for more details"
-                )
+            if key in pair and all(value if name == key else getattr(self, name, False) for name in pair):
+                raise RuntimeError(f"Conflicting flags:{pair} are set, please check the documentation for more details")
 
 
 __flags__ = _Flags()

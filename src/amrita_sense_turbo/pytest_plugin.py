@@ -23,7 +23,8 @@ import asyncio
 import importlib.util
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -78,9 +79,15 @@ class WorkflowBenchmark:
         self.benchmark = benchmark
         self.roots = roots
 
-    def __call__(self, workflow: Any, *, extra_args: tuple = (), extra_kwargs: dict | None = None,
-                 rounds: int | None = None, loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
-                 ) -> list[str]:
+    def __call__(
+        self,
+        workflow: Any,
+        *,
+        extra_args: tuple = (),
+        extra_kwargs: dict | None = None,
+        rounds: int | None = None,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+    ) -> list[str]:
         workload = _workload()
         run = self._one_run(workload, workflow, extra_args, extra_kwargs or {})
         loop = (loop_factory or asyncio.new_event_loop)()

@@ -55,7 +55,11 @@ def _where(dist: metadata.Distribution) -> str:
 def _recorded(dist: metadata.Distribution) -> list[Path]:
     """The module files of a distribution's RECORD (bytecode caches left out)."""
     files = dist.files or []
-    return [Path(str(dist.locate_file(f))) for f in files if f.suffix in (".py", ".so", ".pyd") and "__pycache__" not in f.parts]
+    return [
+        Path(str(dist.locate_file(f)))
+        for f in files
+        if f.suffix in (".py", ".so", ".pyd") and "__pycache__" not in f.parts
+    ]
 
 
 def _missing(dist: metadata.Distribution) -> list[Path]:

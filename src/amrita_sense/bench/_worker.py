@@ -149,8 +149,11 @@ class Worker:
         except self.workload.WorkflowError as exc:
             return {"status": "error", "reason": str(exc)}
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
-            return {"status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc(limit=8)}
+            return {
+                "status": "error",
+                "reason": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=8),
+            }
         return {"status": "ok", **fields}
 
     async def _plan(self, key: tuple, make):
@@ -201,8 +204,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loop", default="asyncio")
     parser.add_argument("--expect", required=True, choices=["cython", "python", "reference"])
-    parser.add_argument("--path", action="append", default=[],
-                        help="a directory to import user workflows from (first on sys.path, after the build loaded)")
+    parser.add_argument(
+        "--path",
+        action="append",
+        default=[],
+        help="a directory to import user workflows from (first on sys.path, after the build loaded)",
+    )
     args = parser.parse_args()
     channel = _protocol_channel()
     # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.

@@ -62,8 +62,10 @@ def speedups(path: str, rows: list[dict], meta: dict) -> str:
     """Bars of the primary build's speed-ups per scenario, one panel per event loop."""
     series = [("vs_ref", "vs 1.1.3"), ("vs_twin", "vs twin")]
     loops = list(dict.fromkeys(r["loop"] for r in rows))
-    data = {loop: [r for r in rows if r["loop"] == loop and r["kind"] != "floor"
-                   and any(r["ratios"][m] for m, _ in series)] for loop in loops}
+    data = {
+        loop: [r for r in rows if r["loop"] == loop and r["kind"] != "floor" and any(r["ratios"][m] for m, _ in series)]
+        for loop in loops
+    }
     if not any(data.values()):
         return "--plot: no speed-up to chart (needs the compiled build and the twin or the reference)"
     plt = _pyplot()

@@ -120,8 +120,15 @@ class WorkerProcess:
             args += ["--path", path]
         self.stderr_file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file,
-            env=self.build.env, text=True, encoding="utf-8", bufsize=1)
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr_file,
+            env=self.build.env,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         return self.request({"op": "hello"}, timeout)
 
@@ -154,8 +161,7 @@ class WorkerProcess:
             code = self.proc.wait()
             tail = self.stderr_tail()
             self.proc = None
-            return {"status": "error", "reason": f"worker exited with code {code}",
-                    "traceback": tail}
+            return {"status": "error", "reason": f"worker exited with code {code}", "traceback": tail}
         return json.loads(line)
 
     def stop(self) -> None:
@@ -207,8 +213,12 @@ class Job:
 
     def command(self, workflow_runs: int, budget: float) -> dict:
         if self.name.startswith(WORKFLOW_PREFIX):
-            return {"op": "workflow", "spec": self.name[len(WORKFLOW_PREFIX):], "runs": workflow_runs,
-                    "budget": budget}
+            return {
+                "op": "workflow",
+                "spec": self.name[len(WORKFLOW_PREFIX) :],
+                "runs": workflow_runs,
+                "budget": budget,
+            }
         return {"op": "run", "scenario": self.name, "size": self.size, "budget": budget}
 
 
@@ -225,8 +235,18 @@ def plan_jobs(names: list[str], workflow: str | None, quick: bool) -> list[Job]:
             floors.append(floor)
     for name in wanted + floors:
         spec = S.SCENARIOS[name]
-        jobs.append(Job(name, spec.title, spec.unit, spec.measure, spec.kind, spec.floor, spec.targets,
-                        spec.quick_size if quick else spec.size))
+        jobs.append(
+            Job(
+                name,
+                spec.title,
+                spec.unit,
+                spec.measure,
+                spec.kind,
+                spec.floor,
+                spec.targets,
+                spec.quick_size if quick else spec.size,
+            )
+        )
     return jobs
 
 
@@ -282,8 +302,15 @@ def _record(cell: Cell, reply: dict) -> None:
         cell.reason += "\n" + reply["traceback"].rstrip()
 
 
-def run_loop(loop: str, builds: list[Build], jobs: list[Job], args: argparse.Namespace,
-             progress: Progress, results: dict, build_info: dict) -> None:
+def run_loop(
+    loop: str,
+    builds: list[Build],
+    jobs: list[Job],
+    args: argparse.Namespace,
+    progress: Progress,
+    results: dict,
+    build_info: dict,
+) -> None:
     """Measure every job on every build for one event loop, interleaved."""
     workers: dict[str, WorkerProcess] = {}
     extra_paths = args.workflow_paths
@@ -298,8 +325,11 @@ def run_loop(loop: str, builds: list[Build], jobs: list[Job], args: argparse.Nam
             else:
                 worker.stop()
                 progress.note(f"{loop}: {build.label} unavailable: {hello.get('reason')}")
-        missing = {key: info.get("reason", "unavailable") for (lp, key), info in build_info.items()
-                   if lp == loop and info.get("status") != "ok"}
+        missing = {
+            key: info.get("reason", "unavailable")
+            for (lp, key), info in build_info.items()
+            if lp == loop and info.get("status") != "ok"
+        }
         for job in jobs:
             if job.name.startswith(WORKFLOW_PREFIX):
                 results[(loop, job.name)] = compare_traces(loop, job, builds, workers, args, progress)
@@ -315,8 +345,16 @@ def _describe(hello: dict) -> str:
     return f"{what}, Python {hello.get('python')} ({hello.get('executable')})"
 
 
-def _run_job(loop: str, job: Job, builds: list[Build], workers: dict, missing: dict,
-             args: argparse.Namespace, progress: Progress, results: dict) -> None:
+def _run_job(
+    loop: str,
+    job: Job,
+    builds: list[Build],
+    workers: dict,
+    missing: dict,
+    args: argparse.Namespace,
+    progress: Progress,
+    results: dict,
+) -> None:
     cells = results.setdefault((loop, job.name), {b.key: Cell() for b in builds})
     order = [b for b in builds if b.key in workers]
     for b in builds:
@@ -360,12 +398,13 @@ def _restart(loop: str, build: Build, workers: dict, args: argparse.Namespace, p
 # Did the builds do the same work?
 
 
-def compare_traces(loop: str, job: Job, builds: list[Build], workers: dict, args: argparse.Namespace,
-                   progress: Progress) -> dict:
+def compare_traces(
+    loop: str, job: Job, builds: list[Build], workers: dict, args: argparse.Namespace, progress: Progress
+) -> dict:
     """Run the workflow once on every build (before anything is timed) and compare the node
     traces with the first build's: a build that ran other nodes is marked not comparable."""
     cells = {b.key: Cell() for b in builds}
-    spec = job.name[len(WORKFLOW_PREFIX):]
+    spec = job.name[len(WORKFLOW_PREFIX) :]
     traces = {}
     for build in builds:
         if build.key not in workers:
@@ -404,8 +443,10 @@ def describe_difference(name_a: str, a: list, name_b: str, b: list, context: int
             shown.append("(end)")
         return f"    {name:<{width}}  " + " | ".join(shown)
 
-    return (f"the builds ran different nodes: {name_a} entered {len(a)} functions, {name_b} {len(b)}; "
-            f"the first difference is entry #{index}:\n{window(name_a, a)}\n{window(name_b, b)}")
+    return (
+        f"the builds ran different nodes: {name_a} entered {len(a)} functions, {name_b} {len(b)}; "
+        f"the first difference is entry #{index}:\n{window(name_a, a)}\n{window(name_b, b)}"
+    )
 
 
 def _cell_text(cell: Cell, measure: str) -> str:
@@ -447,13 +488,29 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
     }
     verdicts = _verdicts(job, medians, ratios, primary)
     return {
-        "loop": loop, "scenario": job.name, "title": job.title, "unit": job.unit, "kind": job.kind,
-        "measure": job.measure, "size": job.size, "floor": job.floor,
+        "loop": loop,
+        "scenario": job.name,
+        "title": job.title,
+        "unit": job.unit,
+        "kind": job.kind,
+        "measure": job.measure,
+        "size": job.size,
+        "floor": job.floor,
         "floor_median": floors.get(primary) if primary else None,
-        "builds": {key: {"status": cell.status, "median": cell.median, "values": cell.values,
-                         "runs": cell.runs, "reason": cell.reason or None, "comparable": cell.comparable}
-                   for key, cell in cells.items()},
-        "ratios": ratios, "primary": primary, "targets": verdicts,
+        "builds": {
+            key: {
+                "status": cell.status,
+                "median": cell.median,
+                "values": cell.values,
+                "runs": cell.runs,
+                "reason": cell.reason or None,
+                "comparable": cell.comparable,
+            }
+            for key, cell in cells.items()
+        },
+        "ratios": ratios,
+        "primary": primary,
+        "targets": verdicts,
         "met": _met(verdicts),
     }
 
@@ -469,12 +526,24 @@ def _verdicts(job: Job, medians: dict, ratios: dict, primary: str | None) -> lis
                 "vs_twin": ratios["vs_twin"],
                 "value": medians.get("compiled"),
             }[target.metric]
-        out.append({"target": target.describe(job.measure), "build": "compiled", "actual": actual,
-                    "met": None if actual is None else target.met(actual)})
+        out.append(
+            {
+                "target": target.describe(job.measure),
+                "build": "compiled",
+                "actual": actual,
+                "met": None if actual is None else target.met(actual),
+            }
+        )
     if job.kind == "engine" and job.measure == "time" and not job.name.startswith(WORKFLOW_PREFIX):
         actual = ratios["twin_vs_ref"]
-        out.append({"target": "twin >=1x vs 1.1.3", "build": "twin", "actual": actual,
-                    "met": None if actual is None else actual >= 1})
+        out.append(
+            {
+                "target": "twin >=1x vs 1.1.3",
+                "build": "twin",
+                "actual": actual,
+                "met": None if actual is None else actual >= 1,
+            }
+        )
     return out
 
 
@@ -521,8 +590,10 @@ def render_table(rows: list[dict], builds: list[Build], primary: str | None, tar
 
 
 def _legend(columns: list[tuple], labels: dict, primary: str | None) -> str:
-    lines = ["per: the unit one time is for (a node, a loop iteration, a run of your workflow...)",
-             "floor: the same function bodies without the engine (a plain Python loop, await, try/except)"]
+    lines = [
+        "per: the unit one time is for (a node, a loop iteration, a run of your workflow...)",
+        "floor: the same function bodies without the engine (a plain Python loop, await, try/except)",
+    ]
     if any(kind in ("vs_twin", "vs_ref") for _, kind in columns):
         fast = labels.get(primary, "first") if primary else "first"
         lines.append(f"vs X: how many times faster the {fast} build is than X (higher is better)")
@@ -538,8 +609,11 @@ def _table_row(row: dict, keys: list[str], columns: list[tuple]) -> list[str]:
     cells = [_short_name(row["scenario"]), row["unit"]]
     for key in keys:
         build = row["builds"][key]
-        cells.append(format_value(build["median"], measure) if build["status"] == "ok"
-                     else {"n/a": "n/a", "fail": "FAIL", "error": "ERR"}.get(build["status"], "-"))
+        cells.append(
+            format_value(build["median"], measure)
+            if build["status"] == "ok"
+            else {"n/a": "n/a", "fail": "FAIL", "error": "ERR"}.get(build["status"], "-")
+        )
     primary = row["primary"]
     for _, kind in columns:
         if kind == "floor":
@@ -559,7 +633,7 @@ def _short_name(scenario: str) -> str:
     """A workflow given as path/to/file.py:factory shows as file.py:factory."""
     if not scenario.startswith(WORKFLOW_PREFIX):
         return scenario
-    target, _, attr = scenario[len(WORKFLOW_PREFIX):].rpartition(":")
+    target, _, attr = scenario[len(WORKFLOW_PREFIX) :].rpartition(":")
     return f"{WORKFLOW_PREFIX}{os.path.basename(target) if W.is_file_target(target) else target}:{attr}"
 
 
@@ -595,8 +669,10 @@ def render_notes(rows: list[dict], builds: list[Build]) -> str:
     for row in rows:
         for key, build in row["builds"].items():
             if not build.get("comparable", True):
-                lines.append(f"  NOT COMPARABLE on {labels.get(key, key)} ({row['scenario']}@{row['loop']}): "
-                             + (build["reason"] or "").removeprefix("not comparable: "))
+                lines.append(
+                    f"  NOT COMPARABLE on {labels.get(key, key)} ({row['scenario']}@{row['loop']}): "
+                    + (build["reason"] or "").removeprefix("not comparable: ")
+                )
     return "notes:\n" + "\n".join(lines) if lines else ""
 
 
@@ -647,8 +723,12 @@ def _profile_one(build: Build, loop: str, args: argparse.Namespace, progress: Pr
         if hello.get("status") != "ok":
             reply = hello
         else:
-            command = {"op": "profile", "spec": args.workflow, "runs": args.workflow_runs,
-                       "seconds": 0.2 if args.quick else 1.0}
+            command = {
+                "op": "profile",
+                "spec": args.workflow,
+                "runs": args.workflow_runs,
+                "seconds": 0.2 if args.quick else 1.0,
+            }
             reply = worker.request(command, args.timeout)
     finally:
         worker.stop()
@@ -663,16 +743,33 @@ def render_profile(profile: dict, spec: str) -> str:
         return f"{title}: {profile.get('status', 'error').upper()}: {profile.get('reason', '')}"
     rows = sorted(profile["rows"], key=lambda r: r["body_s"] + r["engine_s"], reverse=True)
     accounted = sum(r["body_s"] + r["engine_s"] for r in rows) + profile["after_s"]
-    body = [[r["label"], f"{r['calls']:.3g}", S.format_seconds(r["body_s"]), S.format_seconds(r["engine_s"]),
-             _share(r["body_s"] + r["engine_s"], accounted)] for r in rows]
-    body.append(["(engine, after the last node)", "", "", S.format_seconds(profile["after_s"]),
-                 _share(profile["after_s"], accounted)])
+    body = [
+        [
+            r["label"],
+            f"{r['calls']:.3g}",
+            S.format_seconds(r["body_s"]),
+            S.format_seconds(r["engine_s"]),
+            _share(r["body_s"] + r["engine_s"], accounted),
+        ]
+        for r in rows
+    ]
+    body.append(
+        [
+            "(engine, after the last node)",
+            "",
+            "",
+            S.format_seconds(profile["after_s"]),
+            _share(profile["after_s"], accounted),
+        ]
+    )
     engine = sum(r["engine_s"] for r in rows) + profile["after_s"]
     header = ["node function (file:line)", "calls", "body", "engine", "share"]
-    summary = (f"{title}\none run: {S.format_seconds(profile['run_s'])} without the profiler; "
-               f"{S.format_seconds(accounted)} accounted, of which the engine {_share(engine, accounted)} "
-               f"(per run, over {profile['runs']} profiled runs; the profiler's own cost, "
-               f"{S.format_seconds(profile['event_cost_s'])} per event, is taken out)")
+    summary = (
+        f"{title}\none run: {S.format_seconds(profile['run_s'])} without the profiler; "
+        f"{S.format_seconds(accounted)} accounted, of which the engine {_share(engine, accounted)} "
+        f"(per run, over {profile['runs']} profiled runs; the profiler's own cost, "
+        f"{S.format_seconds(profile['event_cost_s'])} per event, is taken out)"
+    )
     return summary + "\n" + _grid(header, body, split=len(body) - 1, text_last=False)
 
 
@@ -686,47 +783,78 @@ def _share(part: float, whole: float) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m amrita_sense.bench", description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--against", metavar="PYTHON",
-                        help="another environment to compare with: a Python (or venv directory) with "
-                             "amrita-sense==1.1.3, or with another build of this package; environment "
-                             "variables for it may come first: --against 'AMRITA_SENSE_TURBO=0 .venv/bin/python'")
-    parser.add_argument("--python", metavar="PYTHON", default=sys.executable,
-                        help="the Python that runs this project's builds (default: this one)")
-    parser.add_argument("--builds", metavar="LIST",
-                        help="comma list of compiled,twin,ref (default: compiled,twin, plus ref with --against)")
+        prog="python -m amrita_sense.bench",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="another environment to compare with: a Python (or venv directory) with "
+        "amrita-sense==1.1.3, or with another build of this package; environment "
+        "variables for it may come first: --against 'AMRITA_SENSE_TURBO=0 .venv/bin/python'",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PYTHON",
+        default=sys.executable,
+        help="the Python that runs this project's builds (default: this one)",
+    )
+    parser.add_argument(
+        "--builds",
+        metavar="LIST",
+        help="comma list of compiled,twin,ref (default: compiled,twin, plus ref with --against)",
+    )
     parser.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="asyncio")
     parser.add_argument("--scenarios", metavar="LIST", help="comma list of scenarios (see --list)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes, 1 repetition, no warm-up: a fast smoke run")
+    parser.add_argument("--quick", action="store_true", help="small sizes, 1 repetition, no warm-up: a fast smoke run")
     parser.add_argument("--repeats", type=int, help="measurements per scenario and build (default 5; quick 1)")
     parser.add_argument("--warmup", type=int, help="discarded measurements first (default 1; quick 0)")
-    parser.add_argument("--budget", type=float, metavar="SECONDS",
-                        help="a measurement is the best of the runs that fit in this time "
-                             "(default 0.2; quick 0, i.e. one run)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="a measurement is the best of the runs that fit in this time (default 0.2; quick 0, i.e. one run)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write all measurements and ratios as JSON")
-    parser.add_argument("--plot", metavar="FILE",
-                        help="write a chart (PNG, SVG, PDF): the speed-ups, or with --profile-nodes the "
-                             "profile (needs matplotlib: pip install 'amrita-sense-turbo[plot]')")
-    parser.add_argument("--targets", action="store_true",
-                        help="also show this project's own performance targets, x floor and the floor rows")
-    parser.add_argument("--report", metavar="JSON",
-                        help="measure nothing: print the table (and --plot) from a JSON file "
-                             "written by an earlier --json run")
-    parser.add_argument("--workflow", metavar="SPEC",
-                        help="benchmark your own workflow: module:factory or path/to/file.py:factory, where "
-                             "factory() returns a graph (each run: a new WorkflowInterpreter) or an async "
-                             "callable (each run: one call); the module is found as this Python finds it "
-                             "(current directory, PYTHONPATH, the environment) and loaded by every build")
-    parser.add_argument("--profile-nodes", action="store_true",
-                        help="with --workflow: where a run's time goes, per node function: its own body and "
-                             "the engine's overhead before it, on each build (a table; a chart with --plot)")
-    parser.add_argument("--workflow-runs", type=int, default=0,
-                        help="runs of --workflow per measurement (default: about 0.2 s worth)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds one measurement may take before its worker is killed")
+    parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a chart (PNG, SVG, PDF): the speed-ups, or with --profile-nodes the "
+        "profile (needs matplotlib: pip install 'amrita-sense-turbo[plot]')",
+    )
+    parser.add_argument(
+        "--targets",
+        action="store_true",
+        help="also show this project's own performance targets, x floor and the floor rows",
+    )
+    parser.add_argument(
+        "--report",
+        metavar="JSON",
+        help="measure nothing: print the table (and --plot) from a JSON file written by an earlier --json run",
+    )
+    parser.add_argument(
+        "--workflow",
+        metavar="SPEC",
+        help="benchmark your own workflow: module:factory or path/to/file.py:factory, where "
+        "factory() returns a graph (each run: a new WorkflowInterpreter) or an async "
+        "callable (each run: one call); the module is found as this Python finds it "
+        "(current directory, PYTHONPATH, the environment) and loaded by every build",
+    )
+    parser.add_argument(
+        "--profile-nodes",
+        action="store_true",
+        help="with --workflow: where a run's time goes, per node function: its own body and "
+        "the engine's overhead before it, on each build (a table; a chart with --plot)",
+    )
+    parser.add_argument(
+        "--workflow-runs", type=int, default=0, help="runs of --workflow per measurement (default: about 0.2 s worth)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds one measurement may take before its worker is killed"
+    )
     args = parser.parse_args(argv)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 5
@@ -762,8 +890,11 @@ def select_scenarios(args: argparse.Namespace) -> list[str]:
 
 
 def select_builds(args: argparse.Namespace) -> list[Build]:
-    keys = ([k.strip() for k in args.builds.split(",") if k.strip()] if args.builds
-            else ["compiled", "twin"] + (["ref"] if args.against else []))
+    keys = (
+        [k.strip() for k in args.builds.split(",") if k.strip()]
+        if args.builds
+        else ["compiled", "twin"] + (["ref"] if args.against else [])
+    )
     bad = [k for k in keys if k not in BUILD_ORDER]
     if bad:
         raise SystemExit(f"unknown build(s): {', '.join(bad)}; choose from {', '.join(BUILD_ORDER)}")
@@ -785,8 +916,7 @@ def list_scenarios() -> str:
     lines = []
     for name, spec in S.SCENARIOS.items():
         extra = f"  [floor: {spec.floor}]" if spec.floor else ""
-        lines.append(f"{name:20} {spec.kind:6} size {spec.size:>7} (quick {spec.quick_size:>5})  "
-                     f"{spec.title}{extra}")
+        lines.append(f"{name:20} {spec.kind:6} size {spec.size:>7} (quick {spec.quick_size:>5})  {spec.title}{extra}")
     return "\n".join(lines)
 
 
@@ -804,8 +934,10 @@ def main(argv: list[str] | None = None) -> int:
     jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     total = len(loops) * len(jobs) * len(builds) * (args.repeats + args.warmup)
     progress = Progress(total)
-    progress.note(f"{len(jobs)} scenarios x {len(builds)} builds x {len(loops)} loop(s), "
-                  f"{args.repeats} repetition(s) + {args.warmup} warm-up each")
+    progress.note(
+        f"{len(jobs)} scenarios x {len(builds)} builds x {len(loops)} loop(s), "
+        f"{args.repeats} repetition(s) + {args.warmup} warm-up each"
+    )
     started = _dt.datetime.now(_dt.timezone.utc)
     results: dict = {}
     build_info: dict = {}
@@ -824,8 +956,12 @@ def main(argv: list[str] | None = None) -> int:
         progress.note(f"JSON written to {args.json}")
     if args.plot:
         progress.note(charts.speedups(args.plot, rows, meta))
-    ours_broken = any(row["builds"][k]["status"] in ("fail", "error")
-                      for row in rows for k in ("compiled", "twin") if k in row["builds"])
+    ours_broken = any(
+        row["builds"][k]["status"] in ("fail", "error")
+        for row in rows
+        for k in ("compiled", "twin")
+        if k in row["builds"]
+    )
     return 1 if ours_broken else 0
 
 
@@ -871,19 +1007,34 @@ def _label_builds(builds: list[Build], build_info: dict) -> None:
             build.label = build.info["version"] + ("" if impl == "reference" else f" {impl}")
 
 
-def _meta(args: argparse.Namespace, builds: list[Build], build_info: dict, loops: list[str],
-          started: _dt.datetime) -> dict:
+def _meta(
+    args: argparse.Namespace, builds: list[Build], build_info: dict, loops: list[str], started: _dt.datetime
+) -> dict:
     return {
         "command": [sys.executable, "-m", "amrita_sense.bench"] + (sys.argv[1:] if sys.argv else []),
         "started": started.isoformat(timespec="seconds"),
         "duration_s": round((_dt.datetime.now(_dt.timezone.utc) - started).total_seconds(), 1),
-        "machine": {"platform": platform.platform(), "machine": platform.machine(),
-                    "processor": platform.processor(), "cpu": _cpu_model(), "cpu_count": os.cpu_count()},
-        "loops": loops, "repeats": args.repeats, "warmup": args.warmup, "budget_s": args.budget,
+        "machine": {
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "cpu": _cpu_model(),
+            "cpu_count": os.cpu_count(),
+        },
+        "loops": loops,
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "budget_s": args.budget,
         "quick": args.quick,
-        "builds": {b.key: {"label": b.label, "python": b.python, "version": b.info.get("version"),
-                           "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops}}
-                   for b in builds},
+        "builds": {
+            b.key: {
+                "label": b.label,
+                "python": b.python,
+                "version": b.info.get("version"),
+                "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops},
+            }
+            for b in builds
+        },
     }
 
 

@@ -110,8 +110,18 @@ SCENARIOS: Dict[str, Scenario] = {}
 _TWIN = Target("vs_twin", ">=", 5)
 
 
-def scenario(name: str, title: str, *, unit: str, size: int, quick: int, kind: str = "engine",
-             measure: str = "time", floor: Optional[str] = None, targets: Tuple[Target, ...] = ()):
+def scenario(
+    name: str,
+    title: str,
+    *,
+    unit: str,
+    size: int,
+    quick: int,
+    kind: str = "engine",
+    measure: str = "time",
+    floor: Optional[str] = None,
+    targets: Tuple[Target, ...] = (),
+):
     """Register the decorated `make(size) -> Plan` function under `name`."""
 
     def register(make: Callable[[int], Plan]) -> Callable[[int], Plan]:
@@ -249,8 +259,7 @@ def _counting_body(tally: Tally) -> Callable[[], None]:
     return body
 
 
-def _run_plan(make_interp: Callable[[], Any], ops: int, check: Callable[[], None],
-              reset: Callable[[], None]) -> Plan:
+def _run_plan(make_interp: Callable[[], Any], ops: int, check: Callable[[], None], reset: Callable[[], None]) -> Plan:
     """A plan whose timed part is one `run()` of a fresh interpreter."""
     holder = _Holder()
 
@@ -268,8 +277,11 @@ def _chain_plan(nodes: list, tally: Tally, want: int, **interp_kwargs: Any) -> P
     Node, NodeCompose, WorkflowInterpreter = _api()
     graph = NodeCompose(*nodes).render()
     return _run_plan(
-        lambda: WorkflowInterpreter(graph, **interp_kwargs), len(nodes),
-        lambda: expect("node bodies run", tally.n, want), tally.reset)
+        lambda: WorkflowInterpreter(graph, **interp_kwargs),
+        len(nodes),
+        lambda: expect("node bodies run", tally.n, want),
+        tally.reset,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -278,9 +290,15 @@ def _chain_plan(nodes: list, tally: Tally, want: int, **interp_kwargs: Any) -> P
 _EXEC = (_TWIN,)
 
 
-@scenario("sync_chain", "linear chain of sync nodes (wrap_to_async=False)", unit="node",
-          size=10_000, quick=500, floor="floor_call",
-          targets=(Target("x_floor", "<=", 3), Target("vs_ref", ">=", 50), _TWIN))
+@scenario(
+    "sync_chain",
+    "linear chain of sync nodes (wrap_to_async=False)",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_call",
+    targets=(Target("x_floor", "<=", 3), Target("vs_ref", ">=", 50), _TWIN),
+)
 def sync_chain(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -288,9 +306,15 @@ def sync_chain(n: int) -> Plan:
     return _chain_plan([_sync(Node, body) for _ in range(n)], tally, n)
 
 
-@scenario("async_chain", "linear chain of async def nodes", unit="node",
-          size=10_000, quick=500, floor="floor_await",
-          targets=(Target("x_floor", "<=", 2), Target("vs_ref", ">=", 30), _TWIN))
+@scenario(
+    "async_chain",
+    "linear chain of async def nodes",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_await",
+    targets=(Target("x_floor", "<=", 2), Target("vs_ref", ">=", 30), _TWIN),
+)
 def async_chain(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -301,9 +325,15 @@ def async_chain(n: int) -> Plan:
     return _chain_plan([Node()(body) for _ in range(n)], tally, n)
 
 
-@scenario("thread_chain", "linear chain of default @Node() sync nodes (worker thread)", unit="node",
-          size=2_000, quick=100, floor="floor_to_thread",
-          targets=(Target("vs_ref", ">=", 3), _TWIN))
+@scenario(
+    "thread_chain",
+    "linear chain of default @Node() sync nodes (worker thread)",
+    unit="node",
+    size=2_000,
+    quick=100,
+    floor="floor_to_thread",
+    targets=(Target("vs_ref", ">=", 3), _TWIN),
+)
 def thread_chain(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -324,8 +354,15 @@ def thread_chain(n: int) -> Plan:
     return plan
 
 
-@scenario("nested", "compose nested 50 deep", unit="node", size=10_000, quick=500,
-          floor="floor_call", targets=(Target("vs_ref", ">=", 100), _TWIN))
+@scenario(
+    "nested",
+    "compose nested 50 deep",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_call",
+    targets=(Target("vs_ref", ">=", 100), _TWIN),
+)
 def nested(n: int, depth: int = 50) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     if n % depth:
@@ -337,8 +374,7 @@ def nested(n: int, depth: int = 50) -> Plan:
         level = [_sync(Node, body) for _ in range(n // depth)]
         inner = NodeCompose(*level) if inner is None else NodeCompose(*level, inner)
     graph = inner.render()
-    return _run_plan(lambda: WorkflowInterpreter(graph), n,
-                     lambda: expect("node bodies run", tally.n, n), tally.reset)
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, lambda: expect("node bodies run", tally.n, n), tally.reset)
 
 
 # ---------------------------------------------------------------------------
@@ -358,8 +394,15 @@ def _while_bodies(tally: Tally, n: int) -> Tuple[Callable[[], bool], Callable[[]
     return cond, body
 
 
-@scenario("while_loop", "WHILE (condition + 1-node body)", unit="iteration", size=100_000,
-          quick=2_000, floor="floor_while", targets=_CONTROL)
+@scenario(
+    "while_loop",
+    "WHILE (condition + 1-node body)",
+    unit="iteration",
+    size=100_000,
+    quick=2_000,
+    floor="floor_while",
+    targets=_CONTROL,
+)
 def while_loop(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     WHILE = need("amrita_sense", "WHILE")
@@ -401,8 +444,9 @@ def _if_expected(n: int) -> list:
     return want
 
 
-@scenario("if_elif_else", "sequential IF/ELIF/ELSE", unit="IF", size=10_000, quick=500,
-          floor="floor_if", targets=_CONTROL)
+@scenario(
+    "if_elif_else", "sequential IF/ELIF/ELSE", unit="IF", size=10_000, quick=500, floor="floor_if", targets=_CONTROL
+)
 def if_elif_else(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     IF = need("amrita_sense", "IF")
@@ -441,8 +485,15 @@ def _jmp_bodies(tally: Tally, n: int) -> Tuple[Callable[..., Any], ...]:
     return head, step, again
 
 
-@scenario("jmp_loop", "loop by jumping back (ALIAS + IF + JMP)", unit="iteration", size=10_000,
-          quick=500, floor="floor_jmp", targets=_CONTROL)
+@scenario(
+    "jmp_loop",
+    "loop by jumping back (ALIAS + IF + JMP)",
+    unit="iteration",
+    size=10_000,
+    quick=500,
+    floor="floor_jmp",
+    targets=_CONTROL,
+)
 def jmp_loop(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     ALIAS, IF, JMP = need("amrita_sense", "ALIAS", "IF", "JMP")
@@ -462,8 +513,15 @@ def jmp_loop(n: int) -> Plan:
     return _run_plan(lambda: WorkflowInterpreter(graph), n, check, tally.reset)
 
 
-@scenario("call_ret", "CALL to a 1-node subroutine and RET", unit="call", size=10_000, quick=500,
-          floor="floor_call", targets=_CONTROL)
+@scenario(
+    "call_ret",
+    "CALL to a 1-node subroutine and RET",
+    unit="call",
+    size=10_000,
+    quick=500,
+    floor="floor_call",
+    targets=_CONTROL,
+)
 def call_ret(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     ALIAS, ARCHIVED_NODES, CALL = need("amrita_sense", "ALIAS", "ARCHIVED_NODES", "CALL")
@@ -472,8 +530,9 @@ def call_ret(n: int) -> Plan:
     alias = f"bench_sub_{next(_ids)}"
     sub = _sync(Node, _counting_body(tally))
     graph = NodeCompose(*[CALL(alias) for _ in range(n)], ARCHIVED_NODES(ALIAS(sub, alias), RET())).render()
-    return _run_plan(lambda: WorkflowInterpreter(graph), n,
-                     lambda: expect("subroutine bodies run", tally.n, n), tally.reset)
+    return _run_plan(
+        lambda: WorkflowInterpreter(graph), n, lambda: expect("subroutine bodies run", tally.n, n), tally.reset
+    )
 
 
 def _try_bodies(tally: Tally) -> Tuple[Callable[[], None], Callable[[], None]]:
@@ -487,8 +546,15 @@ def _try_bodies(tally: Tally) -> Tuple[Callable[[], None], Callable[[], None]]:
     return raiser, handler
 
 
-@scenario("try_catch", "Try(raiser).CATCH(ValueError, handler)", unit="exception", size=10_000,
-          quick=500, floor="floor_try", targets=(Target("x_floor", "<=", 2), _TWIN))
+@scenario(
+    "try_catch",
+    "Try(raiser).CATCH(ValueError, handler)",
+    unit="exception",
+    size=10_000,
+    quick=500,
+    floor="floor_try",
+    targets=(Target("x_floor", "<=", 2), _TWIN),
+)
 def try_catch(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     Try = need("amrita_sense", "Try")
@@ -508,8 +574,7 @@ def try_catch(n: int) -> Plan:
 # Building graphs
 
 
-@scenario("render", "render(), per node", unit="node", size=10_000, quick=1_000,
-          targets=(Target("vs_ref", ">=", 10),))
+@scenario("render", "render(), per node", unit="node", size=10_000, quick=1_000, targets=(Target("vs_ref", ">=", 10),))
 def render(n: int) -> Plan:
     Node, NodeCompose, _ = _api()
     nodes = [_sync(Node, _counting_body(Tally())) for _ in range(n)]
@@ -527,8 +592,14 @@ def render(n: int) -> Plan:
     return Plan(n, timed, prepare, check)
 
 
-@scenario("decorate", "@Node() decoration, per node", unit="node", size=10_000, quick=1_000,
-          targets=(Target("value", "<=", 2e-6),))
+@scenario(
+    "decorate",
+    "@Node() decoration, per node",
+    unit="node",
+    size=10_000,
+    quick=1_000,
+    targets=(Target("value", "<=", 2e-6),),
+)
 def decorate(n: int) -> Plan:
     Node, NodeType = need("amrita_sense", "Node", "NodeType")
     holder = _Holder()
@@ -548,8 +619,15 @@ def decorate(n: int) -> Plan:
     return Plan(n, timed, prepare, check)
 
 
-@scenario("memory", "retained memory: nodes + rendered graph + interpreter", unit="node",
-          size=10_000, quick=1_000, measure="memory", targets=(Target("value", "<=", 300),))
+@scenario(
+    "memory",
+    "retained memory: nodes + rendered graph + interpreter",
+    unit="node",
+    size=10_000,
+    quick=1_000,
+    measure="memory",
+    targets=(Target("value", "<=", 300),),
+)
 def memory(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     body = _counting_body(Tally())
@@ -598,8 +676,15 @@ async def _park(holder: _Holder, graph: Any, stream_cls: Any, checkpoint: str, i
     await holder.stream.wait_to_suspend(checkpoint)
 
 
-@scenario("suspend_resume", "suspend at PC_CHECKPOINT + resume, round trip", unit="round trip",
-          size=1_000, quick=100, floor="floor_pingpong", targets=_PINGPONG)
+@scenario(
+    "suspend_resume",
+    "suspend at PC_CHECKPOINT + resume, round trip",
+    unit="round trip",
+    size=1_000,
+    quick=100,
+    floor="floor_pingpong",
+    targets=_PINGPONG,
+)
 def suspend_resume(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     stream_cls, checkpoint = _stream_api()
@@ -628,8 +713,15 @@ def suspend_resume(n: int) -> Plan:
     return Plan(n, timed, prepare, check)
 
 
-@scenario("interrupt_inject", "external call_sub(interrupt=True) at a suspend window", unit="call",
-          size=1_000, quick=100, floor="floor_pingpong", targets=_PINGPONG)
+@scenario(
+    "interrupt_inject",
+    "external call_sub(interrupt=True) at a suspend window",
+    unit="call",
+    size=1_000,
+    quick=100,
+    floor="floor_pingpong",
+    targets=_PINGPONG,
+)
 def interrupt_inject(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     ALIAS, ARCHIVED_NODES = need("amrita_sense", "ALIAS", "ARCHIVED_NODES")
@@ -670,8 +762,15 @@ def interrupt_inject(n: int) -> Plan:
 _DI = (Target("vs_ref", ">=", 20), _TWIN)
 
 
-@scenario("event_dispatch", "event dispatch to 1 handler", unit="event", size=10_000, quick=200,
-          floor="floor_await", targets=(Target("vs_ref", ">=", 20),))
+@scenario(
+    "event_dispatch",
+    "event dispatch to 1 handler",
+    unit="event",
+    size=10_000,
+    quick=200,
+    floor="floor_await",
+    targets=(Target("vs_ref", ">=", 20),),
+)
 def event_dispatch(n: int) -> Plan:
     BaseEvent: Any
     BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
@@ -726,8 +825,15 @@ def _named_body(tally: Tally) -> Callable[..., None]:
     return body
 
 
-@scenario("di_types", "node with 2 parameters injected by type", unit="node", size=10_000,
-          quick=500, floor="floor_call_kw2", targets=_DI)
+@scenario(
+    "di_types",
+    "node with 2 parameters injected by type",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_call_kw2",
+    targets=_DI,
+)
 def di_types(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -735,14 +841,20 @@ def di_types(n: int) -> Plan:
     return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n, extra_args=(ALPHA, BETA))
 
 
-@scenario("di_names", "node with 2 parameters injected by name", unit="node", size=10_000,
-          quick=500, floor="floor_call_kw2", targets=_DI)
+@scenario(
+    "di_names",
+    "node with 2 parameters injected by name",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_call_kw2",
+    targets=_DI,
+)
 def di_names(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
     body = _named_body(tally)
-    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n,
-                       extra_kwargs={"first": 1, "second": "s"})
+    return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n, extra_kwargs={"first": 1, "second": "s"})
 
 
 def _factories(tally: Tally) -> Tuple[Callable[[], int], Callable[[], str]]:
@@ -771,8 +883,15 @@ def _depends_chain(n: int, use_cache: bool) -> Tuple[Plan, Tally]:
     return _chain_plan([_sync(Node, body) for _ in range(n)], tally, 2 * n), tally
 
 
-@scenario("di_depends", "node with 2 Depends(...) factories", unit="node", size=10_000,
-          quick=500, floor="floor_factories", targets=_DI)
+@scenario(
+    "di_depends",
+    "node with 2 Depends(...) factories",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_factories",
+    targets=_DI,
+)
 def di_depends(n: int) -> Plan:
     plan, tally = _depends_chain(n, use_cache=False)
 
@@ -784,8 +903,15 @@ def di_depends(n: int) -> Plan:
     return plan
 
 
-@scenario("di_depends_cached", "node with 2 Depends(..., use_cache=True) factories", unit="node",
-          size=10_000, quick=500, floor="floor_call_kw2", targets=_DI)
+@scenario(
+    "di_depends_cached",
+    "node with 2 Depends(..., use_cache=True) factories",
+    unit="node",
+    size=10_000,
+    quick=500,
+    floor="floor_call_kw2",
+    targets=_DI,
+)
 def di_depends_cached(n: int) -> Plan:
     plan, tally = _depends_chain(n, use_cache=True)
 
@@ -812,8 +938,14 @@ def _yielding_body(tally: Tally) -> Callable[[], Any]:
     return body
 
 
-@scenario("interp_construct", "WorkflowInterpreter construction", unit="interpreter", size=1_000,
-          quick=100, targets=(Target("value", "<=", 3e-6),))
+@scenario(
+    "interp_construct",
+    "WorkflowInterpreter construction",
+    unit="interpreter",
+    size=1_000,
+    quick=100,
+    targets=(Target("value", "<=", 3e-6),),
+)
 def interp_construct(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     graph = NodeCompose(*[Node()(_yielding_body(Tally())) for _ in range(NODES_PER_INTERPRETER)]).render()
@@ -832,8 +964,15 @@ def interp_construct(n: int) -> Plan:
     return Plan(n, timed, prepare, check)
 
 
-@scenario("concurrent", "interpreters x 100 yielding async nodes, gathered", unit="node",
-          size=1_000, quick=50, floor="floor_gather", targets=(Target("x_floor", "<=", 2), _TWIN))
+@scenario(
+    "concurrent",
+    "interpreters x 100 yielding async nodes, gathered",
+    unit="node",
+    size=1_000,
+    quick=50,
+    floor="floor_gather",
+    targets=(Target("x_floor", "<=", 2), _TWIN),
+)
 def concurrent(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
     tally = Tally()
@@ -887,8 +1026,7 @@ def _request_bodies(tally: Tally, n: int, depends: Any = None) -> list:
     for k in range(n):
         first, second = _context_pair(k)
         extra = ", made: int = depends" if depends is not None else ""
-        source = (f"def body_{k}(a: Context{first}, b: Context{second}{extra}):\n"
-                  f"    tally.n += 1\n")
+        source = f"def body_{k}(a: Context{first}, b: Context{second}{extra}):\n    tally.n += 1\n"
         bodies.append(_distinct(source, f"body_{k}", {"tally": tally, "depends": depends}))
     return bodies
 
@@ -921,8 +1059,15 @@ def _request_graph(nodes: list) -> Any:
 _REQUEST = (Target("vs_ref", ">=", 50), Target("x_floor", "<=", 5))
 
 
-@scenario("per_request", f"new interpreter per request, {REQUEST_NODES} distinct nodes x 2 typed contexts of 10",
-          unit="request", size=500, quick=50, floor="floor_per_request", targets=_REQUEST)
+@scenario(
+    "per_request",
+    f"new interpreter per request, {REQUEST_NODES} distinct nodes x 2 typed contexts of 10",
+    unit="request",
+    size=500,
+    quick=50,
+    floor="floor_per_request",
+    targets=_REQUEST,
+)
 def per_request(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -930,8 +1075,14 @@ def per_request(n: int) -> Plan:
     return _request_plan(graph, n, lambda: expect("node bodies run", tally.n, n * REQUEST_NODES), tally.reset)
 
 
-@scenario("per_request_first", "per_request, the first request of a fresh process (nothing made yet)",
-          unit="request", size=1, quick=1, floor="floor_per_request")
+@scenario(
+    "per_request_first",
+    "per_request, the first request of a fresh process (nothing made yet)",
+    unit="request",
+    size=1,
+    quick=1,
+    floor="floor_per_request",
+)
 def per_request_first(n: int) -> Plan:
     """Every measurement builds new functions and a new graph, so nothing is cached for them."""
     Node, _, WorkflowInterpreter = _api()
@@ -950,9 +1101,15 @@ def per_request_first(n: int) -> Plan:
     return Plan(n, timed, prepare, lambda: expect("node bodies run", tally.n, n * REQUEST_NODES))
 
 
-@scenario("per_request_depends", "per_request with one Depends(...) provider per node",
-          unit="request", size=200, quick=20, floor="floor_per_request_depends",
-          targets=(Target("vs_ref", ">=", 25),))
+@scenario(
+    "per_request_depends",
+    "per_request with one Depends(...) provider per node",
+    unit="request",
+    size=200,
+    quick=20,
+    floor="floor_per_request_depends",
+    targets=(Target("vs_ref", ">=", 25),),
+)
 def per_request_depends(n: int) -> Plan:
     Node, _, _ = _api()
     Depends = need("amrita_sense.hook.matcher", "Depends")
@@ -972,23 +1129,37 @@ def _try_request_bodies(tally: Tally, n: int) -> list:
     pairs = []
     for k in range(n):
         first, second = _context_pair(k)
-        raiser = _distinct(f"def raiser_{k}(a: Context{first}):\n    tally.aux += 1\n    raise ValueError({k})\n",
-                           f"raiser_{k}", {"tally": tally})
-        handler = _distinct(f"def handler_{k}(exc_val: ValueError, b: Context{second}):\n"
-                            f"    tally.n += exc_val.args[0] == {k}\n", f"handler_{k}", {"tally": tally})
+        raiser = _distinct(
+            f"def raiser_{k}(a: Context{first}):\n    tally.aux += 1\n    raise ValueError({k})\n",
+            f"raiser_{k}",
+            {"tally": tally},
+        )
+        handler = _distinct(
+            f"def handler_{k}(exc_val: ValueError, b: Context{second}):\n    tally.n += exc_val.args[0] == {k}\n",
+            f"handler_{k}",
+            {"tally": tally},
+        )
         pairs.append((raiser, handler))
     return pairs
 
 
-@scenario("try_request", f"new interpreter per request, {REQUEST_NODES} distinct Try blocks, "
-          "CATCH handler taking exc_val: ValueError", unit="request", size=200, quick=20,
-          floor="floor_try_request", targets=(Target("vs_ref", ">=", 50),))
+@scenario(
+    "try_request",
+    f"new interpreter per request, {REQUEST_NODES} distinct Try blocks, CATCH handler taking exc_val: ValueError",
+    unit="request",
+    size=200,
+    quick=20,
+    floor="floor_try_request",
+    targets=(Target("vs_ref", ">=", 50),),
+)
 def try_request(n: int) -> Plan:
     Node, _, _ = _api()
     Try = need("amrita_sense", "Try")
     tally = Tally()
-    clauses = [Try(_sync(Node, raiser)).CATCH(ValueError, _sync(Node, handler))
-               for raiser, handler in _try_request_bodies(tally, REQUEST_NODES)]
+    clauses = [
+        Try(_sync(Node, raiser)).CATCH(ValueError, _sync(Node, handler))
+        for raiser, handler in _try_request_bodies(tally, REQUEST_NODES)
+    ]
 
     def check() -> None:
         expect("exceptions raised", tally.aux, n * REQUEST_NODES)
@@ -1016,16 +1187,22 @@ def _event_api(tally: Tally) -> Tuple[Any, Any, Callable[..., Any]]:
         def event_type(self) -> str:
             return event_type
 
-    async def handler(event: RequestEvent, matcher: Matcher,
-                      a: CONTEXTS[2], b: CONTEXTS[7]) -> None:  # type: ignore[valid-type]  # runtime types
+    async def handler(event: RequestEvent, matcher: Matcher, a: CONTEXTS[2], b: CONTEXTS[7]) -> None:  # type: ignore[valid-type]  # runtime types
         tally.n += event.payload == "ping"
 
     on_event(event_type).handle()(handler)
     return RequestEvent, MatcherFactory.trigger_event, handler
 
 
-@scenario("event_request", "event dispatch: a dataclass event, a handler injected with it and 2 contexts of 10",
-          unit="event", size=2_000, quick=100, floor="floor_event_request", targets=(Target("vs_ref", ">=", 20),))
+@scenario(
+    "event_request",
+    "event dispatch: a dataclass event, a handler injected with it and 2 contexts of 10",
+    unit="event",
+    size=2_000,
+    quick=100,
+    floor="floor_event_request",
+    targets=(Target("vs_ref", ">=", 20),),
+)
 def event_request(n: int) -> Plan:
     tally = Tally()
     RequestEvent, trigger, _ = _event_api(tally)
@@ -1039,9 +1216,15 @@ def event_request(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("handler calls", tally.n, n))
 
 
-@scenario("thread_request", f"new interpreter per request, {REQUEST_NODES} distinct default @Node() sync nodes "
-          "(worker thread)", unit="request", size=20, quick=3, floor="floor_thread_request",
-          targets=(Target("vs_ref", ">=", 5),))
+@scenario(
+    "thread_request",
+    f"new interpreter per request, {REQUEST_NODES} distinct default @Node() sync nodes (worker thread)",
+    unit="request",
+    size=20,
+    quick=3,
+    floor="floor_thread_request",
+    targets=(Target("vs_ref", ">=", 5),),
+)
 def thread_request(n: int) -> Plan:
     Node, _, _ = _api()
     tally = Tally()
@@ -1049,10 +1232,15 @@ def thread_request(n: int) -> Plan:
     bodies = []
     for k in range(REQUEST_NODES):
         first, second = _context_pair(k)
-        source = (f"def body_{k}(a: Context{first}, b: Context{second}):\n"
-                  f"    tally.n += 1\n    tally.aux += get_ident() != loop_thread\n")
-        bodies.append(_distinct(source, f"body_{k}", {"tally": tally, "get_ident": threading.get_ident,
-                                                      "loop_thread": loop_thread}))
+        source = (
+            f"def body_{k}(a: Context{first}, b: Context{second}):\n"
+            f"    tally.n += 1\n    tally.aux += get_ident() != loop_thread\n"
+        )
+        bodies.append(
+            _distinct(
+                source, f"body_{k}", {"tally": tally, "get_ident": threading.get_ident, "loop_thread": loop_thread}
+            )
+        )
     graph = _request_graph([Node()(body) for body in bodies])
 
     def check() -> None:
@@ -1066,8 +1254,9 @@ def thread_request(n: int) -> Plan:
 # Plain-Python floors: the same bodies without the engine
 
 
-@scenario("floor_call", "floor: sync bodies called from a plain loop", unit="call", size=10_000,
-          quick=500, kind="floor")
+@scenario(
+    "floor_call", "floor: sync bodies called from a plain loop", unit="call", size=10_000, quick=500, kind="floor"
+)
 def floor_call(n: int) -> Plan:
     tally = Tally()
     bodies = [_counting_body(tally)] * n
@@ -1079,8 +1268,7 @@ def floor_call(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n))
 
 
-@scenario("floor_await", "floor: async bodies awaited in a loop", unit="await", size=10_000,
-          quick=500, kind="floor")
+@scenario("floor_await", "floor: async bodies awaited in a loop", unit="await", size=10_000, quick=500, kind="floor")
 def floor_await(n: int) -> Plan:
     tally = Tally()
 
@@ -1096,8 +1284,14 @@ def floor_await(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("awaits", tally.n, n))
 
 
-@scenario("floor_to_thread", "floor: each body awaited through asyncio.to_thread", unit="call",
-          size=2_000, quick=100, kind="floor")
+@scenario(
+    "floor_to_thread",
+    "floor: each body awaited through asyncio.to_thread",
+    unit="call",
+    size=2_000,
+    quick=100,
+    kind="floor",
+)
 def floor_to_thread(n: int) -> Plan:
     tally = Tally()
     body = _counting_body(tally)
@@ -1110,8 +1304,14 @@ def floor_to_thread(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n))
 
 
-@scenario("floor_call_kw2", "floor: sync body called with 2 keyword arguments", unit="call",
-          size=10_000, quick=500, kind="floor")
+@scenario(
+    "floor_call_kw2",
+    "floor: sync body called with 2 keyword arguments",
+    unit="call",
+    size=10_000,
+    quick=500,
+    kind="floor",
+)
 def floor_call_kw2(n: int) -> Plan:
     tally = Tally()
     body = _typed_body(tally)
@@ -1123,8 +1323,9 @@ def floor_call_kw2(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("injected values", tally.n, 2 * n))
 
 
-@scenario("floor_factories", "floor: 2 factories called, then the body", unit="call",
-          size=10_000, quick=500, kind="floor")
+@scenario(
+    "floor_factories", "floor: 2 factories called, then the body", unit="call", size=10_000, quick=500, kind="floor"
+)
 def floor_factories(n: int) -> Plan:
     tally, made = Tally(), Tally()
     make_first, make_second = _factories(made)
@@ -1145,8 +1346,7 @@ def floor_factories(n: int) -> Plan:
     return Plan(n, timed, reset, check)
 
 
-@scenario("floor_while", "floor: while cond(): body()", unit="iteration", size=100_000,
-          quick=2_000, kind="floor")
+@scenario("floor_while", "floor: while cond(): body()", unit="iteration", size=100_000, quick=2_000, kind="floor")
 def floor_while(n: int) -> Plan:
     tally = Tally()
     cond, body = _while_bodies(tally, n)
@@ -1158,8 +1358,7 @@ def floor_while(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("loop bodies run", tally.n, n))
 
 
-@scenario("floor_if", "floor: if/elif/else calling the same bodies", unit="IF", size=10_000,
-          quick=500, kind="floor")
+@scenario("floor_if", "floor: if/elif/else calling the same bodies", unit="IF", size=10_000, quick=500, kind="floor")
 def floor_if(n: int) -> Plan:
     tally = Tally()
     hits = [0, 0, 0]
@@ -1182,8 +1381,9 @@ def floor_if(n: int) -> Plan:
     return Plan(n, timed, reset, lambda: expect("branches taken", hits, want))
 
 
-@scenario("floor_jmp", "floor: head(); step(); loop while again()", unit="iteration",
-          size=10_000, quick=500, kind="floor")
+@scenario(
+    "floor_jmp", "floor: head(); step(); loop while again()", unit="iteration", size=10_000, quick=500, kind="floor"
+)
 def floor_jmp(n: int) -> Plan:
     tally = Tally()
     head, step, again = _jmp_bodies(tally, n)
@@ -1198,8 +1398,7 @@ def floor_jmp(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("loop bodies run", tally.n, n))
 
 
-@scenario("floor_try", "floor: try/except calling the handler", unit="exception", size=10_000,
-          quick=500, kind="floor")
+@scenario("floor_try", "floor: try/except calling the handler", unit="exception", size=10_000, quick=500, kind="floor")
 def floor_try(n: int) -> Plan:
     tally = Tally()
     raiser, handler = _try_bodies(tally)
@@ -1214,8 +1413,7 @@ def floor_try(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("exceptions handled", tally.n, n))
 
 
-@scenario("floor_pingpong", "floor: two-task asyncio ping-pong", unit="round trip", size=1_000,
-          quick=100, kind="floor")
+@scenario("floor_pingpong", "floor: two-task asyncio ping-pong", unit="round trip", size=1_000, quick=100, kind="floor")
 def floor_pingpong(n: int) -> Plan:
     tally = Tally()
 
@@ -1239,8 +1437,9 @@ def floor_pingpong(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("round trips", tally.n, n))
 
 
-@scenario("floor_gather", "floor: tasks x 100 yielding bodies, gathered", unit="node", size=1_000,
-          quick=50, kind="floor")
+@scenario(
+    "floor_gather", "floor: tasks x 100 yielding bodies, gathered", unit="node", size=1_000, quick=50, kind="floor"
+)
 def floor_gather(n: int) -> Plan:
     tally = Tally()
     bodies = [_yielding_body(tally)] * NODES_PER_INTERPRETER
@@ -1256,13 +1455,21 @@ def floor_gather(n: int) -> Plan:
     return Plan(ops, timed, tally.reset, lambda: expect("bodies run", tally.n, ops))
 
 
-@scenario("floor_per_request", f"floor: the {REQUEST_NODES} per_request bodies called from a plain loop",
-          unit="request", size=500, quick=50, kind="floor")
+@scenario(
+    "floor_per_request",
+    f"floor: the {REQUEST_NODES} per_request bodies called from a plain loop",
+    unit="request",
+    size=500,
+    quick=50,
+    kind="floor",
+)
 def floor_per_request(n: int) -> Plan:
     tally = Tally()
     contexts = _contexts()
-    calls = [(body, contexts[i], contexts[j])
-             for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))]
+    calls = [
+        (body, contexts[i], contexts[j])
+        for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))
+    ]
 
     def timed() -> None:
         for _ in range(n):
@@ -1272,8 +1479,14 @@ def floor_per_request(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
 
 
-@scenario("floor_per_request_depends", "floor: the per_request_depends bodies, each after its provider",
-          unit="request", size=200, quick=20, kind="floor")
+@scenario(
+    "floor_per_request_depends",
+    "floor: the per_request_depends bodies, each after its provider",
+    unit="request",
+    size=200,
+    quick=20,
+    kind="floor",
+)
 def floor_per_request_depends(n: int) -> Plan:
     tally = Tally()
     contexts = _contexts()
@@ -1290,14 +1503,23 @@ def floor_per_request_depends(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("calls", tally.n, n * REQUEST_NODES))
 
 
-@scenario("floor_try_request", "floor: try/except over the try_request bodies", unit="request", size=200,
-          quick=20, kind="floor")
+@scenario(
+    "floor_try_request",
+    "floor: try/except over the try_request bodies",
+    unit="request",
+    size=200,
+    quick=20,
+    kind="floor",
+)
 def floor_try_request(n: int) -> Plan:
     tally = Tally()
     contexts = _contexts()
-    calls = [(raiser, handler, contexts[i], contexts[j])
-             for (raiser, handler), (i, j) in zip(_try_request_bodies(tally, REQUEST_NODES),
-                                                  map(_context_pair, range(REQUEST_NODES)))]
+    calls = [
+        (raiser, handler, contexts[i], contexts[j])
+        for (raiser, handler), (i, j) in zip(
+            _try_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES))
+        )
+    ]
 
     def timed() -> None:
         for _ in range(n):
@@ -1310,8 +1532,14 @@ def floor_try_request(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("exceptions handled", tally.n, n * REQUEST_NODES))
 
 
-@scenario("floor_event_request", "floor: the event_request handler awaited directly", unit="event",
-          size=2_000, quick=100, kind="floor")
+@scenario(
+    "floor_event_request",
+    "floor: the event_request handler awaited directly",
+    unit="event",
+    size=2_000,
+    quick=100,
+    kind="floor",
+)
 def floor_event_request(n: int) -> Plan:
     tally = Tally()
     RequestEvent, _, handler = _event_api(Tally())
@@ -1329,13 +1557,21 @@ def floor_event_request(n: int) -> Plan:
     return Plan(n, timed, tally.reset, lambda: expect("handler calls", tally.n, n))
 
 
-@scenario("floor_thread_request", "floor: the thread_request bodies, each awaited through asyncio.to_thread",
-          unit="request", size=20, quick=3, kind="floor")
+@scenario(
+    "floor_thread_request",
+    "floor: the thread_request bodies, each awaited through asyncio.to_thread",
+    unit="request",
+    size=20,
+    quick=3,
+    kind="floor",
+)
 def floor_thread_request(n: int) -> Plan:
     tally = Tally()
     contexts = _contexts()
-    calls = [(body, contexts[i], contexts[j])
-             for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))]
+    calls = [
+        (body, contexts[i], contexts[j])
+        for body, (i, j) in zip(_request_bodies(tally, REQUEST_NODES), map(_context_pair, range(REQUEST_NODES)))
+    ]
     to_thread = asyncio.to_thread
 
     async def timed() -> None:

@@ -16,7 +16,6 @@ This module uses only the standard library and the public API of amrita-sense 1.
 workers load it by path, under any build.
 """
 
-import asyncio
 import dis
 import importlib
 import importlib.machinery
@@ -77,8 +76,10 @@ def resolve(spec: str) -> Tuple[str, List[str]]:
         raise WorkflowError(f"--workflow {spec}: cannot look up {top!r}: {exc}") from None
     if found is None or not found.origin or found.origin in ("built-in", "frozen"):
         where = os.getcwd()
-        raise WorkflowError(f"--workflow {spec}: no module {top!r} on this Python's path (searched from {where}; "
-                            "set PYTHONPATH, or give path/to/file.py:factory)")
+        raise WorkflowError(
+            f"--workflow {spec}: no module {top!r} on this Python's path (searched from {where}; "
+            "set PYTHONPATH, or give path/to/file.py:factory)"
+        )
     return spec, [_import_root(found)]
 
 
@@ -149,6 +150,7 @@ def one_run(made: Any, what: str = "the factory") -> Callable[[], Any]:
 
         return run_graph
     if callable(made):
+
         async def run_callable() -> None:
             result = made()
             if inspect.isawaitable(result):
@@ -226,9 +228,11 @@ class NodeRecorder:
         known = self._user.get(code)
         if known is None:
             filename = os.path.abspath(code.co_filename)
-            known = (not code.co_filename.startswith("<")  # exec'd or generated code, frozen modules
-                     and any(filename == r or filename.startswith(r) for r in self.roots)
-                     and not any(filename.startswith(d) for d in self.engine))
+            known = (
+                not code.co_filename.startswith("<")  # exec'd or generated code, frozen modules
+                and any(filename == r or filename.startswith(r) for r in self.roots)
+                and not any(filename.startswith(d) for d in self.engine)
+            )
             self._user[code] = known
         return known
 
@@ -236,7 +240,7 @@ class NodeRecorder:
         name = getattr(code, "co_qualname", code.co_name)
         base = self.roots[0] if self.roots[0].endswith(os.sep) else os.path.dirname(self.roots[0]) + os.sep
         filename = os.path.abspath(code.co_filename)
-        where = filename[len(base):] if filename.startswith(base) else os.path.basename(filename)
+        where = filename[len(base) :] if filename.startswith(base) else os.path.basename(filename)
         return f"{name} ({where}:{code.co_firstlineno})"
 
     def _fresh(self, frame: Any) -> bool:
@@ -363,8 +367,9 @@ class Workflow:
         """The node trace of one run (a run that enters none of the user's code is an error)."""
         trace = await trace_run(self.run, self.roots)
         if not trace:
-            raise NothingRan(f"{self.spec}: the workflow ran none of its functions (user code under "
-                             f"{', '.join(self.roots)})")
+            raise NothingRan(
+                f"{self.spec}: the workflow ran none of its functions (user code under {', '.join(self.roots)})"
+            )
         return trace
 
     async def plan(self, runs: int = 0, seconds: float = 0.2) -> RunPlan:
@@ -413,10 +418,16 @@ async def profile_runs(workflow: Workflow, runs: int = 0, seconds: float = 1.0) 
     cost = max(0.0, (profiled - plain) / events) if events else 0.0
     rows, after = _account(recorder.entries, bounds, cost)
     return {
-        "runs": runs, "run_s": plain, "profiled_run_s": profiled, "events_per_run": events,
-        "event_cost_s": cost, "after_s": after,
-        "rows": [{"label": label, "calls": calls, "body_s": body, "engine_s": engine}
-                 for label, (calls, body, engine) in rows.items()],
+        "runs": runs,
+        "run_s": plain,
+        "profiled_run_s": profiled,
+        "events_per_run": events,
+        "event_cost_s": cost,
+        "after_s": after,
+        "rows": [
+            {"label": label, "calls": calls, "body_s": body, "engine_s": engine}
+            for label, (calls, body, engine) in rows.items()
+        ],
     }
 
 
@@ -449,9 +460,14 @@ def _account(entries: List[list], bounds: List[tuple], cost: float) -> Tuple[Dic
         per_run.append(rows)
     labels = dict.fromkeys(label for rows in per_run for label in rows)
     empty = [0, 0.0, 0.0]
-    summary = {label: [sum(rows.get(label, empty)[0] for rows in per_run) / len(per_run),
-                       _median([rows.get(label, empty)[1] for rows in per_run]),
-                       _median([rows.get(label, empty)[2] for rows in per_run])] for label in labels}
+    summary = {
+        label: [
+            sum(rows.get(label, empty)[0] for rows in per_run) / len(per_run),
+            _median([rows.get(label, empty)[1] for rows in per_run]),
+            _median([rows.get(label, empty)[2] for rows in per_run]),
+        ]
+        for label in labels
+    }
     return summary, _median(afters)
 
 

@@ -35,9 +35,7 @@ from __future__ import annotations
 try:
     import ray  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by the no-Ray test run
-    raise ImportError(
-        "amrita_sense.distributed needs Ray: pip install 'amrita-sense-turbo[ray]'"
-    ) from exc
+    raise ImportError("amrita_sense.distributed needs Ray: pip install 'amrita-sense-turbo[ray]'") from exc
 
 from amrita_sense.distributed._bridge import Reply
 from amrita_sense.distributed.errors import (

@@ -1,13 +1,13 @@
 """The exceptions of scale-out runs (importable without Ray).
 
-    DistributedError
-    |-- NotPicklable            a graph, setup factory, input or value cannot be shipped (also a TypeError)
-    |-- PoolClosed              the pool was closed
-    |-- RunEnded                a request reached a run that has already ended
-    `-- RunFailed               a run did not finish; `outcome` says how it ended
-        |-- RunPanicked             the workflow raised (the panic record and the exception)
-        |-- RunCancelled            the run was cancelled
-        `-- WorkerDied              its worker died and the run could not be resumed
+DistributedError
+|-- NotPicklable            a graph, setup factory, input or value cannot be shipped (also a TypeError)
+|-- PoolClosed              the pool was closed
+|-- RunEnded                a request reached a run that has already ended
+`-- RunFailed               a run did not finish; `outcome` says how it ended
+    |-- RunPanicked             the workflow raised (the panic record and the exception)
+    |-- RunCancelled            the run was cancelled
+    `-- WorkerDied              its worker died and the run could not be resumed
 """
 
 from __future__ import annotations

@@ -31,14 +31,23 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 
-def map_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_in_flight: int | None, chunk_size: int,
-             progress: Any, outcomes: bool) -> Iterator[Any]:
+def map_runs(
+    workflow: Any,
+    inputs: Iterable[Any],
+    *,
+    ordered: bool,
+    max_in_flight: int | None,
+    chunk_size: int,
+    progress: Any,
+    outcomes: bool,
+) -> Iterator[Any]:
     window, chunk = _window(workflow, max_in_flight, chunk_size)
     return _map(workflow, inputs, ordered, window, chunk, make_progress(progress, _length(inputs)), outcomes)
 
 
-def _map(workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, chunk: int, bar: Any,
-         outcomes: bool) -> Iterator[Any]:
+def _map(
+    workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, chunk: int, bar: Any, outcomes: bool
+) -> Iterator[Any]:
     source = iter(inputs)
     pending: deque[Any] = deque()
     finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -60,8 +69,16 @@ def _map(workflow: Any, inputs: Iterable[Any], ordered: bool, window: int, chunk
         bar.close()
 
 
-async def amap_runs(workflow: Any, inputs: Iterable[Any], *, ordered: bool, max_in_flight: int | None,
-                    chunk_size: int, progress: Any, outcomes: bool) -> AsyncIterator[Any]:
+async def amap_runs(
+    workflow: Any,
+    inputs: Iterable[Any],
+    *,
+    ordered: bool,
+    max_in_flight: int | None,
+    chunk_size: int,
+    progress: Any,
+    outcomes: bool,
+) -> AsyncIterator[Any]:
     """The async twin of `map_runs` (the handles resolve on the caller's loop)."""
     window, chunk = _window(workflow, max_in_flight, chunk_size)
     bar = make_progress(progress, _length(inputs))

@@ -93,12 +93,33 @@ class _RunState:
     """The driver's record of one run (touched on the pool's loop only, except `future`)."""
 
     __slots__ = (
-        "attempts", "buffer", "cancelled", "ended", "future", "generation", "mode", "payload", "placed", "requests",
-        "resume_from", "run_id", "suspended", "waiter", "worker", "workflow",
+        "attempts",
+        "buffer",
+        "cancelled",
+        "ended",
+        "future",
+        "generation",
+        "mode",
+        "payload",
+        "placed",
+        "requests",
+        "resume_from",
+        "run_id",
+        "suspended",
+        "waiter",
+        "worker",
+        "workflow",
     )
 
-    def __init__(self, workflow: RemoteWorkflow, run_id: str, payload: bytes, streaming: bool, mode: str,
-                 resume_from: bytes | None) -> None:
+    def __init__(
+        self,
+        workflow: RemoteWorkflow,
+        run_id: str,
+        payload: bytes,
+        streaming: bool,
+        mode: str,
+        resume_from: bytes | None,
+    ) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.payload = payload
@@ -146,7 +167,9 @@ def _shippable_store(store: Any) -> Any:
     if callable(store):
         pickling.dumps_checked(store, "the checkpoint store factory")
         return store
-    raise TypeError(f"checkpoint_store takes a CheckpointStore or a picklable factory of one, not {type(store).__name__}")
+    raise TypeError(
+        f"checkpoint_store takes a CheckpointStore or a picklable factory of one, not {type(store).__name__}"
+    )
 
 
 def _warn_if_unschedulable(workers: int, options: dict) -> None:
@@ -217,8 +240,11 @@ class SensePool:
             ray.init()
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        for label, value, low in (("workers", workers, 1), ("runs_per_worker", runs_per_worker, 1),
-                                  ("max_attempts", max_attempts, 1)):
+        for label, value, low in (
+            ("workers", workers, 1),
+            ("runs_per_worker", runs_per_worker, 1),
+            ("max_attempts", max_attempts, 1),
+        ):
             if type(value) is not int or value < low:
                 raise ValueError(f"{label} must be an int >= {low}, not {value!r}")
         self._checkpoint_options = dict(checkpoint_options or {})
@@ -381,8 +407,15 @@ class SensePool:
             return graph
         return self.workflow(graph, setup)
 
-    def _launch(self, workflow: RemoteWorkflow, values: list, run_ids: list, stream: bool, resume: bool,
-                resume_from: bytes | None) -> list[RunHandle]:
+    def _launch(
+        self,
+        workflow: RemoteWorkflow,
+        values: list,
+        run_ids: list,
+        stream: bool,
+        resume: bool,
+        resume_from: bytes | None,
+    ) -> list[RunHandle]:
         """Register one run per value and start them (together, on one worker, when there are several)."""
         if resume and resume_from is not None:
             raise ValueError("resume=True continues the run's checkpoint; resume_from gives a snapshot: not both")
@@ -392,8 +425,14 @@ class SensePool:
             raise TypeError("resume_from takes snapshot bytes (RunOutcome.snapshot, RunHandle.snapshot())")
         mode, snapshot = CONTINUE if resume else FRESH, None if resume_from is None else bytes(resume_from)
         states = [
-            _RunState(workflow, _checked_run_id(run_id), pickling.dumps_checked(value, "the run's input"), stream,
-                      mode, snapshot)
+            _RunState(
+                workflow,
+                _checked_run_id(run_id),
+                pickling.dumps_checked(value, "the run's input"),
+                stream,
+                mode,
+                snapshot,
+            )
             for value, run_id in zip(values, run_ids)
         ]
         with self._lock:
@@ -492,8 +531,11 @@ class SensePool:
 
     def _call_args(self, state: _RunState, mode: str) -> tuple:
         workflow = state.workflow
-        opts = {"mode": mode, "suspend": state.suspended,
-                "resume_from": None if mode == FAILOVER else state.resume_from}
+        opts = {
+            "mode": mode,
+            "suspend": state.suspended,
+            "resume_from": None if mode == FAILOVER else state.resume_from,
+        }
         return workflow.key, [workflow.ref], state.run_id, state.payload, opts
 
     async def _run_on(self, worker: _Worker, state: _RunState, mode: str) -> RunOutcome:
@@ -502,9 +544,12 @@ class SensePool:
             if state.buffer is None:
                 data = await worker.actor.run.remote(*args)
             else:
-                data = await self._read_stream(worker.actor.run_streaming.options(
-                    num_returns="streaming", _generator_backpressure_num_objects=STREAM_BUFFER
-                ).remote(*args), state.buffer)
+                data = await self._read_stream(
+                    worker.actor.run_streaming.options(
+                        num_returns="streaming", _generator_backpressure_num_objects=STREAM_BUFFER
+                    ).remote(*args),
+                    state.buffer,
+                )
         except RayTaskError as exc:
             return self._method_failed(worker, state, exc)
         return self._unpack(worker, state, data)
@@ -512,14 +557,21 @@ class SensePool:
     def _method_failed(self, worker: _Worker, state: _RunState, exc: BaseException) -> RunOutcome:
         """The outcome when the worker's method itself failed (a BaseException from a node, a bug)."""
         cause = getattr(exc, "cause", None) or exc
-        return RunOutcome(state.run_id, ERROR, exception=cause, traceback=str(exc), worker=f"{self.name} {worker.label}")
+        return RunOutcome(
+            state.run_id, ERROR, exception=cause, traceback=str(exc), worker=f"{self.name} {worker.label}"
+        )
 
     def _unpack(self, worker: _Worker, state: _RunState, data: bytes) -> RunOutcome:
         try:
             return pickling.loads(data)
         except Exception as exc:  # noqa: BLE001 - e.g. the result's class is not importable here
-            return RunOutcome(state.run_id, ERROR, exception=exc, worker=f"{self.name} {worker.label}",
-                              extra={"reason": "the outcome could not be unpickled on the driver"})
+            return RunOutcome(
+                state.run_id,
+                ERROR,
+                exception=exc,
+                worker=f"{self.name} {worker.label}",
+                extra={"reason": "the outcome could not be unpickled on the driver"},
+            )
 
     @staticmethod
     async def _read_stream(generator: Any, buffer: _Buffer) -> bytes:
@@ -537,11 +589,18 @@ class SensePool:
         if state.attempts >= self.max_attempts:
             reason = f"its worker died {state.attempts} times (max_attempts={self.max_attempts})"
         elif self._store is None and not self.restart_lost:
-            reason = "its worker died and the pool keeps no checkpoints (pass checkpoint_store=..., or restart_lost=True)"
+            reason = (
+                "its worker died and the pool keeps no checkpoints (pass checkpoint_store=..., or restart_lost=True)"
+            )
         else:
             return None
-        return RunOutcome(state.run_id, LOST, exception=exc, worker=f"{self.name} {worker.label}",
-                          extra={"reason": f"run {state.run_id!r} was lost: {reason}"})
+        return RunOutcome(
+            state.run_id,
+            LOST,
+            exception=exc,
+            worker=f"{self.name} {worker.label}",
+            extra={"reason": f"run {state.run_id!r} was lost: {reason}"},
+        )
 
     # ----- requests to a running run ----------------------------------------------------------------
 
@@ -698,8 +757,15 @@ class RemoteWorkflow:
         self.ref = ray.put((graph_blob, setup_blob, self.fingerprint))
         self.size = len(graph_blob)
 
-    def submit(self, value: Any = None, *, run_id: str | None = None, stream: bool = False, resume: bool = False,
-               resume_from: bytes | None = None) -> RunHandle:
+    def submit(
+        self,
+        value: Any = None,
+        *,
+        run_id: str | None = None,
+        stream: bool = False,
+        resume: bool = False,
+        resume_from: bytes | None = None,
+    ) -> RunHandle:
         """Start a run with `value` as its input; its handle.
 
         Args:
@@ -724,11 +790,21 @@ class RemoteWorkflow:
         """
         values = list(values)
         if len(values) > self.pool.runs_per_worker:
-            raise ValueError(f"a batch of {len(values)} runs does not fit in one worker ({self.pool.runs_per_worker} slots)")
+            raise ValueError(
+                f"a batch of {len(values)} runs does not fit in one worker ({self.pool.runs_per_worker} slots)"
+            )
         return self.pool._launch(self, values, [None] * len(values), False, False, None)
 
-    def map(self, inputs: Iterable[Any], *, ordered: bool = True, max_in_flight: int | None = None,
-            chunk_size: int = 1, progress: Any = False, outcomes: bool = False) -> Iterator[Any]:
+    def map(
+        self,
+        inputs: Iterable[Any],
+        *,
+        ordered: bool = True,
+        max_in_flight: int | None = None,
+        chunk_size: int = 1,
+        progress: Any = False,
+        outcomes: bool = False,
+    ) -> Iterator[Any]:
         """Run the workflow once per input; the results as they come (see `amrita_sense.distributed.fanout`).
 
         `ordered`: in input order (else as they complete); `max_in_flight`: runs submitted and not yet
@@ -738,16 +814,38 @@ class RemoteWorkflow:
         """
         from amrita_sense.distributed.fanout import map_runs
 
-        return map_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, chunk_size=chunk_size,
-                        progress=progress, outcomes=outcomes)
+        return map_runs(
+            self,
+            inputs,
+            ordered=ordered,
+            max_in_flight=max_in_flight,
+            chunk_size=chunk_size,
+            progress=progress,
+            outcomes=outcomes,
+        )
 
-    def amap(self, inputs: Iterable[Any], *, ordered: bool = True, max_in_flight: int | None = None,
-             chunk_size: int = 1, progress: Any = False, outcomes: bool = False) -> AsyncIterator[Any]:
+    def amap(
+        self,
+        inputs: Iterable[Any],
+        *,
+        ordered: bool = True,
+        max_in_flight: int | None = None,
+        chunk_size: int = 1,
+        progress: Any = False,
+        outcomes: bool = False,
+    ) -> AsyncIterator[Any]:
         """`map` as an async iterator (for code running in an event loop)."""
         from amrita_sense.distributed.fanout import amap_runs
 
-        return amap_runs(self, inputs, ordered=ordered, max_in_flight=max_in_flight, chunk_size=chunk_size,
-                         progress=progress, outcomes=outcomes)
+        return amap_runs(
+            self,
+            inputs,
+            ordered=ordered,
+            max_in_flight=max_in_flight,
+            chunk_size=chunk_size,
+            progress=progress,
+            outcomes=outcomes,
+        )
 
     def __repr__(self) -> str:
         return f"<RemoteWorkflow {self.key} ({self.size} bytes)>"
@@ -763,7 +861,9 @@ def _check_arrives_as_itself(blob: bytes, fingerprint: str) -> None:
     except Exception as exc:  # noqa: BLE001
         raise NotPicklable("the graph", f"it pickles but does not unpickle: {type(exc).__name__}: {exc}") from exc
     if graph_fingerprint(copy) != fingerprint:
-        raise NotPicklable("the graph", "its unpickled copy has another fingerprint (a node's function changed identity)")
+        raise NotPicklable(
+            "the graph", "its unpickled copy has another fingerprint (a node's function changed identity)"
+        )
 
 
 class RunHandle:

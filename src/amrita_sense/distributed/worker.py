@@ -66,8 +66,21 @@ class _Run:
     task: asyncio.Future[RunOutcome]
     """Set by `SenseWorker._start` right after the run is made: builds, runs and concludes it."""
     __slots__ = (
-        "cancelled", "interp", "opts", "outputs", "parking", "policy", "pump", "room", "run_id", "setup",
-        "started", "stream", "streaming", "task", "wake",
+        "cancelled",
+        "interp",
+        "opts",
+        "outputs",
+        "parking",
+        "policy",
+        "pump",
+        "room",
+        "run_id",
+        "setup",
+        "started",
+        "stream",
+        "streaming",
+        "task",
+        "wake",
     )
 
     def __init__(self, run_id: str, opts: dict, streaming: bool) -> None:
@@ -103,8 +116,9 @@ class _Run:
 class SenseWorker:
     """A pool worker (a Ray async actor). Built by `SensePool`; its methods are the pool's protocol."""
 
-    def __init__(self, label: str, store: Any = None, checkpoint_options: dict | None = None,
-                 keep_checkpoints: bool = False) -> None:
+    def __init__(
+        self, label: str, store: Any = None, checkpoint_options: dict | None = None, keep_checkpoints: bool = False
+    ) -> None:
         self._label = label
         self._store_spec = store
         self._store: Any = None
@@ -253,7 +267,9 @@ class SenseWorker:
         status = LOST if run.opts.get("mode") == FAILOVER and isinstance(exc, DurableError) else ERROR
         outcome = self._outcome(run, status, exc)
         if status == LOST:
-            outcome.extra["reason"] = f"run {run.run_id!r}: its worker died and its checkpoint could not be restored: {exc}"
+            outcome.extra["reason"] = (
+                f"run {run.run_id!r}: its worker died and its checkpoint could not be restored: {exc}"
+            )
         return outcome
 
     async def _prepare(self, run: _Run, key: str, box: list, payload: bytes) -> None:
@@ -298,9 +314,7 @@ class SenseWorker:
         else:
             interp = None
         if interp is None:
-            interp = WorkflowInterpreter(
-                graph, run.stream, extra_args=setup.args, extra_kwargs=setup.kwargs or {}
-            )
+            interp = WorkflowInterpreter(graph, run.stream, extra_args=setup.args, extra_kwargs=setup.kwargs or {})
         if policy is not None:
             interp.checkpointing = policy
             await policy.save(interp)  # the run's first checkpoint: a failover resumes or restarts from here
@@ -517,7 +531,10 @@ def _pack_batch(batch: list[Any]) -> bytes:
     try:
         return BATCH + pickling.dumps(batch)
     except Exception:  # noqa: BLE001
-        items = [item if _travels(item) else Unshippable(NotPicklable("an item the run streamed", _why(item))) for item in batch]
+        items = [
+            item if _travels(item) else Unshippable(NotPicklable("an item the run streamed", _why(item)))
+            for item in batch
+        ]
         return BATCH + pickling.dumps(items)
 
 

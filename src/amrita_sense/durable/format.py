@@ -82,8 +82,15 @@ def encode(status: str, fingerprint: str, document: dict, outline: bytes, blobs:
     engine = _compress(json.dumps(document, separators=(",", ":"), allow_nan=False).encode())
     user = _pack_blobs(blobs) if blobs else b""
     head = _HEADER.pack(
-        MAGIC, FORMAT_VERSION, STATUSES.index(status), _COMPRESSED, bytes.fromhex(fingerprint),
-        len(engine), len(outline), len(user), 0,
+        MAGIC,
+        FORMAT_VERSION,
+        STATUSES.index(status),
+        _COMPRESSED,
+        bytes.fromhex(fingerprint),
+        len(engine),
+        len(outline),
+        len(user),
+        0,
     )
     crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head[:_CRC_AT]))))
     return b"".join((head[:_CRC_AT], struct.pack("<I", crc), engine, outline, user))
@@ -130,7 +137,7 @@ def read_header(data: Any) -> Header:
         raise TruncatedSnapshot(f"{len(view)} bytes: the header announces {total}")
     if len(view) > total:
         raise CorruptSnapshot(f"{len(view) - total} bytes after the end the header announces")
-    if zlib.crc32(view[_HEADER.size:], zlib.crc32(view[:_CRC_AT])) != crc:
+    if zlib.crc32(view[_HEADER.size :], zlib.crc32(view[:_CRC_AT])) != crc:
         raise CorruptSnapshot("checksum mismatch: the snapshot was damaged")
     if status >= len(STATUSES) or flags != _COMPRESSED or outline_len % 4:
         raise CorruptSnapshot("invalid header fields (status, flags or outline length)")

@@ -29,8 +29,18 @@ _STANDINGS = (node_state.RUNNING, node_state.RETURNED, node_state.PENDING)
 
 
 def restore_interpreter(
-    cls: type, graph: Any, data: Any, *, extra_args: Any, extra_kwargs: Any, codec: Any, object_io: Any,
-    exception_ignored: Any, middleware: Any, accept_passed_edits: bool, unset: Any,
+    cls: type,
+    graph: Any,
+    data: Any,
+    *,
+    extra_args: Any,
+    extra_kwargs: Any,
+    codec: Any,
+    object_io: Any,
+    exception_ignored: Any,
+    middleware: Any,
+    accept_passed_edits: bool,
+    unset: Any,
 ) -> Any:
     """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
     decoded = fmt.decode(data)
@@ -38,8 +48,12 @@ def restore_interpreter(
     root = check_state(decoded.document.get("interp"), "interp", len(blobs))
     args, kwargs = _initial_pools(root, extra_args, extra_kwargs, codec, blobs, unset)
     interp = cls(
-        graph, object_io, exception_ignored=() if exception_ignored is unset else exception_ignored,
-        extra_args=args, extra_kwargs=kwargs, middleware=middleware,
+        graph,
+        object_io,
+        exception_ignored=() if exception_ignored is unset else exception_ignored,
+        extra_args=args,
+        extra_kwargs=kwargs,
+        middleware=middleware,
     )
     _check_graph(interp, decoded, root, accept_passed_edits)
     ignored = _resolve_ignored(root, given=exception_ignored is not unset)
@@ -261,7 +275,14 @@ def _plan_state(
     contexts = _plan_contexts(prog, state["ctx"], ret, stacks, ignored, codec, blobs)
     panic = None if state["panic"] is None else revive_exception(state["panic"], codec, blobs)
     plan = _StatePlan(
-        state["id"], _make_pointer(prog, state["ptr"]), state["flags"], state["stop"], ret, contexts, panic, ignored,
+        state["id"],
+        _make_pointer(prog, state["ptr"]),
+        state["flags"],
+        state["stop"],
+        ret,
+        contexts,
+        panic,
+        ignored,
     )
     plan.memos = _plan_memos(prog, state["memo"], lenient)
     if state["children"] is not None:
@@ -321,7 +342,12 @@ def _make_context(prog, interp, ignored, ptr, flags, own, stack, panic, pools, e
     return InterpreterContext(
         ptr=_make_pointer(prog, ptr),
         exception_ignored=own if own is not None else (ignored if ignored is not None else interp._exc_ignored),
-        s_args=s_args, s_kwargs=s_kwargs, extra=extra, stack=stack, exception=panic, flags=Flags(flags),
+        s_args=s_args,
+        s_kwargs=s_kwargs,
+        extra=extra,
+        stack=stack,
+        exception=panic,
+        flags=Flags(flags),
     )
 
 
@@ -357,7 +383,10 @@ def _plan_children(prog: Any, state: dict, codec: Any, blobs: list[bytes]) -> tu
         if actual != item["graph"]:
             raise GraphMismatch(
                 f"the sub-graph run by the step at {doc['at']} differs from the snapshot's",
-                row=row, address=list(doc["at"]), expected=item["graph"], actual=actual,
+                row=row,
+                address=list(doc["at"]),
+                expected=item["graph"],
+                actual=actual,
             )
         plan = _plan_state(program_of(graph), item["state"], None, codec, blobs, False)
         items.append((item["standing"], plan))

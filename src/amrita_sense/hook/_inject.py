@@ -15,7 +15,7 @@ import asyncio
 import sys
 import typing
 from abc import ABCMeta
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from types import FunctionType, MethodType, UnionType
 from typing import Any
@@ -161,7 +161,18 @@ class Prepared:
     own ("direct"); it is None for the others, which go through `produce`.
     """
 
-    __slots__ = ("call", "factory", "func", "kind", "needs_call_scope", "nested", "recipe", "scope", "stable", "unresolved")
+    __slots__ = (
+        "call",
+        "factory",
+        "func",
+        "kind",
+        "needs_call_scope",
+        "nested",
+        "recipe",
+        "scope",
+        "stable",
+        "unresolved",
+    )
 
     def __init__(self, factory: Any, args: Any, kwargs: Mapping[str, Any], trail: tuple) -> None:
         if any(factory is seen for seen in trail):
@@ -227,7 +238,9 @@ class FactoryGroup(dict):
     stable: bool
 
     @classmethod
-    def prepare(cls, factories: Mapping[Any, Any], args: Any, kwargs: Mapping[str, Any], trail: tuple = ()) -> FactoryGroup:
+    def prepare(
+        cls, factories: Mapping[Any, Any], args: Any, kwargs: Mapping[str, Any], trail: tuple = ()
+    ) -> FactoryGroup:
         group = cls(factories)
         items = [(key, Prepared(factory, args, kwargs, trail)) for key, factory in factories.items()]
         group.plain = tuple(item for item in items if item[1].kind == _PLAIN)
@@ -463,7 +476,9 @@ def start_plain(plain: tuple, args: Any, kwargs: Mapping[str, Any], target: dict
     return results
 
 
-async def finish_plain(plain: tuple, results: list[Any], session: Session, exception_ignored: tuple, target: dict) -> bool:
+async def finish_plain(
+    plain: tuple, results: list[Any], session: Session, exception_ignored: tuple, target: dict
+) -> bool:
     """Await what `start_plain` left pending (concurrently), then check the outcomes in declaration order."""
     pending = []
     for pos, value in enumerate(results):

@@ -239,7 +239,11 @@ def _sign_code(func: FunctionType, skip: int, annotations: dict[str, Any]) -> De
         if type(anno) is _AnnotatedAlias or isinstance(default, _factory_cls):
             params[name] = _describe(func, name, anno, default, factories)
         else:
-            params[name] = {"type_hint": anno, "kind": "required" if default is EMPTY else "optional", "default": default}
+            params[name] = {
+                "type_hint": anno,
+                "kind": "required" if default is EMPTY else "optional",
+                "default": default,
+            }
     rest = npos + nkw
     if code.co_flags & _CO_VARARGS:
         name = names[rest]
@@ -268,7 +272,14 @@ def _sign_plain(func: FunctionType, skip: int) -> DependencyMeta:
     except Exception:  # deferred annotations (PEP 649) naming something undefined
         return _sign_code(func, skip, _forward_ref_annotations(func))
     hit = _sign_cache.get(code)
-    if hit is not None and hit[0] is defaults and hit[1] is kwdefaults and hit[2] is raw and hit[3] is globalns and hit[4] == skip:
+    if (
+        hit is not None
+        and hit[0] is defaults
+        and hit[1] is kwdefaults
+        and hit[2] is raw
+        and hit[3] is globalns
+        and hit[4] == skip
+    ):
         return hit[5]
     annotations, complete = _resolve_strings(raw, globalns) if raw else (raw, True)
     meta = _sign_code(func, skip, annotations)

@@ -41,7 +41,10 @@ from amrita_sense.weakcache import WeakValueLRUCache
 
 from .event import BaseEvent, ConstructableEvent
 from .exception import CancelException, MatcherException, PassException
-from .fun_typing import EMPTY, DependencyMeta, FunctionData, ParamDescriptor, sign_func, type_matches
+from .fun_typing import EMPTY as EMPTY  # re-exported, as 1.1.3's module has them
+from .fun_typing import DependencyMeta, FunctionData, sign_func
+from .fun_typing import ParamDescriptor as ParamDescriptor
+from .fun_typing import type_matches as type_matches
 
 T = TypeVar("T")
 
@@ -231,7 +234,7 @@ class Matcher(Hashable):
 
 
 def detect_generator_kind(call: Callable[..., Any]) -> Literal["sync", "async"] | None:
-    """"async" / "sync" for a generator provider (also through `@contextmanager` wrappers), else None."""
+    """ "async" / "sync" for a generator provider (also through `@contextmanager` wrappers), else None."""
     target = inspect.unwrap(call)
     if inspect.isasyncgenfunction(target):
         return "async"
@@ -240,7 +243,9 @@ def detect_generator_kind(call: Callable[..., Any]) -> Literal["sync", "async"] 
     return None
 
 
-def _context_builder(call: Callable[..., Any], kind: str) -> Callable[[dict[str, Any]], AbstractAsyncContextManager[Any]]:
+def _context_builder(
+    call: Callable[..., Any], kind: str
+) -> Callable[[dict[str, Any]], AbstractAsyncContextManager[Any]]:
     if kind == "async":
         factory = asynccontextmanager(call) if inspect.isasyncgenfunction(call) else call
         return lambda values: factory(**values)
@@ -260,7 +265,9 @@ class DependsFactory(Generic[T]):
 
     __slots__ = ("__cacheable", "_cm_builder", "_depency_func", "_sign", "generator_kind", "scope")
 
-    def __init__(self, depency: Callable[..., T | Awaitable[T]], cacheable: bool = False, *, scope: Scope | str | None = None):
+    def __init__(
+        self, depency: Callable[..., T | Awaitable[T]], cacheable: bool = False, *, scope: Scope | str | None = None
+    ):
         self._depency_func = depency
         self.__cacheable = cacheable
         self._sign: DependencyMeta = sign_func(depency)
@@ -359,7 +366,9 @@ _RAN, _SKIPPED, _STOPPED = 0, 1, 2
 _PLAN_CACHE_LIMIT = 64
 
 
-def _handler_builder(sources: tuple[tuple[str, int], ...]) -> Callable[[Any, list[Any], Mapping[str, Any]], dict[str, Any]]:
+def _handler_builder(
+    sources: tuple[tuple[str, int], ...],
+) -> Callable[[Any, list[Any], Mapping[str, Any]], dict[str, Any]]:
     """`build(matcher, s_args, kwargs)` for a recipe over the pool `[matcher, *s_args]`."""
     if not sources:
         return lambda matcher, s_args, kwargs: {}
@@ -386,7 +395,9 @@ class _HandlerPlan:
 
     __slots__ = ("build", "group", "matcher_type", "signature", "stable", "unresolved")
 
-    def __init__(self, signature: DependencyMeta, matcher: Matcher, s_args: list[Any], kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, signature: DependencyMeta, matcher: Matcher, s_args: list[Any], kwargs: Mapping[str, Any]
+    ) -> None:
         pool = [matcher, *s_args]
         found = match(signature, pool, kwargs)
         self.signature = signature
@@ -441,7 +452,9 @@ def _where(data: FunctionData) -> str:
 
 
 def _log_failure(data: FunctionData, exc: Exception) -> None:
-    logger.opt(exception=exc).error(f"An error occurred while running '{callable_name(data.function)}' ({_where(data)})")
+    logger.opt(exception=exc).error(
+        f"An error occurred while running '{callable_name(data.function)}' ({_where(data)})"
+    )
 
 
 def _log_unresolved(data: FunctionData, plan: _HandlerPlan) -> None:
@@ -666,7 +679,9 @@ class MatcherFactory:
         state = _DispatchState()
         state.store, state.scopes = store, lifecycles
         try:
-            return await _run_group(matcher_list, exception_ignored, s_args, extra_kwargs, state, _pool_key(s_args, extra_kwargs))
+            return await _run_group(
+                matcher_list, exception_ignored, s_args, extra_kwargs, state, _pool_key(s_args, extra_kwargs)
+            )
         finally:
             if lifecycles is None:
                 await state.aclose()
@@ -756,8 +771,14 @@ async def _resolve_trigger_factories(
     ok = await MatcherFactory._do_runtime_resolve(
         {i: v for i, v in enumerate(s_args) if isinstance(v, DependsFactory)},
         {k: v for k, v in kwargs.items() if isinstance(v, DependsFactory)},
-        s_args, kwargs, s_args, kwargs, exception_ignored,
-        store=session.store, lifecycles=session.lifecycles, default_scope=Scope.DISPATCH,
+        s_args,
+        kwargs,
+        s_args,
+        kwargs,
+        exception_ignored,
+        store=session.store,
+        lifecycles=session.lifecycles,
+        default_scope=Scope.DISPATCH,
     )
     if not ok:
         raise RuntimeError("Runtime arguments cannot be resolved")

@@ -43,4 +43,3 @@ class AliasNode(BaseNode):
 def ALIAS(node: BaseNode, alias: str) -> AliasNode:
     """Name `node` so that JMP, CALL, INVOKE and friends can address it."""
     return AliasNode(node, alias)
-

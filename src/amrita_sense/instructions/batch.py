@@ -69,7 +69,9 @@ class BatchRun(BaseNode):
 
     def _post_compile(self, compose: Any) -> None:
         if not hasattr(self, "_origin"):
-            raise RuntimeError("BATCH_RUN node has already been compiled; a compose-bound node can only be compiled once")
+            raise RuntimeError(
+                "BATCH_RUN node has already been compiled; a compose-bound node can only be compiled once"
+            )
         nodes = []
         self._graphs = []
         for item in self._origin:
@@ -120,4 +122,3 @@ def BATCH_RUN(
     With `fail_fast=False` every failure is collected into one `BaseExceptionGroup`.
     """
     return BatchRun(*nodes, object_io=sos_io, middleware=middleware, fail_fast=fail_fast)
-

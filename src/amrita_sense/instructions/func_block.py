@@ -34,14 +34,20 @@ class FuncBlock(BaseNode):
     __sdb_cmt__ = "FuncBlock"
     __slots__ = (*NODE_SLOTS, "_children", "_comp_rendered", "_interpreter", "_io", "_mdw", "_onetime")
 
-    def __init__(self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool):
+    def __init__(
+        self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool
+    ):
         if not is_rendered_compose(sub_comp) and not isinstance(sub_comp, SelfCompileInstruction):
-            raise TypeError(f"FUN_BLOCK(sub_comp) needs a rendered graph (call .render()), not {type(sub_comp).__name__}")
+            raise TypeError(
+                f"FUN_BLOCK(sub_comp) needs a rendered graph (call .render()), not {type(sub_comp).__name__}"
+            )
         check_fork_options(middleware, object_io, "FUN_BLOCK")
         self._comp_rendered = sub_comp
         self._mdw = middleware
         self._io = object_io
-        self._children: weakref.WeakKeyDictionary[WorkflowInterpreter, WorkflowInterpreter] = weakref.WeakKeyDictionary()
+        self._children: weakref.WeakKeyDictionary[WorkflowInterpreter, WorkflowInterpreter] = (
+            weakref.WeakKeyDictionary()
+        )
         self._interpreter: WorkflowInterpreter | None = None
         self._init(self.__call__, None, False, True)
         self._onetime = one_time_interp
@@ -107,9 +113,10 @@ def FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileI
     return _routine(entrypoint, block, RET())
 
 
-def INTER_FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:
+def INTER_FN(
+    entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction
+) -> AbstractComposeOriginal:
     """An interrupt service routine `[escape, ALIAS(NOP, entrypoint), block, IRET()]`, entered with `INT`."""
     from amrita_sense.instructions.interrupt import IRET
 
     return _routine(entrypoint, block, IRET())
-

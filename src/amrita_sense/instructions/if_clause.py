@@ -8,14 +8,16 @@ NOP; ELSE adds `[ELSE(do=+1, then=+2), e, NOP]`.
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from amrita_sense._opcodes import OP_BRANCH, OP_ELSE, native_operands
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, require_node, require_part, resume_near, resume_offset
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -90,6 +92,23 @@ class ConditionJumpNode(BaseNode):
         _check_do(do)
         return (cls(1, 2, false, then), condition, do)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_BRANCH: FIRST the condition, SECOND the body, EXIT the `+false` slot, THEN `#then`; a
+        suspended condition resumes at the offset `+false` (FIRST_RESUME), a suspended body at `#then`."""
+        here = addr[-1]
+        cond = callee(locate, near(addr, here + self._condition_offset))
+        body = callee(locate, near(addr, here + self._do_offset))
+        if cond < 0 or body < 0:
+            return None
+        return OP_BRANCH, native_operands(
+            first=cond,
+            second=body,
+            exit=target(locate, near(addr, here + self._false_offset)),
+            then=target(locate, near(addr, self._then_addr)),
+            first_resume=self._false_offset,
+            second_resume=self._then_addr,
+        )
+
 
 class ELSENode(BaseNode):
     """The ELSE chunk head: call the body at `+do`, then move `+then` to the closing NOP."""
@@ -123,6 +142,17 @@ class ELSENode(BaseNode):
 
     def __call__(self, pc: WorkflowInterpreter):
         return self._else_worker(pc)
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_ELSE: FIRST the body, THEN the `+then` slot; a suspended body resumes at the offset
+        `+then` (FIRST_RESUME)."""
+        here = addr[-1]
+        body = callee(locate, near(addr, here + self._do_offset))
+        if body < 0:
+            return None
+        return OP_ELSE, native_operands(
+            first=body, then=target(locate, near(addr, here + self._then_offset)), first_resume=self._then_offset
+        )
 
 
 class Condition(ABC):
@@ -209,7 +239,7 @@ class ELSEClause(SelfCompileInstruction, Condition):
         return NodeCompose(*_chunks(branches, exit_slot), ELSENode(do_offset=1, then_offset=2), self.do, NOP)
 
 
-def _chunks(branches: list[Condition], exit_slot: int) -> list:
+def _chunks(branches: Sequence[Condition], exit_slot: int) -> list:
     nodes: list = []
     for branch in branches:
         nodes.extend(ConditionJumpNode.make_chunk(branch.condition, branch.do, exit_slot, 3))
@@ -222,4 +252,3 @@ def IF(condition: Node[bool], do: BaseNode) -> IFClause:
     Bodies are single nodes (wrap a composition with FUN_BLOCK).
     """
     return IFClause(condition, do)
-

@@ -53,7 +53,9 @@ class _InstructionNode(Node):
 
     def _mark_compiled(self) -> None:
         if self._compiled:
-            raise RuntimeError(f"{self.tag} node has already been compiled; a compose-bound node can only be compiled once")
+            raise RuntimeError(
+                f"{self.tag} node has already been compiled; a compose-bound node can only be compiled once"
+            )
         self._compiled = True
 
 

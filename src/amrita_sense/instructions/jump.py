@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from amrita_sense._opcodes import OP_JUMP, native_operands
 from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, check_target, resolve_alias_strict
 from amrita_sense.node.core import BaseNode
+from amrita_sense.node.native import Locate, NativeOp, target
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 
@@ -41,6 +43,12 @@ class JumpNode(BaseNode):
         else:
             compose.calc.find_addr(target)
             self._node_addr = target
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_JUMP: THEN is `_node_addr` (nothing before `_post_compile` resolved it)."""
+        if not self._node_addr:
+            return None
+        return OP_JUMP, native_operands(then=target(locate, self._node_addr))
 
 
 def JMP(aliasOrIdata: str | list[int]) -> JumpNode:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from amrita_sense._opcodes import OP_CALLSUB, OP_RET, native_operands
 from amrita_sense.instructions._support import already_compiled, check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import Node as NodeType
+from amrita_sense.node.native import Locate, NativeOp, callee, node_row, target
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
 
@@ -35,6 +37,10 @@ class _RetNode(NodeType):
     def call(self, pc: WorkflowInterpreter) -> None:
         ptr = pc._ret_addr_stack.pop()
         pc.rebase_ptr(ptr.base_addr)
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp:
+        """OP_RET, no operands."""
+        return OP_RET, None
 
 
 class _PushRetNode(NodeType):
@@ -99,6 +105,20 @@ class _CallNode(NodeType):
         self._to_addr = _resolve(compose, self._to_adr)
         self._compiled = True
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_CALLSUB: THEN the callee `_to_addr`, SECOND the return row (the CALL's own row when no
+        `from` address was given, which its function records on first use; -1: not a row)."""
+        if self._to_addr is None:
+            return None
+        to = target(locate, self._to_addr)
+        if to[0] < 0:
+            return None
+        if self._frm_addr is None:
+            return_row = callee(locate, list(addr))
+        else:
+            return_row = node_row(locate, self._frm_addr)
+        return OP_CALLSUB, native_operands(second=return_row, then=to)
+
 
 def RET() -> NodeType[None]:
     """Return: pop the return stack; execution continues after the popped address."""
@@ -125,4 +145,3 @@ PUSH_STACK = PUSH_RET
 def PUSH_AND_GOTO(from_adr: str | list[int] | None, to_adr: str | list[int]) -> NodeType[None]:
     """Deprecated: `CALL(to_adr, from_adr=from_adr)` (the argument order changed in 1.0)."""
     return _CallNode(to_adr, from_adr)
-

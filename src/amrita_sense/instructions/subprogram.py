@@ -5,13 +5,21 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from amrita_sense._opcodes import OP_INVOKE, OP_JUMP, native_operands
 from amrita_sense.exceptions import GraphBuildError
-from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, require_name, require_part, resolve_alias_strict
+from amrita_sense.instructions._support import (
+    NODE_SLOTS,
+    already_compiled,
+    require_name,
+    require_part,
+    resolve_alias_strict,
+)
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode, NodeCompose
 from amrita_sense.node.core import Node as NodeType
+from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -35,6 +43,10 @@ class SubprogramJumpNode(BaseNode):
 
     def __call__(self, pc: WorkflowInterpreter) -> None:
         pc.jump_near(self._target_near)
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp:
+        """OP_JUMP: THEN the slot `#near`."""
+        return OP_JUMP, native_operands(then=target(locate, near(addr, self._target_near)))
 
 
 class SubprogramStorage(SelfCompileInstruction):
@@ -84,6 +96,11 @@ class InvokeNode(BaseNode):
     async def __call__(self, pc: WorkflowInterpreter) -> Any:
         return await pc.call_sub(self._addr)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_INVOKE: FIRST the invoked node's row (none when the address names a segment)."""
+        row = node_row(locate, self._addr) if self._addr else -1
+        return (OP_INVOKE, native_operands(first=row)) if row >= 0 else None
+
 
 CallNode = InvokeNode
 
@@ -97,6 +114,10 @@ class _SegmentSkipNode(NodeType):
 
     def call(self, pc: WorkflowInterpreter) -> None:
         pc.jump_offset(self._offset)
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp:
+        """OP_JUMP: THEN the slot `+offset`."""
+        return OP_JUMP, native_operands(then=target(locate, near(addr, addr[-1] + self._offset)))
 
 
 def INVOKE(alias: str) -> InvokeNode:
@@ -114,4 +135,3 @@ def ARCHIVED_SEGMENT(seg: AbstractComposeOriginal | SelfCompileInstruction) -> A
     if isinstance(seg, SelfCompileInstruction):
         seg = seg.extract()
     return _SegmentSkipNode() >> seg >> NOP
-

@@ -55,4 +55,3 @@ class TriggerInstruction(SelfCompileInstruction):
 def TRIGGER_EVENT(event: type[ConstructableEvent]) -> TriggerInstruction:
     """Build `event` with its `constructor` (arguments injected from the pools) and dispatch it."""
     return TriggerInstruction(event)
-

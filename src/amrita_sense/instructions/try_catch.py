@@ -20,14 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _unsafe
+from amrita_sense._opcodes import OP_TRY, native_operands
 from amrita_sense.exceptions import IllegalState, InterruptKeepContext
 from amrita_sense.instructions._support import require_part, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
-
 
 _ExcSpec = type[BaseException] | tuple[type[BaseException], ...]
 
@@ -114,6 +115,27 @@ class TryNode(BaseNode):
         finally:
             if self._finally_addr is not None:
                 await pc.call_near(self._finally_addr)
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_TRY: FIRST the body's row, THEN the escape slot (also FIRST_RESUME, where a suspended
+        part resumes), EXTRA `(body, else, finally, catches)`: each part a `(slot, row)` pair or None,
+        `catches` a tuple of `(exception spec, part)`."""
+
+        def part(slot: int | None) -> tuple | None:
+            return None if slot is None else (slot, callee(locate, near(addr, slot)))
+
+        body, on_success, on_exit = part(self._do_node_addr), part(self._else_addr), part(self._finally_addr)
+        catches = tuple((exc, part(slot)) for exc, slot in self._catch_addr_chain)
+        if body is None or any(
+            p is not None and p[1] < 0 for p in [body, on_success, on_exit, *(c for _, c in catches)]
+        ):
+            return None
+        return OP_TRY, native_operands(
+            first=body[1],
+            then=target(locate, near(addr, self._escape_addr)),
+            first_resume=self._escape_addr,
+            extra=(body, on_success, on_exit, catches),
+        )
 
 
 def _exc_name(exc: _ExcSpec) -> str:

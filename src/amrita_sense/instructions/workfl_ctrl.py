@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
+from amrita_sense._opcodes import OP_NOP
 from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
 from amrita_sense.node.core import Node as _NodeType
 from amrita_sense.node.wrapper import Node as _node
@@ -31,6 +32,14 @@ NOP: _NodeType[None] = _no_operation
 """The no-operation node (tag `NodeSuspend::_no_operation`)."""
 NOP.__sdb_dis__ = "NOP"
 NOP.__sdb_cmt__ = "no operation"
+
+
+def _nop_op(node: object, addr: tuple, locate: object) -> tuple[int, None] | None:
+    """OP_NOP for the NOP singleton itself (not for copies of it), no operands."""
+    return (OP_NOP, None) if node is NOP else None
+
+
+NOP._native_op = _nop_op  # type: ignore[attr-defined]  # its compile rule (see node.native)
 
 RESET: _NodeType[NoReturn] = _reset_operation
 """Ends the run and discards the interpreter state; not addressable."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import sys
-import types
 import time
+import types
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -252,8 +252,15 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
 
 
 _PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
-    "plain", "hooked", "alias", "compose", "self-compiling", "invalid",
+    "plain",
+    "hooked",
+    "alias",
+    "compose",
+    "self-compiling",
+    "invalid",
 )
+
+
 def _classify(cls: type) -> str:
     """How a child of this class renders (see `_KINDS`)."""
     from amrita_sense.instructions.alias import AliasNode

@@ -83,7 +83,9 @@ class DLLComposeProxy(AbstractCompose[Any]):
 
     def _check_build_args(self, current_path: list[int] | None, top: Any) -> None:
         if self._original is None:
-            raise GraphBuildError("DLLComposeProxy: No original compose to build, or this proxy has already been built.")
+            raise GraphBuildError(
+                "DLLComposeProxy: No original compose to build, or this proxy has already been built."
+            )
         if current_path is None:
             raise GraphBuildError("DLLComposeProxy: current_path cannot be None, this compose cannot be a root compose")
         if top is None:
@@ -163,4 +165,3 @@ class DLLCompose(AbstractComposeOriginal[DLLComposeProxy]):
     @classmethod
     def get_builder(cls) -> type[DLLComposeProxy]:
         return DLLComposeProxy
-

@@ -7,12 +7,13 @@ from typing import Any
 
 from amrita_sense import _core
 from amrita_sense._classmemo import ClassMemo
+from amrita_sense._opcodes import OP_CALL, dense_row
 from amrita_sense.node.abc_base import is_rendered_compose
-from amrita_sense.node.native import OP_CALL, compile_native, operand_rows
+from amrita_sense.node.native import compile_native
 from amrita_sense.utils import isabstractmethod
 
 
-def _compute_precheck_bit(cls: type) -> int:
+def _compute_precheck_bit(cls: type[Any]) -> int:
     return 0 if isabstractmethod(cls._pre_check) else _core.ROW_PRECHECK
 
 
@@ -106,14 +107,35 @@ class _TableBuilder:
                 self.add_row(child, addr, _core.ROW_EMPTY)
 
 
-def build_program(graph: Any) -> Any:
-    """One row per executable slot in depth-first order; see `_core.Program`."""
+def _walked(graph: Any) -> _TableBuilder:
     builder = _TableBuilder()
     if graph:
         builder.walk(graph, ())
+    return builder
+
+
+def compile_instructions(graph: Any) -> tuple[list[int], list]:
+    """The opcode and operand record of each of `graph`'s rows, as `build_program` compiles them
+    (a compiled `Program` does not show its records to Python)."""
+    return _walked(graph).compile_ops()
+
+
+def build_program(graph: Any) -> Any:
+    """One row per executable slot in depth-first order; see `_core.Program`."""
+    builder = _walked(graph)
     ops, operands = builder.compile_ops()
-    rows = [operand_rows(op, args) for op, args in zip(ops, operands)]
+    rows = [dense_row(args) for args in operands]
     return _core.Program(
-        graph, builder.nodes, builder.funcs, builder.bits, builder.static_plans,
-        ops, operands, rows, builder.landings(), builder.addrs, builder.row_of, builder.seg_row,
+        graph,
+        builder.nodes,
+        builder.funcs,
+        builder.bits,
+        builder.static_plans,
+        ops,
+        operands,
+        rows,
+        builder.landings(),
+        builder.addrs,
+        builder.row_of,
+        builder.seg_row,
     )

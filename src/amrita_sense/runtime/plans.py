@@ -28,10 +28,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from amrita_sense import _core
-from amrita_sense.hook.matcher import DependsFactory
 from amrita_sense.hook._inject import (
-    FactoryGroup, Recipe, Unresolved, leading_positional, match, meta_is_type_stable, split_cacheable,
+    FactoryGroup,
+    Recipe,
+    Unresolved,
+    leading_positional,
+    match,
+    meta_is_type_stable,
+    split_cacheable,
 )
+from amrita_sense.hook.matcher import DependsFactory
 
 EXC_NAMES = ("exc_type", "exc_val", "exc_tb")
 """The keywords a CATCH handler is called with."""
@@ -54,8 +60,15 @@ class PlanEntry:
 
     __slots__ = ("cached_group", "call_plan", "direct", "group", "meta", "order", "recipe", "stable")
 
-    def __init__(self, func: Any, meta: Any, recipe: Recipe, cached_group: FactoryGroup | None,
-                 group: FactoryGroup | None, cached_names: tuple) -> None:
+    def __init__(
+        self,
+        func: Any,
+        meta: Any,
+        recipe: Recipe,
+        cached_group: FactoryGroup | None,
+        group: FactoryGroup | None,
+        cached_names: tuple,
+    ) -> None:
         self.meta = meta
         self.recipe = recipe
         self.cached_group = cached_group
@@ -66,8 +79,11 @@ class PlanEntry:
         self.direct = cached_group is None and group is not None and group.direct_only
         """Every provider is a plain function of the pools: the call needs no coroutine unless one
         returns an awaitable."""
-        self.stable = (meta_is_type_stable(meta) and (group is None or group.stable)
-                       and (cached_group is None or cached_group.stable))
+        self.stable = (
+            meta_is_type_stable(meta)
+            and (group is None or group.stable)
+            and (cached_group is None or cached_group.stable)
+        )
         self.call_plan = self._make_call_plan()
 
     def _make_call_plan(self) -> Any:

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from uuid import uuid4
 
 from amrita_sense import _core
+from amrita_sense._core import address_list
 from amrita_sense._unsafe import __flags__
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope
 from amrita_sense.exceptions import (
@@ -27,12 +28,19 @@ from amrita_sense.exceptions import (
     InterruptKeepContext,
     InterruptNotice,
 )
-from amrita_sense.hook.fun_typing import sign_func
-from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
 from amrita_sense.hook._inject import (
-    FactoryGroup, ScopeChain, Session, Unresolved, callable_name, finish_plain, gather_all, resolve_group,
+    FactoryGroup,
+    ScopeChain,
+    Session,
+    Unresolved,
+    callable_name,
+    finish_plain,
+    gather_all,
+    resolve_group,
     start_plain,
 )
+from amrita_sense.hook.fun_typing import sign_func
+from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
 from amrita_sense.logging import engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
@@ -43,7 +51,6 @@ from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache, PointerVector, Stack
-from amrita_sense._core import address_list
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -119,8 +126,15 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if not is_rendered_compose(node_compose):
             node_compose = _rendered(node_compose)
         self._core_init(program_of(node_compose), addr_stack, context_stack, middleware)
-        self._layer_init(node_compose, extra_args, extra_kwargs, exception_ignored, __flags__.DISABLE_EXC_IGNORED,
-                         shape_of, YIELD_INTERVAL)
+        self._layer_init(
+            node_compose,
+            extra_args,
+            extra_kwargs,
+            exception_ignored,
+            __flags__.DISABLE_EXC_IGNORED,
+            shape_of,
+            YIELD_INTERVAL,
+        )
         if object_io is not None:
             self.object_io = object_io
         # Where the run stands, for `snapshot()`: sub-calls and `_call()`s in progress, the gate
@@ -320,7 +334,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         bits = _flag_bits(ctx.flags, "the context's flags")
         pools = None
         if ctx.s_args and ctx.s_kwargs:
-            pools = _core.args_pool(ctx.s_args, "the context's s_args"), _core.kwargs_pool(ctx.s_kwargs, "the context's s_kwargs")
+            pools = (
+                _core.args_pool(ctx.s_args, "the context's s_args"),
+                _core.kwargs_pool(ctx.s_kwargs, "the context's s_kwargs"),
+            )
         self.rebase_ptr(ptr)
         self._exc_ignored = ignored
         if pools is not None:
@@ -380,8 +397,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         from amrita_sense.durable.restore import restore_interpreter
 
         return restore_interpreter(
-            cls, graph, data, extra_args=extra_args, extra_kwargs=extra_kwargs, codec=codec, object_io=object_io,
-            exception_ignored=exception_ignored, middleware=middleware, accept_passed_edits=accept_passed_edits,
+            cls,
+            graph,
+            data,
+            extra_args=extra_args,
+            extra_kwargs=extra_kwargs,
+            codec=codec,
+            object_io=object_io,
+            exception_ignored=exception_ignored,
+            middleware=middleware,
+            accept_passed_edits=accept_passed_edits,
             unset=UNSET,
         )
 
@@ -465,7 +490,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     # ----- one node, the slow and general path ----------------------------------------
 
-    async def _call(self, addr_getter: Any = None, *extra_args: Any, no_cache: bool = False, **extra_kwargs: Any) -> Any:
+    async def _call(
+        self, addr_getter: Any = None, *extra_args: Any, no_cache: bool = False, **extra_kwargs: Any
+    ) -> Any:
         """Run the node at the pointer (entering segments first) and return its result."""
         self._node_calls += 1
         try:
@@ -614,7 +641,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         return sign_func(node.func) if __flags__.NO_DEPENDENCY_META_CACHE else node.fun_sign
 
     def _plan_entry(
-        self, node: BaseNode, args: tuple, kwargs: dict, extra_args: tuple | None, extra_kwargs: dict | None,
+        self,
+        node: BaseNode,
+        args: tuple,
+        kwargs: dict,
+        extra_args: tuple | None,
+        extra_kwargs: dict | None,
         no_cache: bool,
     ) -> tuple[PlanEntry, bool]:
         """`(entry, keep)`: the node's plan for these pools, shared by every interpreter when it can
@@ -655,7 +687,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         entry = shape.entry(node.func, node.fun_sign, self._ava_args_v, shape.name_map)
         return _core.UNSHARED if entry is None else entry.call_plan
 
-    async def _cached_values(self, node: BaseNode, entry: PlanEntry, args: tuple, kwargs: dict, keep: bool) -> dict | None:
+    async def _cached_values(
+        self, node: BaseNode, entry: PlanEntry, args: tuple, kwargs: dict, keep: bool
+    ) -> dict | None:
         """The results of the plan's `use_cache` providers: this interpreter's, made on first use
         (`keep`), else resolved for this call alone."""
         if entry.cached_group is None:
@@ -766,8 +800,13 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         are all direct and synchronous. Returns None when the call is done, an awaitable that
         finishes it (a provider was not direct), or `_core.NOT_NOW` when nothing was done."""
         args, kwargs, group = plan
-        if (type(group) is not FactoryGroup or not group.direct_only or group.pools is not None or node.is_coro
-                or (node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC)):
+        if (
+            type(group) is not FactoryGroup
+            or not group.direct_only
+            or group.pools is not None
+            or node.is_coro
+            or (node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC)
+        ):
             return _core.NOT_NOW
         values = dict(kwargs) if kwargs is not None else dict(zip(node.func.__code__.co_varnames, args))
         pending = start_plain(group.plain, self._ava_args_v, self._ava_kwargs_v, values)
@@ -781,8 +820,13 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         return node.func(**values)
 
     async def _settle_providers(
-        self, node: BaseNode, group: FactoryGroup, pending: list, values: dict,
-        extra_args: tuple | None, extra_kwargs: dict | None,
+        self,
+        node: BaseNode,
+        group: FactoryGroup,
+        pending: list,
+        values: dict,
+        extra_args: tuple | None,
+        extra_kwargs: dict | None,
     ) -> None:
         """Finish what `start_plain` left pending; `DependsInjectFailed` when a provider failed."""
         session = self._call_session(group, extra_args, extra_kwargs)
@@ -862,9 +906,12 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             seen.add(id(node.func))
             plans.append((node, *self._plan_entry(node, args, kwargs, None, None, False)))
         for start in range(0, len(plans), size):
-            await gather_all([
-                self._cached_values(node, entry, args, kwargs, keep) for node, entry, keep in plans[start:start + size]
-            ])
+            await gather_all(
+                [
+                    self._cached_values(node, entry, args, kwargs, keep)
+                    for node, entry, keep in plans[start : start + size]
+                ]
+            )
 
     # ----- running --------------------------------------------------------------------
 
@@ -1111,7 +1158,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """
         return await self._wait_forks(_current_task(), return_exc, exclude_self)
 
-    async def _wait_forks(self, caller: asyncio.Task | None, return_exc: bool, exclude_self: bool = False) -> list | None:
+    async def _wait_forks(
+        self, caller: asyncio.Task | None, return_exc: bool, exclude_self: bool = False
+    ) -> list | None:
         waits: list = []
         if not exclude_self and self.is_running:
             self._refuse_waiting_for_own_run("wait_all_forks()", caller)
@@ -1135,7 +1184,11 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         text = StringIO()
         text.write("Sense Runtime Traceback (most recent call last):\n")
         for interp in reversed(list(self._interpreter_chain())):
-            label = interp.id + (" [Current]" if interp is self else "") + (" [Root]" if interp.top_interpreter is interp else "")
+            label = (
+                interp.id
+                + (" [Current]" if interp is self else "")
+                + (" [Root]" if interp.top_interpreter is interp else "")
+            )
             text.write(f"Interpreter -> {label} at {id(interp):#x}\n")
         text.write("\nReturning Stack:\n")
         entries = list(reversed(self._ret_addr_stack.stack))
@@ -1149,7 +1202,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if not self._context_stack:
             text.write("    (EMPTY_STACK)\n")
         node = self._graph.calc.find_addr_safe(self._pointer.base_addr)
-        described = f"{node.tag}->{getattr(node.func, '__name__', node.func)}" if isinstance(node, BaseNode) else "<INVALID>"
+        described = (
+            f"{node.tag}->{getattr(node.func, '__name__', node.func)}" if isinstance(node, BaseNode) else "<INVALID>"
+        )
         text.write(f"Failed at node: {described}")
         return text.getvalue()
 

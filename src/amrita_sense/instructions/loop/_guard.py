@@ -17,4 +17,3 @@ def reject_composition_body(body: object, loop_name: str) -> None:
             "A call_sub-based loop enters its body with a single call, so a composition "
             "would silently run only its first child. Use NATIVE_WHILE / NATIVE_DO for a multi-node body."
         )
-

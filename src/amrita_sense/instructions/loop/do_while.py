@@ -9,14 +9,29 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _unsafe
+from amrita_sense._opcodes import OP_DO, OP_DO_CHECK, native_operands
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
+
+
+def do_check_op(locate: Locate, addr: tuple, cond: int, again_slot: int, exit_slot: int) -> NativeOp | None:
+    """OP_DO_CHECK of a do-while condition at row `cond`: THEN `again_slot` (truthy), EXIT `exit_slot`;
+    a suspended condition resumes at `exit_slot` (FIRST_RESUME)."""
+    if cond < 0:
+        return None
+    return OP_DO_CHECK, native_operands(
+        first=cond,
+        exit=target(locate, near(addr, exit_slot)),
+        then=target(locate, near(addr, again_slot)),
+        first_resume=exit_slot,
+    )
 
 
 class DONode(BaseNode):
@@ -83,6 +98,19 @@ class DONode(BaseNode):
     def __call__(self, ptr: WorkflowInterpreter):
         return self._do_worker(ptr)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_DO: FIRST the body, THEN the condition `#jmp`, EXIT `#break` (on BreakLoop); a suspended
+        body resumes at `#jmp` (FIRST_RESUME)."""
+        body = callee(locate, near(addr, addr[-1] + self._do_offset))
+        if body < 0:
+            return None
+        return OP_DO, native_operands(
+            first=body,
+            exit=target(locate, near(addr, self._break_addr)),
+            then=target(locate, near(addr, self._jmp_addr)),
+            first_resume=self._jmp_addr,
+        )
+
 
 class DowhileNode(BaseNode):
     """Loop check: call the condition; truthy -> back to `#back`, falsy -> `#exit`."""
@@ -119,6 +147,11 @@ class DowhileNode(BaseNode):
     def __call__(self, pc: WorkflowInterpreter):
         return self._do_while_worker(pc)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_DO_CHECK (see `do_check_op`): again at `#back`, out at `#then`."""
+        cond = callee(locate, near(addr, addr[-1] + self._condi_offset))
+        return do_check_op(locate, addr, cond, self._back_addr, self._then_addr)
+
 
 class DoWhileClause(SelfCompileInstruction):
     """`DO(body)`; set the condition with `.WHILE(cond)`."""
@@ -128,7 +161,12 @@ class DoWhileClause(SelfCompileInstruction):
 
     @property
     def WHILE(self) -> Callable[[Node[bool]], DoWhileClause]:
-        return lambda condition: (setattr(self, "condition", require_part(condition, "WHILE(condition)")), self)[1]
+
+        def while_(condition: Node[bool]) -> DoWhileClause:
+            self.condition = require_part(condition, "WHILE(condition)")
+            return self
+
+        return while_
 
     def extract(self) -> AbstractComposeOriginal:
         if not hasattr(self, "condition"):
@@ -140,4 +178,3 @@ class DoWhileClause(SelfCompileInstruction):
 def DO(do: Node) -> DoWhileClause:
     """Run the single-node body, then repeat while `.WHILE(cond)` is truthy; `BreakLoop` leaves."""
     return DoWhileClause(do)
-

@@ -9,11 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _unsafe
+from amrita_sense._opcodes import OP_JUMP, OP_WHILE, native_operands
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -84,6 +86,23 @@ class WhileNode(BaseNode):
     def __call__(self, pc: WorkflowInterpreter):
         return self._while_worker(pc)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_WHILE: FIRST the condition, SECOND the body, EXIT `#else`, THEN `#checkup`; a suspended
+        condition resumes at `#else` (FIRST_RESUME), a suspended body at `#checkup` (SECOND_RESUME)."""
+        here = addr[-1]
+        cond = callee(locate, near(addr, here + self._condi_offset))
+        body = callee(locate, near(addr, here + self._do_offset))
+        if cond < 0 or body < 0:
+            return None
+        return OP_WHILE, native_operands(
+            first=cond,
+            second=body,
+            exit=target(locate, near(addr, self._else_addr)),
+            then=target(locate, near(addr, self._checkup_addr)),
+            first_resume=self._else_addr,
+            second_resume=self._checkup_addr,
+        )
+
 
 class CheckUpNode(BaseNode):
     """Loop back edge: jump to the loop head `#back`."""
@@ -108,6 +127,10 @@ class CheckUpNode(BaseNode):
     def __call__(self, pc: WorkflowInterpreter) -> None:
         return self._while_checkup(pc)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp:
+        """OP_JUMP: THEN is the loop head `#back`."""
+        return OP_JUMP, native_operands(then=target(locate, near(addr, self._jump_addr)))
+
 
 class WhileClause(SelfCompileInstruction):
     """`WHILE(cond)`; set the single-node body once with `.ACTION(body)`."""
@@ -122,7 +145,12 @@ class WhileClause(SelfCompileInstruction):
     def ACTION(self) -> Callable[[BaseNode], WhileClause]:
         if hasattr(self, "_action"):
             raise RuntimeError("Please DO NOT follow a ACTION after a ACTION")
-        return lambda node: (self, self._action_set(node))[0]
+
+        def action(node: BaseNode) -> WhileClause:
+            self._action_set(node)
+            return self
+
+        return action
 
     def extract(self) -> NodeCompose:
         from amrita_sense.instructions.jump import JumpNode
@@ -144,4 +172,3 @@ class WhileClause(SelfCompileInstruction):
 def WHILE(condition: Node[bool]) -> WhileClause:
     """Loop while `condition` is truthy; the body (`.ACTION(node)`) is one node, `BreakLoop` leaves."""
     return WhileClause(condition)
-

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense._opcodes import OP_CALLSUB, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, native_operands
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
+from amrita_sense.instructions.loop.do_while import do_check_op
 from amrita_sense.node.abc_base import AbstractComposeOriginal
 from amrita_sense.node.core import BaseNode, NodeCompose
+from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
@@ -37,6 +40,13 @@ class _LoopControlNode(BaseNode):
             raise RuntimeError(f"{self.tag}: not configured — must be inside a native loop body")
         entry = pc._ret_addr_stack.pop()
         pc.jump_far_ptr([*entry.base_addr[:-1], self._target_pos])
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_LOOP_CONTROL: EXTRA `(slot, targets)`, the slot beside the loop's entry to go to and the
+        core's cache of its jump targets per entry row."""
+        if not self._configured:
+            return None
+        return OP_LOOP_CONTROL, native_operands(extra=(self._target_pos, {}))
 
 
 def _configure_loop_control_nodes(compose: AbstractComposeOriginal, continue_pos: int, break_pos: int) -> None:
@@ -123,6 +133,30 @@ class NativeIfJumpNode(BaseNode):
         """The rest of the node once a single-node body returned: leave for `#ret`."""
         pc.jump_near(self._ret_pos)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_NATIVE_IF: FIRST the condition, SECOND the single body node (-1: a composition body,
+        entered by jumping to THEN), EXIT `#false`, THEN `#ret` (or the body); a suspended condition
+        resumes at `#false` (FIRST_RESUME), a suspended body at `#ret` (SECOND_RESUME)."""
+        cond = node_row(locate, near(addr, addr[-1] + self._condi_offset))
+        if cond < 0:
+            return None
+        if self._is_single:
+            body = node_row(locate, near(addr, addr[-1] + self._do_offset))
+            if body < 0:
+                return None
+            then = target(locate, near(addr, self._ret_pos))
+        else:
+            body = -1
+            then = target(locate, [*addr[:-1], self._do_pos, 0])
+        return OP_NATIVE_IF, native_operands(
+            first=cond,
+            second=body,
+            exit=target(locate, near(addr, self._false_pos)),
+            then=then,
+            first_resume=self._false_pos,
+            second_resume=self._ret_pos,
+        )
+
 
 async def _test(pc: WorkflowInterpreter, offset: int, resume_slot: int) -> Any:
     """Call a native instruction's condition; a suspended condition resumes as a falsy one."""
@@ -156,6 +190,12 @@ class NativeBranchExitNode(BaseNode):
 
     def __call__(self, pc: WorkflowInterpreter) -> None:
         pc.jump_far_ptr([*pc._pointer.base_addr[:-2], self._merge_pos])
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_JUMP: THEN the merge slot `#merge` of the enclosing segment."""
+        if len(addr) < 2:
+            return None
+        return OP_JUMP, native_operands(then=target(locate, [*addr[:-2], self._merge_pos]))
 
 
 class NativeWhileNode(BaseNode):
@@ -191,6 +231,21 @@ class NativeWhileNode(BaseNode):
         else:
             pc.jump_near(self._exit_pos)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_LOOP_HEAD: FIRST the condition, SECOND this head's row (pushed as the loop's entry),
+        THEN the body, EXIT `#exit`; a suspended condition resumes at `#exit` (FIRST_RESUME)."""
+        cond = node_row(locate, near(addr, addr[-1] + self._condi_offset))
+        head = node_row(locate, near(addr, self._self_pos))
+        if cond < 0 or head < 0:
+            return None
+        return OP_LOOP_HEAD, native_operands(
+            first=cond,
+            second=head,
+            exit=target(locate, near(addr, self._exit_pos)),
+            then=target(locate, [*addr[:-1], self._body_pos, 0]),
+            first_resume=self._exit_pos,
+        )
+
 
 class NativeDoWhileNode(BaseNode):
     """Native DO check: truthy condition -> `#loop` (re-enter the body), falsy -> `#exit`."""
@@ -219,6 +274,11 @@ class NativeDoWhileNode(BaseNode):
         now (also how the native opcode finishes when the condition moved it)."""
         pc.jump_near(self._loop_pos if again else self._exit_pos)
 
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_DO_CHECK (see `do_check_op`): again at `#loop`, out at `#exit`."""
+        cond = node_row(locate, near(addr, addr[-1] + self._condi_offset))
+        return do_check_op(locate, addr, cond, self._loop_pos, self._exit_pos)
+
 
 class NativeBubbleEnterNode(BaseNode):
     """Enter the body segment at `#body`; with `push`, first push `#0` for the body's CONTINUE / BREAK."""
@@ -243,3 +303,14 @@ class NativeBubbleEnterNode(BaseNode):
         if self._push:
             pc._ret_addr_stack.push(PointerVector([*parent, 0]))
         pc.jump_far_ptr([*parent, self._body_pos, 0])
+
+    def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
+        """OP_JUMP to the body (THEN), or with a pushed entry OP_CALLSUB: THEN the body, SECOND the
+        segment's head row (the return row)."""
+        body = target(locate, [*addr[:-1], self._body_pos, 0])
+        if not self._push:
+            return OP_JUMP, native_operands(then=body)
+        head = node_row(locate, near(addr, 0))
+        if head < 0 or body[0] < 0:
+            return None
+        return OP_CALLSUB, native_operands(second=head, then=body)

@@ -10,6 +10,7 @@ class _BreakLoopNode(_LoopControlNode):
     """Pops the loop's stack entry and jumps to the loop's exit NOP."""
 
     __slots__ = ()
+    _native_op = _LoopControlNode._native_op  # its base's opcode (rules are looked up per exact class)
 
     def __init__(self) -> None:
         super().__init__()
@@ -19,4 +20,3 @@ class _BreakLoopNode(_LoopControlNode):
 def BREAK_LOOP() -> _BreakLoopNode:
     """A node that exits the enclosing NATIVE_WHILE / NATIVE_DO (configured when the loop compiles)."""
     return _BreakLoopNode()
-

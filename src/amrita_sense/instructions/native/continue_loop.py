@@ -10,6 +10,7 @@ class _ContinueNode(_LoopControlNode):
     """Pops the loop's stack entry and jumps to the loop's condition check."""
 
     __slots__ = ()
+    _native_op = _LoopControlNode._native_op  # its base's opcode (rules are looked up per exact class)
 
     def __init__(self) -> None:
         super().__init__()
@@ -19,4 +20,3 @@ class _ContinueNode(_LoopControlNode):
 def CONTINUE() -> _ContinueNode:
     """A node that starts the next iteration of the enclosing native loop (configured when it compiles)."""
     return _ContinueNode()
-

@@ -14,7 +14,7 @@ from amrita_sense.instructions.native._core import (
     _classify_body,
     _configure_loop_control_nodes,
 )
-from amrita_sense.instructions.native.continue_loop import CONTINUE  # re-exported here, as in 1.1.3
+from amrita_sense.instructions.native.continue_loop import CONTINUE as CONTINUE  # re-exported here, as in 1.1.3
 from amrita_sense.instructions.native.while_native import _loop_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.core import Node, NodeCompose
@@ -55,4 +55,3 @@ class NativeDoClause(SelfCompileInstruction):
 def NATIVE_DO(body: Any) -> NativeDoClause:
     """Run `body` (a node or a composition), then repeat while `.WHILE(cond)` is truthy."""
     return NativeDoClause(body)
-

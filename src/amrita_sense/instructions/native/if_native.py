@@ -56,6 +56,7 @@ class NativeIfClause(SelfCompileInstruction):
     def extract(self) -> NodeCompose:
         branches = [(self._condition, self._body), *((e.condition, e.body) for e in self._elifs)]
         has_else = self._else_body is not None
+        else_body: Any
         else_body, else_single = _classify_body(self._else_body) if has_else else (NOP, True)
         merge = 3 * len(branches) + (1 if else_single else 2)
         nodes: list[Any] = []
@@ -78,11 +79,12 @@ def _branch(base: int, condition: Any, body: Any, merge: int, followed: bool) ->
     if not single:
         payload = NodeCompose(*payload, NativeBranchExitNode(merge)) if followed else NodeCompose(*payload)
     false_pos = base + 3 if followed else merge
-    head = NativeIfJumpNode(condi_offset=1, do_offset=2, do_pos=base + 2, ret_pos=merge, false_pos=false_pos, is_single=single)
+    head = NativeIfJumpNode(
+        condi_offset=1, do_offset=2, do_pos=base + 2, ret_pos=merge, false_pos=false_pos, is_single=single
+    )
     return [head, test, payload]
 
 
 def NATIVE_IF(condition: Node[bool], body: BaseNode | Any) -> NativeIfClause:
     """Branch on `condition`; a body is a node (called) or a composition (entered by a jump)."""
     return NativeIfClause(condition, body)
-

@@ -49,4 +49,3 @@ class NativeWhileClause(SelfCompileInstruction):
 def NATIVE_WHILE(condition: Node[bool]) -> NativeWhileClause:
     """Loop while `condition` is truthy; `.ACTION(body)` takes a node or a composition."""
     return NativeWhileClause(condition)
-
