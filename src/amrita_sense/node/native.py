@@ -7,7 +7,7 @@ record's named fields) or None when this instance cannot run natively (then the
 generic call runs its function). A rule applies to the class that defines it, not
 to subclasses (a subclass may change what the node does; it says
 `_native_op = Base._native_op` to keep its base's opcode); a single node gets one
-as an attribute of its own (the NOP singleton). The helpers here resolve operands: sub-call
+of its own through `give_rule` (the NOP singleton). The helpers here resolve operands: sub-call
 targets become rows, jump targets become `(row, exact, address)` descriptors.
 """
 
@@ -48,17 +48,25 @@ def node_row(locate: Locate, addr: list[int]) -> int:
     return row if exact else -1
 
 
+_INSTANCE_RULES: dict[int, tuple[Any, Callable[..., Any]]] = {}
+"""By `id`: (the node, its own compile rule). Kept here, not as an attribute of the node,
+because reading a node's `__dict__` would build one for every node rendered (64 bytes each)."""
+
+
+def give_rule(node: Any, rule: Callable[..., Any]) -> None:
+    """Give one node (a singleton, kept alive by this registry) a compile rule of its own."""
+    _INSTANCE_RULES[id(node)] = (node, rule)
+
+
 def compile_native(node: Any, addr: tuple, locate: Locate) -> NativeOp:
     """`(opcode, operands)` for a node: its own native opcode when it has one, else the generic call."""
     rule = type(node).__dict__.get("_native_op")
     if rule is None:
-        rule = getattr(node, "__dict__", _NO_ATTRIBUTES).get("_native_op")
-        if rule is None:
+        own = _INSTANCE_RULES.get(id(node))
+        if own is None or own[0] is not node:
             return OP_CALL, None
+        rule = own[1]
     return rule(node, addr, locate) or (OP_CALL, None)
 
 
-_NO_ATTRIBUTES: dict = {}
-
-
-__all__ = ["Locate", "NativeOp", "callee", "compile_native", "near", "node_row", "target"]
+__all__ = ["Locate", "NativeOp", "callee", "compile_native", "give_rule", "near", "node_row", "target"]
