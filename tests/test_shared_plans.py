@@ -223,6 +223,69 @@ async def test_use_cache_results_stay_with_their_interpreter():
 
 
 @pytest.mark.asyncio
+async def test_use_cache_results_mix_with_pool_values_in_every_call_form():
+    """The core calls a node whose only providers are `use_cache` ones itself once their results
+    are made: positionally, by keyword (a keyword-only parameter), and a coroutine node."""
+    calls = []
+
+    def provider(ctx: Ctx) -> str:
+        calls.append(ctx.name)
+        return ctx.name.upper()
+
+    seen = []
+
+    @inline
+    def positional(ctx: Ctx, value: str = Depends(provider, use_cache=True), label: str = "-"):
+        seen.append(("positional", ctx.name, value, label))
+
+    @inline
+    def by_keyword(value: str = Depends(provider, use_cache=True), *, label: str, ctx: Ctx):
+        seen.append(("by_keyword", ctx.name, value, label))
+
+    @Node()
+    async def coroutine(ctx: Ctx, value: str = Depends(provider, use_cache=True)):
+        seen.append(("coroutine", ctx.name, value, None))
+
+    graph = NodeCompose(positional, by_keyword, coroutine, positional, by_keyword, coroutine).render()
+    first = WorkflowInterpreter(graph, extra_args=(Ctx("a"),), extra_kwargs={"label": "x"})
+    await first.run()
+    await WorkflowInterpreter(graph, extra_args=(Ctx("b"),), extra_kwargs={"label": "y"}).run()
+    await first.run()
+    runs = [("a", "A", "x"), ("b", "B", "y"), ("a", "A", "x")]
+    expected = [
+        (kind, name, value, None if kind == "coroutine" else label)
+        for name, value, label in runs
+        for _ in range(2)
+        for kind in ("positional", "by_keyword", "coroutine")
+    ]
+    assert seen == expected
+    assert calls == ["a"] * 3 + ["b"] * 3  # once per node function and interpreter
+
+
+@pytest.mark.asyncio
+async def test_use_cache_results_are_made_again_when_the_pools_change_shape():
+    calls = []
+
+    def provider(ctx: Ctx) -> str:
+        calls.append(ctx.name)
+        return ctx.name
+
+    seen = []
+
+    @inline
+    def node(value: str = Depends(provider, use_cache=True)):
+        seen.append(value)
+
+    interp = WorkflowInterpreter(NodeCompose(node, node).render(), extra_args=(Ctx("a"),))
+    await interp.run()
+    interp._ava_args = (Ctx("b"), Other("o"))
+    interp.rehash_args()
+    await interp.run()
+    assert seen == ["a", "a", "b", "b"]
+    assert calls == ["a", "b"]
+
+
+@pytest.mark.asyncio
 async def test_catch_handlers_with_injected_exceptions_share_their_plan(builds):
     seen = []
 
