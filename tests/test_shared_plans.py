@@ -263,6 +263,22 @@ async def test_use_cache_results_mix_with_pool_values_in_every_call_form():
 
 
 @pytest.mark.asyncio
+async def test_a_use_cache_result_wins_over_a_keyword_of_the_same_name():
+    """As a fresh resolution gives it: the provider's result, not the pool's keyword value."""
+    seen = []
+
+    def provider(label: str) -> str:
+        return f"made from {label}"
+
+    @inline
+    def node(label: str = Depends(provider, use_cache=True), other: str = Depends(provider, use_cache=True)):
+        seen.append((label, other))
+
+    await WorkflowInterpreter(NodeCompose(node, node).render(), extra_kwargs={"label": "given"}).run()
+    assert seen == [("made from given", "made from given")] * 2
+
+
+@pytest.mark.asyncio
 async def test_use_cache_results_are_made_again_when_the_pools_change_shape():
     calls = []
 

@@ -95,13 +95,14 @@ class PlanEntry:
             return _core.CallPlan(srcs, self.recipe.names, True, self)
         by_name = dict(self.recipe.sources)
 
-        def source(name: str) -> Any:
-            index = by_name.get(name)
-            return (name,) if index is None else name if index < 0 else index
+        def source(name: str) -> Any:  # a use_cache result wins over a pool value of the same name
+            if name in cached_names:
+                return (name,)
+            return name if by_name[name] < 0 else by_name[name]
 
         if self.order is not None:
             return _core.CallPlan(tuple(map(source, self.order)), None, slow, self)
-        names = self.recipe.names + cached_names
+        names = tuple(name for name in self.recipe.names if name not in cached_names) + cached_names
         return _core.CallPlan(tuple(map(source, names)), names, slow, self)
 
     def values(self, args: Any, kwargs: Mapping[str, Any], cached: dict | None) -> dict[str, Any]:
