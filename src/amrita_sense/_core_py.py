@@ -890,8 +890,6 @@ class InterpreterCore:
 
     __slots__ = (
         "_args_hash",
-        "_ava_args_v",
-        "_ava_kwargs_v",
         "_context_stack_v",
         "_dep_store_v",
         "_di_cache",
@@ -914,6 +912,8 @@ class InterpreterCore:
         "_plans_v",
         "_plans_valid_v",
         "_pointer_v",
+        "_pool_args",
+        "_pool_kwargs",
         "_prog_v",
         "_provider_values",
         "_ret_addr_stack_v",
@@ -1069,7 +1069,7 @@ class InterpreterCore:
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
         shape = self._shape
-        if shape is not None and not shape.private and not self._ava_kwargs_v:
+        if shape is not None and not shape.private and not self._pool_kwargs:
             return shape.holds_factories
         return self._pools_hold_factories()
 
@@ -1300,8 +1300,8 @@ class InterpreterCore:
 
     def _plan_args(self, plan, extra):
         """`(args, None)` or `(None, kwargs)`: the plan's values from the pools (and `extra` keywords)."""
-        kwargs = self._ava_kwargs_v if extra is None else {**self._ava_kwargs_v, **extra}
-        values = plan.fetch(self._ava_args_v, kwargs)
+        kwargs = self._pool_kwargs if extra is None else {**self._pool_kwargs, **extra}
+        values = plan.fetch(self._pool_args, kwargs)
         if plan.names is None:
             return values, None
         return None, dict(zip(plan.names, values))
@@ -1310,23 +1310,24 @@ class InterpreterCore:
         """The interpreter's `use_cache` results for `plan` when the core can call the node of `row`
         with them itself: every provider of the plan is a cached one and has its result (made by the
         Python layer on the node's first call), and the node runs in the loop's thread. Else None."""
-        if not plan.cached or self._provider_values is None:
+        held = self._provider_values
+        if not plan.cached or held is None:
             return None
         if self._prog_v.bits[row] & ROW_THREAD and not self._force_inline_v:
             return None
-        results = self._provider_values.get(plan.entry)
+        results = held.get(plan.entry)
         return results if type(results) is dict else None
 
     def _call_with_results(self, row, plan, results):
         """Call the node of `row` with the plan's values: the pools and the `use_cache` results."""
-        values = plan.fetch_with(self._ava_args_v, self._ava_kwargs_v, results)
+        values = plan.fetch_with(self._pool_args, self._pool_kwargs, results)
         func = self._prog_v.funcs[row]
         return func(*values) if plan.names is None else func(**dict(zip(plan.names, values)))
 
     def _call_plan(self, func, plan, extra):
         """Call `func` with the plan's values from the pools (and `extra` keywords)."""
         if extra is None and plan.names is None:
-            return func(*plan.fetch(self._ava_args_v, self._ava_kwargs_v))
+            return func(*plan.fetch(self._pool_args, self._pool_kwargs))
         args, kwargs = self._plan_args(plan, extra)
         return func(*args) if args is not None else func(**kwargs)
 
@@ -1811,7 +1812,7 @@ class InterpreterCore:
             return None
         plan = self._prog_v.static_plans[row]
         if plan is None:
-            if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
+            if _clashes(self._pool_kwargs):  # the call fails; `call_near` raises it
                 return None
             plan = self._exc_plan(row)
         return None if plan is None or plan.slow else plan
@@ -2023,8 +2024,8 @@ _LAYER_INIT_SLOTS = tuple(
     InterpreterCore.__dict__[name]
     for name in (
         "_graph",
-        "_ava_args_v",
-        "_ava_kwargs_v",
+        "_pool_args",
+        "_pool_kwargs",
         "_exc_ignored",
         "_shape",
         "_sub_interpreters",
@@ -2032,6 +2033,10 @@ _LAYER_INIT_SLOTS = tuple(
     )
 )
 """The slots `_layer_init` fills, in its order."""
+_FIELD_SLOTS = {"_ava_args_v": "_pool_args", "_ava_kwargs_v": "_pool_kwargs"}
+"""Checked fields kept in a slot of another name, which the loop reads on every step with no
+property in the way (as it reads `_pointer_v` behind `_pointer`)."""
 for _name, _check in _FIELD_CHECKS.items():
-    setattr(InterpreterCore, _name, _checked_field(InterpreterCore.__dict__[_name], _name, _check))
-del _name, _check
+    _slot = InterpreterCore.__dict__[_FIELD_SLOTS.get(_name, _name)]
+    setattr(InterpreterCore, _name, _checked_field(_slot, _name, _check))
+del _name, _check, _slot
