@@ -40,6 +40,16 @@ def inline(func):
     return Node(wrap_to_async=False)(func)
 
 
+def upper_name(calls: list):
+    """A provider of the context's name in capitals that records each call."""
+
+    def provider(ctx: Ctx) -> str:
+        calls.append(ctx.name)
+        return ctx.name.upper()
+
+    return provider
+
+
 @pytest.fixture
 def builds(monkeypatch):
     """Counts the plans made (signature matched against pools)."""
@@ -201,12 +211,8 @@ async def test_a_disguised_value_is_matched_per_interpreter():
 
 @pytest.mark.asyncio
 async def test_use_cache_results_stay_with_their_interpreter():
-    calls = []
-
-    def provider(ctx: Ctx) -> str:
-        calls.append(ctx.name)
-        return ctx.name.upper()
-
+    calls: list = []
+    provider = upper_name(calls)
     seen = []
 
     @inline
@@ -226,12 +232,8 @@ async def test_use_cache_results_stay_with_their_interpreter():
 async def test_use_cache_results_mix_with_pool_values_in_every_call_form():
     """The core calls a node whose only providers are `use_cache` ones itself once their results
     are made: positionally, by keyword (a keyword-only parameter), and a coroutine node."""
-    calls = []
-
-    def provider(ctx: Ctx) -> str:
-        calls.append(ctx.name)
-        return ctx.name.upper()
-
+    calls: list = []
+    provider = upper_name(calls)
     seen = []
 
     @inline
