@@ -10,8 +10,10 @@ cdef class CallPlan:
     cdef readonly object names
     cdef readonly bint slow
     cdef readonly object entry
+    cdef readonly bint cached  # some argument is a `use_cache` result (a `(name,)` source)
+    cdef readonly bint keyed  # some argument is read from the keyword pool (a str source)
     cdef Py_ssize_t n
-    cdef Py_ssize_t *cidx
+    cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, C_KEYWORD or C_RESULT
 
 
 cdef class Program:
@@ -119,7 +121,9 @@ cdef class InterpreterCore:
     cdef object _cached_plan(self, Py_ssize_t row)
     cdef object _exc_plan(self, Py_ssize_t row)
     cdef object _ready_plan(self, Py_ssize_t row)
-    cdef tuple _plan_values(self, CallPlan plan, object extra)
+    cdef tuple _plan_values(self, CallPlan plan, object extra, object results)
+    cdef object _results_for(self, CallPlan plan, Py_ssize_t row)
+    cdef object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
     cdef object _call_plan(self, object func, CallPlan plan, object extra)
     cdef int _refresh_tables(self) except -1
     cdef Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2

@@ -28,11 +28,15 @@ NEVER_PENDING: SuspendFlag
 ALWAYS_PENDING: SuspendFlag
 
 class CallPlan:
-    srcs: tuple[int | str, ...]
+    srcs: tuple[int | str | tuple[str], ...]
     names: tuple[str, ...] | None
     slow: bool
     entry: Any
-    def __init__(self, srcs: tuple[int | str, ...], names: tuple[str, ...] | None, slow: bool, entry: Any) -> None: ...
+    cached: bool
+    keyed: bool
+    def __init__(
+        self, srcs: tuple[int | str | tuple[str], ...], names: tuple[str, ...] | None, slow: bool, entry: Any
+    ) -> None: ...
 
 NO_ARGUMENTS: CallPlan
 UNSHARED: CallPlan

@@ -139,9 +139,15 @@ ALWAYS_PENDING = SuspendFlag()
 ALWAYS_PENDING.pending = True
 
 
+cdef enum:
+    C_KEYWORD = -1  # a CallPlan argument read from the keyword pool (or the call's extra keywords)
+    C_RESULT = -2  # a CallPlan argument that is the interpreter's `use_cache` result of that name
+
+
 cdef class CallPlan:
     """A shared injection plan as the core runs it (see the twin): `srcs` has one entry per
-    argument, an int (a position in the positional pool) or a str (a keyword name)."""
+    argument, an int (a position in the positional pool), a str (a keyword name) or a 1-tuple
+    `(name,)` (the calling interpreter's `use_cache` result for the parameter `name`)."""
 
     def __init__(self, tuple srcs, names, bint slow, entry):
         cdef Py_ssize_t i
@@ -149,6 +155,7 @@ cdef class CallPlan:
         self.names = names
         self.slow = slow
         self.entry = entry
+        self.cached = self.keyed = False
         self.n = 0
         PyMem_Free(self.cidx)  # a second __init__ replaces the first one's indices
         self.cidx = NULL
@@ -157,7 +164,15 @@ cdef class CallPlan:
         if self.cidx == NULL:
             raise MemoryError()
         for i in range(self.n):
-            self.cidx[i] = srcs[i] if type(srcs[i]) is int else -1
+            src = srcs[i]
+            if type(src) is int and src >= 0:
+                self.cidx[i] = src
+            elif type(src) is tuple and len(<tuple> src) == 1:
+                self.cidx[i] = C_RESULT
+                self.cached = True
+            else:
+                self.cidx[i] = C_KEYWORD
+                self.keyed = True
 
     def __dealloc__(self):
         PyMem_Free(self.cidx)
@@ -1713,10 +1728,13 @@ cdef class InterpreterCore:
         return plan
 
     @cython.final
-    cdef tuple _plan_values(self, CallPlan plan, object extra):
-        """The plan's argument values from the pools (a keyword is looked up in `extra` first)."""
+    cdef tuple _plan_values(self, CallPlan plan, object extra, object results):
+        """The plan's argument values from the pools (a keyword is looked up in `extra` first), and
+        from `results` (the interpreter's `use_cache` results for the plan) for a cached plan."""
         cdef Py_ssize_t i, k
         cdef tuple srcs = plan.srcs
+        if plan.n == 0:
+            return ()
         pool = self._ava_args_v
         kwargs = self._ava_kwargs_v
         values = []
@@ -1724,6 +1742,8 @@ cdef class InterpreterCore:
             k = plan.cidx[i]
             if k >= 0:
                 values.append(pool[k])
+            elif k == C_RESULT:
+                values.append(results[srcs[i][0]])
             elif extra is not None and srcs[i] in <dict> extra:
                 values.append((<dict> extra)[srcs[i]])
             else:
@@ -1739,7 +1759,7 @@ cdef class InterpreterCore:
         cdef Py_ssize_t i, k, n = plan.n
         if plan.names is not None or n > MAX_STACK_ARGS or extra is not None \
                 or type(self._ava_args_v) is not tuple or type(self._ava_kwargs_v) is not dict:
-            values = self._plan_values(plan, extra)
+            values = self._plan_values(plan, extra, None)
             if plan.names is None:
                 return func(*values)
             return func(**dict(zip(plan.names, values)))
@@ -1763,6 +1783,27 @@ cdef class InterpreterCore:
         finally:
             for i in range(n):
                 Py_DECREF(<object> argv[i])
+
+    @cython.final
+    cdef object _results_for(self, CallPlan plan, Py_ssize_t row):
+        """The interpreter's `use_cache` results for `plan` when the core can call the node of `row`
+        with them itself: every provider of the plan is a cached one and has its result (made by the
+        Python layer on the node's first call), and the node runs in the loop's thread. Else None."""
+        if not plan.cached or self._provider_values is None:
+            return None
+        if self._prog.cbits[row] & C_ROW_THREAD and not self._force_inline:
+            return None
+        results = (<dict> self._provider_values).get(plan.entry)
+        return results if type(results) is dict else None
+
+    @cython.final
+    cdef object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results):
+        """Call the node of `row` with the plan's values: the pools and the `use_cache` results."""
+        func = self._prog.funcs[row]
+        values = self._plan_values(plan, None, results)
+        if plan.names is None:
+            return func(*values)
+        return func(**dict(zip(plan.names, values)))
 
     @cython.final
     cdef inline bint _inline_callable(self, Py_ssize_t row):
@@ -1842,7 +1883,7 @@ cdef class InterpreterCore:
 
     def _offload_plan(self, func, CallPlan plan not None):
         """`_offload` of `func` with the plan's values."""
-        values = self._plan_values(plan, None)
+        values = self._plan_values(plan, None, None)
         if plan.names is None:
             return self._offload(func, values, None)
         return self._offload(func, None, dict(zip(plan.names, values)))
@@ -2288,7 +2329,7 @@ cdef class InterpreterCore:
         if plan is None:
             return NOT_NOW
         cdef bint as_subcall = self._outer_interpreting
-        values = self._plan_values(<CallPlan> plan, None)
+        values = self._plan_values(<CallPlan> plan, None, None)
         names = (<CallPlan> plan).names
         raised = None
         self._enter_frame(target)
@@ -2310,7 +2351,8 @@ cdef class InterpreterCore:
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, raised, as_subcall)
-                exc_kwargs = _exc_keywords(raised)
+                # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
+                exc_kwargs = _exc_keywords(raised) if (<CallPlan> plan).keyed else None
                 _start_handling(raised, saved)
                 try:
                     self._subcall_inline(handler[1], plan, exc_kwargs)
@@ -2534,11 +2576,17 @@ cdef class InterpreterCore:
                                 elif (<CallPlan> plan).slow:
                                     if self._prog.cbits[row] & C_ROW_PRECHECK:
                                         self._prog.nodes[row]._pre_check(self)
-                                    outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
-                                    if outcome is NOT_NOW:
-                                        await self._invoke_slow(self._prog.nodes[row], plan)
-                                    elif outcome is not None:
-                                        await outcome
+                                    results = self._results_for(<CallPlan> plan, row)
+                                    if results is not None:
+                                        outcome = self._call_with_results(row, <CallPlan> plan, results)
+                                        if self._prog.cbits[row] & C_ROW_CORO:
+                                            await outcome
+                                    else:
+                                        outcome = self._invoke_slow_now(self._prog.nodes[row], plan)
+                                        if outcome is NOT_NOW:
+                                            await self._invoke_slow(self._prog.nodes[row], plan)
+                                        elif outcome is not None:
+                                            await outcome
                                 elif self._inline_callable(row):
                                     self._call_inline(row, <CallPlan> plan, None)
                                 elif self._prog.cbits[row] & C_ROW_CORO:

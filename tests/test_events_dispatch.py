@@ -224,6 +224,45 @@ async def test_last_event_in_args_replaces_the_event():
     assert seen == [("Pong", "q")]
 
 
+class Virtual:
+    """Becomes a `BaseEvent` by registration (`BaseEvent.register`), not by inheritance."""
+
+    def get_event_type(self) -> str:
+        return "pong"
+
+
+class Posing:
+    """Reports `Pong` as its `__class__` when `posing` is set: `isinstance` answers per value."""
+
+    def __init__(self, posing: bool):
+        self.posing = posing
+
+    @property
+    def __class__(self):  # noqa: D401 - mimics a proxy
+        return Pong if self.posing else Posing
+
+    def get_event_type(self) -> str:
+        return "pong"
+
+
+@pytest.mark.asyncio
+async def test_which_argument_is_an_event_follows_registration_and_each_value():
+    seen = []
+    matcher = on_event("pong", block=False)
+
+    @matcher.handle()
+    async def run(event: BaseEvent):
+        seen.append(type(event).__name__)
+
+    unregistered = type("Unregistered", (Virtual,), {})
+    await MatcherFactory.trigger_event(Pong(), unregistered())
+    BaseEvent.register(unregistered)
+    await MatcherFactory.trigger_event(Pong(), unregistered())
+    await MatcherFactory.trigger_event(Pong(), Posing(False))
+    await MatcherFactory.trigger_event(Pong(), Posing(True))
+    assert seen == ["Pong", "Unregistered", "Pong", "Posing"]
+
+
 @pytest.mark.asyncio
 async def test_bad_events_are_refused():
     with pytest.raises(TypeError, match="ConstructableEvent"):

@@ -40,6 +40,16 @@ def inline(func):
     return Node(wrap_to_async=False)(func)
 
 
+def upper_name(calls: list):
+    """A provider of the context's name in capitals that records each call."""
+
+    def provider(ctx: Ctx) -> str:
+        calls.append(ctx.name)
+        return ctx.name.upper()
+
+    return provider
+
+
 @pytest.fixture
 def builds(monkeypatch):
     """Counts the plans made (signature matched against pools)."""
@@ -201,12 +211,8 @@ async def test_a_disguised_value_is_matched_per_interpreter():
 
 @pytest.mark.asyncio
 async def test_use_cache_results_stay_with_their_interpreter():
-    calls = []
-
-    def provider(ctx: Ctx) -> str:
-        calls.append(ctx.name)
-        return ctx.name.upper()
-
+    calls: list = []
+    provider = upper_name(calls)
     seen = []
 
     @inline
@@ -219,6 +225,81 @@ async def test_use_cache_results_stay_with_their_interpreter():
     await WorkflowInterpreter(graph, extra_args=(Ctx("b"),)).run()
     await first.run()
     assert seen == ["A", "A", "B", "B", "A", "A"]
+    assert calls == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_use_cache_results_mix_with_pool_values_in_every_call_form():
+    """The core calls a node whose only providers are `use_cache` ones itself once their results
+    are made: positionally, by keyword (a keyword-only parameter), and a coroutine node."""
+    calls: list = []
+    provider = upper_name(calls)
+    seen = []
+
+    @inline
+    def positional(ctx: Ctx, value: str = Depends(provider, use_cache=True), label: str = "-"):
+        seen.append(("positional", ctx.name, value, label))
+
+    @inline
+    def by_keyword(value: str = Depends(provider, use_cache=True), *, label: str, ctx: Ctx):
+        seen.append(("by_keyword", ctx.name, value, label))
+
+    @Node()
+    async def coroutine(ctx: Ctx, value: str = Depends(provider, use_cache=True)):
+        seen.append(("coroutine", ctx.name, value, None))
+
+    graph = NodeCompose(positional, by_keyword, coroutine, positional, by_keyword, coroutine).render()
+    first = WorkflowInterpreter(graph, extra_args=(Ctx("a"),), extra_kwargs={"label": "x"})
+    await first.run()
+    await WorkflowInterpreter(graph, extra_args=(Ctx("b"),), extra_kwargs={"label": "y"}).run()
+    await first.run()
+    runs = [("a", "A", "x"), ("b", "B", "y"), ("a", "A", "x")]
+    expected = [
+        (kind, name, value, None if kind == "coroutine" else label)
+        for name, value, label in runs
+        for _ in range(2)
+        for kind in ("positional", "by_keyword", "coroutine")
+    ]
+    assert seen == expected
+    assert calls == ["a"] * 3 + ["b"] * 3  # once per node function and interpreter
+
+
+@pytest.mark.asyncio
+async def test_a_use_cache_result_wins_over_a_keyword_of_the_same_name():
+    """As a fresh resolution gives it: the provider's result, not the pool's keyword value."""
+    seen = []
+
+    def provider(label: str) -> str:
+        return f"made from {label}"
+
+    @inline
+    def node(label: str = Depends(provider, use_cache=True), other: str = Depends(provider, use_cache=True)):
+        seen.append((label, other))
+
+    await WorkflowInterpreter(NodeCompose(node, node).render(), extra_kwargs={"label": "given"}).run()
+    assert seen == [("made from given", "made from given")] * 2
+
+
+@pytest.mark.asyncio
+async def test_use_cache_results_are_made_again_when_the_pools_change_shape():
+    calls = []
+
+    def provider(ctx: Ctx) -> str:
+        calls.append(ctx.name)
+        return ctx.name
+
+    seen = []
+
+    @inline
+    def node(value: str = Depends(provider, use_cache=True)):
+        seen.append(value)
+
+    interp = WorkflowInterpreter(NodeCompose(node, node).render(), extra_args=(Ctx("a"),))
+    await interp.run()
+    interp._ava_args = (Ctx("b"), Other("o"))
+    interp.rehash_args()
+    await interp.run()
+    assert seen == ["a", "a", "b", "b"]
     assert calls == ["a", "b"]
 
 

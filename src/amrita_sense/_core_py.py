@@ -85,13 +85,17 @@ class CallPlan:
     """A shared injection plan as the core runs it: where each argument comes from.
 
     `srcs` holds one entry per argument: an int (a position in the positional
-    pool) or a str (a name in the keyword pool, or in the call's extra
-    keywords). `names` is None for a positional call, else the parameter names
-    of a keyword call. `slow` plans (providers, `use_cache` values) are run by
-    the Python layer from `entry` (a `runtime.plans.PlanEntry`).
+    pool), a str (a name in the keyword pool, or in the call's extra
+    keywords) or a 1-tuple `(name,)` (the calling interpreter's `use_cache`
+    result for the parameter `name`). `names` is None for a positional call,
+    else the parameter names of a keyword call. `slow` plans (providers,
+    `use_cache` values) are run by the Python layer from `entry` (a
+    `runtime.plans.PlanEntry`), except that a `cached` plan (its only providers
+    are `use_cache` ones) is run by the core once the interpreter has their
+    results (`fetch_with`). `keyed`: some argument is read from the keyword pool.
     """
 
-    __slots__ = ("entry", "fetch", "names", "slow", "srcs")
+    __slots__ = ("cached", "entry", "fetch", "fetch_with", "keyed", "names", "slow", "srcs")
 
     def __init__(self, srcs, names, slow, entry):
         self.srcs = srcs
@@ -99,6 +103,9 @@ class CallPlan:
         self.slow = slow
         self.entry = entry
         self.fetch = _fetcher(srcs)
+        self.cached = any(type(src) is tuple and len(src) == 1 for src in srcs)
+        self.keyed = any(type(src) is not int and not (type(src) is tuple and len(src) == 1) for src in srcs)
+        self.fetch_with = _results_fetcher(srcs) if self.cached else None
 
 
 def _fetcher(srcs):
@@ -113,6 +120,17 @@ def _fetcher(srcs):
             i, j = srcs
             return lambda pool, kwargs: (pool[i], pool[j])
     return lambda pool, kwargs: tuple(kwargs[src] if type(src) is str else pool[src] for src in srcs)
+
+
+def _results_fetcher(srcs):
+    """`fetch_with(pool, kwargs, results)` -> the argument values of a plan with `use_cache` sources."""
+
+    def value(src, pool, kwargs, results):
+        if type(src) is int:
+            return pool[src]
+        return results[src[0]] if type(src) is tuple else kwargs[src]
+
+    return lambda pool, kwargs, results: tuple(value(src, pool, kwargs, results) for src in srcs)
 
 
 NO_ARGUMENTS = CallPlan((), None, False, None)
@@ -872,8 +890,6 @@ class InterpreterCore:
 
     __slots__ = (
         "_args_hash",
-        "_ava_args_v",
-        "_ava_kwargs_v",
         "_context_stack_v",
         "_dep_store_v",
         "_di_cache",
@@ -896,6 +912,8 @@ class InterpreterCore:
         "_plans_v",
         "_plans_valid_v",
         "_pointer_v",
+        "_pool_args",
+        "_pool_kwargs",
         "_prog_v",
         "_provider_values",
         "_ret_addr_stack_v",
@@ -1051,7 +1069,7 @@ class InterpreterCore:
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
         shape = self._shape
-        if shape is not None and not shape.private and not self._ava_kwargs_v:
+        if shape is not None and not shape.private and not self._pool_kwargs:
             return shape.holds_factories
         return self._pools_hold_factories()
 
@@ -1282,16 +1300,34 @@ class InterpreterCore:
 
     def _plan_args(self, plan, extra):
         """`(args, None)` or `(None, kwargs)`: the plan's values from the pools (and `extra` keywords)."""
-        kwargs = self._ava_kwargs_v if extra is None else {**self._ava_kwargs_v, **extra}
-        values = plan.fetch(self._ava_args_v, kwargs)
+        kwargs = self._pool_kwargs if extra is None else {**self._pool_kwargs, **extra}
+        values = plan.fetch(self._pool_args, kwargs)
         if plan.names is None:
             return values, None
         return None, dict(zip(plan.names, values))
 
+    def _results_for(self, plan, row):
+        """The interpreter's `use_cache` results for `plan` when the core can call the node of `row`
+        with them itself: every provider of the plan is a cached one and has its result (made by the
+        Python layer on the node's first call), and the node runs in the loop's thread. Else None."""
+        held = self._provider_values
+        if not plan.cached or held is None:
+            return None
+        if self._prog_v.bits[row] & ROW_THREAD and not self._force_inline_v:
+            return None
+        results = held.get(plan.entry)
+        return results if type(results) is dict else None
+
+    def _call_with_results(self, row, plan, results):
+        """Call the node of `row` with the plan's values: the pools and the `use_cache` results."""
+        values = plan.fetch_with(self._pool_args, self._pool_kwargs, results)
+        func = self._prog_v.funcs[row]
+        return func(*values) if plan.names is None else func(**dict(zip(plan.names, values)))
+
     def _call_plan(self, func, plan, extra):
         """Call `func` with the plan's values from the pools (and `extra` keywords)."""
         if extra is None and plan.names is None:
-            return func(*plan.fetch(self._ava_args_v, self._ava_kwargs_v))
+            return func(*plan.fetch(self._pool_args, self._pool_kwargs))
         args, kwargs = self._plan_args(plan, extra)
         return func(*args) if args is not None else func(**kwargs)
 
@@ -1394,6 +1430,10 @@ class InterpreterCore:
         if plan.slow:
             if self._prog_v.bits[row] & ROW_PRECHECK:
                 self._prog_v.nodes[row]._pre_check(self)
+            results = self._results_for(plan, row)
+            if results is not None:
+                outcome = self._call_with_results(row, plan, results)
+                return await outcome if self._prog_v.bits[row] & ROW_CORO else outcome
             outcome = self._invoke_slow_now(self._prog_v.nodes[row], plan)
             if outcome is NOT_NOW:
                 return await self._invoke_slow(self._prog_v.nodes[row], plan)
@@ -1772,7 +1812,7 @@ class InterpreterCore:
             return None
         plan = self._prog_v.static_plans[row]
         if plan is None:
-            if _clashes(self._ava_kwargs_v):  # the call fails; `call_near` raises it
+            if _clashes(self._pool_kwargs):  # the call fails; `call_near` raises it
                 return None
             plan = self._exc_plan(row)
         return None if plan is None or plan.slow else plan
@@ -1816,7 +1856,8 @@ class InterpreterCore:
                 plan = self._near_plan(handler[1], True) if self._still_at(row) else None
                 if plan is None:
                     return self._native_try(row, exc_val, as_subcall)
-                self._subcall_inline(handler[1], plan, _exc_keywords(exc_val))
+                # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
+                self._subcall_inline(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
@@ -1983,8 +2024,8 @@ _LAYER_INIT_SLOTS = tuple(
     InterpreterCore.__dict__[name]
     for name in (
         "_graph",
-        "_ava_args_v",
-        "_ava_kwargs_v",
+        "_pool_args",
+        "_pool_kwargs",
         "_exc_ignored",
         "_shape",
         "_sub_interpreters",
@@ -1992,6 +2033,10 @@ _LAYER_INIT_SLOTS = tuple(
     )
 )
 """The slots `_layer_init` fills, in its order."""
+_FIELD_SLOTS = {"_ava_args_v": "_pool_args", "_ava_kwargs_v": "_pool_kwargs"}
+"""Checked fields kept in a slot of another name, which the loop reads on every step with no
+property in the way (as it reads `_pointer_v` behind `_pointer`)."""
 for _name, _check in _FIELD_CHECKS.items():
-    setattr(InterpreterCore, _name, _checked_field(InterpreterCore.__dict__[_name], _name, _check))
-del _name, _check
+    _slot = InterpreterCore.__dict__[_FIELD_SLOTS.get(_name, _name)]
+    setattr(InterpreterCore, _name, _checked_field(_slot, _name, _check))
+del _name, _check, _slot

@@ -7,6 +7,7 @@ group in registration order, one dispatch per event type at a time.
 
 from __future__ import annotations
 
+import abc
 import datetime
 import inspect
 import sys
@@ -706,9 +707,9 @@ class MatcherFactory:
         exceptions are logged and the next handler runs.
         """
         if args:
-            for arg in args:
-                if isinstance(arg, BaseEvent):
-                    event = arg
+            found = _last_event(args)
+            if found is not None:
+                event = found
         if not event:
             raise RuntimeError("No event found in args")
         if isinstance(event, type) and issubclass(event, ConstructableEvent):
@@ -716,7 +717,7 @@ class MatcherFactory:
                 f"Cannot trigger ConstructableEvent class {event!r} directly; "
                 "please use a constructable event in TRIGGER_EVENT node."
             )
-        if not isinstance(event, BaseEvent):
+        if not _is_event(event):
             raise TypeError(f"trigger_event(event) needs a BaseEvent, not {type(event).__name__}")
         event_type = event.get_event_type()
         if __flags__.DISABLE_EXC_IGNORED:
@@ -741,6 +742,53 @@ class MatcherFactory:
                 lock.release()
             else:
                 lock._locked = False
+
+
+_event_kinds: dict[type, bool] = {}
+"""Whether a type's instances are `BaseEvent`s (an ABC check, ~0.1 us each), for plain types (whose
+instances report the type as their `__class__`), valid for the ABC cache token in `_event_kinds_token`."""
+_event_kinds_token: list = [None]
+
+
+def _event_verdicts() -> dict[type, bool]:
+    """`_event_kinds`, emptied first when an ABC registration may have changed a verdict."""
+    token = abc.get_cache_token()
+    if _event_kinds_token[0] != token:
+        _event_kinds.clear()
+        _event_kinds_token[0] = token
+    return _event_kinds
+
+
+def _learn_event_kind(value: Any) -> bool:
+    """`isinstance(value, BaseEvent)`, remembered for its type when the type is a plain one."""
+    from amrita_sense.runtime.plans import _plain_class  # plans imports this module
+
+    kind = type(value)
+    verdict = isinstance(value, BaseEvent)
+    if _plain_class(kind):
+        if len(_event_kinds) >= 1024:
+            _event_kinds.clear()
+        _event_kinds[kind] = verdict
+    return verdict
+
+
+def _is_event(value: Any) -> bool:
+    """`isinstance(value, BaseEvent)`, remembered per plain type."""
+    verdict = _event_verdicts().get(type(value))
+    return _learn_event_kind(value) if verdict is None else verdict
+
+
+def _last_event(args: tuple) -> Any:
+    """The last `BaseEvent` among `args`, or None."""
+    kinds = _event_verdicts()
+    found = None
+    for arg in args:
+        verdict = kinds.get(type(arg))
+        if verdict is None:
+            verdict = _learn_event_kind(arg)
+        if verdict:
+            found = arg
+    return found
 
 
 async def _dispatch(

@@ -84,16 +84,26 @@ class PlanEntry:
             and (group is None or group.stable)
             and (cached_group is None or cached_group.stable)
         )
-        self.call_plan = self._make_call_plan()
+        self.call_plan = self._make_call_plan(cached_names)
 
-    def _make_call_plan(self) -> Any:
+    def _make_call_plan(self, cached_names: tuple) -> Any:
+        """The core's plan. Without per-call providers, the `use_cache` results are sources of
+        their own (`(name,)`): the core calls the node itself once the interpreter has them."""
         slow = self.cached_group is not None or self.group is not None
+        if self.group is not None:
+            srcs = tuple(name if index < 0 else index for name, index in self.recipe.sources)
+            return _core.CallPlan(srcs, self.recipe.names, True, self)
         by_name = dict(self.recipe.sources)
-        if self.order is not None and not slow:
-            srcs = tuple(name if by_name[name] < 0 else by_name[name] for name in self.order)
-            return _core.CallPlan(srcs, None, False, self)
-        srcs = tuple(name if index < 0 else index for name, index in self.recipe.sources)
-        return _core.CallPlan(srcs, self.recipe.names, slow, self)
+
+        def source(name: str) -> Any:  # a use_cache result wins over a pool value of the same name
+            if name in cached_names:
+                return (name,)
+            return name if by_name[name] < 0 else by_name[name]
+
+        if self.order is not None:
+            return _core.CallPlan(tuple(map(source, self.order)), None, slow, self)
+        names = tuple(name for name in self.recipe.names if name not in cached_names) + cached_names
+        return _core.CallPlan(tuple(map(source, names)), names, slow, self)
 
     def values(self, args: Any, kwargs: Mapping[str, Any], cached: dict | None) -> dict[str, Any]:
         """The matched values from these pools, plus the interpreter's `use_cache` results."""
