@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import sniffio
 
-from amrita_sense import _opcodes
+from amrita_sense import _opcodes, _portable
 
 cimport cython
 from time import monotonic
@@ -323,6 +323,10 @@ cpdef list address_list(object value, str what):
     )
 
 
+# Thread safety, the contract of 1.1.3: each method of a PointerVector or a Stack is atomic with
+# respect to other threads (a sequence of calls is not). Here the GIL gives it without a lock: each
+# method is one C call that runs no Python code between its check and its write (the values are
+# checked ints first). The twin holds one module lock for the same.
 @cython.freelist(64)
 cdef class PointerVector:
     """The program counter: a list of indices, a lazy view over a table row while bound.
@@ -380,6 +384,10 @@ cdef class PointerVector:
         else:
             self._items = address_list(value, "PointerVector.base_addr")
 
+    @base_addr.deleter
+    def base_addr(self):
+        _refuse_delete("base_addr")
+
     def offset(self, offset):
         _check_index(offset, "PointerVector.offset(offset)")
         cdef list items = self._list()
@@ -420,6 +428,10 @@ cdef class PointerVector:
             self._bound_addr()  # an uninitialised vector raises here
             return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
+
+    def __reduce__(self):
+        # copy, deepcopy and pickle keep the address, unbound, and load on either core (`_portable`)
+        return _portable.pointer_reduce(self, list(self._list()))
 
     def __add__(self, other):
         if not isinstance(other, PointerVector):
@@ -590,9 +602,14 @@ cdef class Stack:
         self.ovf = size
 
     def copy(self):
-        cdef Stack twin = type(self)(self.ovf)
+        """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
+        cdef Stack twin = _new_stack()
+        twin.ovf = self.ovf
         twin.stack = list(self.stack)
         return twin
+
+    def __reduce__(self):
+        return _portable.stack_reduce(self, self.ovf, self.stack)
 
 
 cdef Stack _new_stack():
