@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Mapping
 from operator import attrgetter
+from typing import Any
 
 import sniffio
 
@@ -925,6 +926,25 @@ class InterpreterCore:
     the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`, `_offload_batch`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
+
+    # For type checkers: the Python layer's fields, which `_layer_init` and the checked properties
+    # below fill through their slots (so no assignment here names their types).
+    _args_hash: int | None
+    _dep_store_v: Any
+    _di_cache: Any
+    _glob_lock_v: Any
+    _graph: Any
+    _interpreter_id: str | None
+    _lifecycles_v: dict | None
+    _object_io: Any
+    _parent_interpreter: Any
+    _provider_values: dict | None
+    _shape: Any
+    _sub_interpreters: dict[str, Any]
+    _sub_interpreters_all: Any  # a dict on the top interpreter, None below it
+    _top_interpreter: Any
+    _values_key: tuple | None
+    _waiter: Any
 
     __slots__ = (
         "_args_hash",

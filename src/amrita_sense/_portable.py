@@ -9,6 +9,7 @@ pointer comes back as the plain list of its address: equal to the original, tied
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 _CORES = ("amrita_sense._sense_core", "amrita_sense._core_py")
@@ -28,27 +29,26 @@ def stack_reduce(stack: Any, ovf: int, items: list) -> tuple:
     return (restore_stack, (ovf, list(items), type(stack)), getattr(stack, "__dict__", None))
 
 
-def _made(cls: type | None, public: type) -> tuple[Any, type]:
-    """A new instance of `cls` (None: `public`), not initialised, and the core class that initialises it."""
+def _made(cls: Any, name: str) -> tuple[Any, Any]:
+    """A new instance of `cls` (None: the running core's class `name`), not initialised, and the core
+    class that initialises it."""
     if cls is None:
-        return public.__new__(public), public
+        # by name at run time: the cores import this module, and `_core` imports the cores
+        cls = getattr(importlib.import_module("amrita_sense._core"), name)
+        return cls.__new__(cls), cls
     return cls.__new__(cls), next(c for c in cls.__mro__ if c.__module__ in _CORES)
 
 
 def restore_pointer(items: list[int], cls: type | None = None) -> Any:
     """A `PointerVector` of the core that runs here (or of the subclass `cls`) holding `items`."""
-    from amrita_sense._core import PointerVector
-
-    vec, base = _made(cls, PointerVector)
+    vec, base = _made(cls, "PointerVector")
     base.__init__(vec, items)
     return vec
 
 
 def restore_stack(ovf: int, items: list, cls: type | None = None) -> Any:
     """A `Stack` of the core that runs here (or of the subclass `cls`) of capacity `ovf` holding `items`."""
-    from amrita_sense._core import Stack
-
-    stack, base = _made(cls, Stack)
+    stack, base = _made(cls, "Stack")
     base.__init__(stack, ovf)
     stack.stack = items
     return stack
