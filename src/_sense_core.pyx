@@ -197,6 +197,10 @@ cdef class Program:
         self.successor = None
         self.tables = {}
         self._alloc_rows(nrows)
+        # Row layout: the dense row of row i is crows[C_ROW_WIDTH * i:][:C_ROW_WIDTH], the fields
+        # FIRST, SECOND, EXIT, THEN (`_opcodes.dense_row`, built by node.table). Each entry is a row
+        # of this table or -1 (`_row_index` checks it here), so the `_native_*` opcodes index the
+        # tables with it unchecked once they tested for -1.
         for i in range(nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
@@ -356,6 +360,10 @@ cdef class PointerVector:
 
     @cython.final
     cdef list _list(self):
+        # The view is materialised here, at the first read or write from Python (base_addr,
+        # indexing, a mutator); the loop itself only rebinds (`_set_row`) and compares rows, so a
+        # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
+        # are kept only for `_still_at`-style checks.
         if self._items is None:
             self._items = list(self._bound_addr())
         return <list> self._items
@@ -2502,6 +2510,14 @@ cdef class InterpreterCore:
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
+        # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it
+        # across steps (`_keeps_lock`). It lets go, between two steps, only when that changes
+        # something: a waiter (an external `call_sub(interrupt=True)`; `_release` makes it the owner
+        # at once, so this loop parks behind it), a suspend request (the PC_CHECKPOINT gate waits
+        # with the lock free; a node's own tag gate, in `_run_row`, waits holding it, so an
+        # interrupt runs only after the resumed step), a stop, the clock check. The `finally`
+        # releases on every exit; a KeyboardInterrupt inside that release is repaired by
+        # `_finish_run` (`_release_held_by`).
         cdef InterpretLock lock = self._interpret_lock
         cdef Py_ssize_t steps = 0
         cdef Py_ssize_t row

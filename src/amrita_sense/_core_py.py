@@ -186,7 +186,7 @@ class Program:
         self.static_plans = static_plans
         self.ops = ops
         self.operands = operands
-        self.rows = rows
+        self.rows = rows  # per row the dense row (FIRST, SECOND, EXIT, THEN): rows of this table or -1
         self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
@@ -312,6 +312,10 @@ class PointerVector:
         return _bound_pointer(prog, row)
 
     def _list(self):
+        # The view is materialised here, at the first read or write from Python (base_addr,
+        # indexing, a mutator); the loop itself only rebinds (`_set_row`) and compares rows, so a
+        # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
+        # are kept only for `_still_at`.
         items = self._items
         if items is None:
             items = list(self._prog.addrs[self._row])
@@ -1968,6 +1972,14 @@ class InterpreterCore:
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
+        # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it
+        # across steps (`_keeps_lock`). It lets go, between two steps, only when that changes
+        # something: a waiter (an external `call_sub(interrupt=True)`; `async_release` makes it the owner
+        # at once, so this loop parks behind it), a suspend request (the PC_CHECKPOINT gate waits
+        # with the lock free; a node's own tag gate, in `_run_row`, waits holding it, so an
+        # interrupt runs only after the resumed step), a stop, the clock check. The `finally`
+        # releases on every exit; a KeyboardInterrupt inside that release is repaired by
+        # `_finish_run` (`_release_held_by`).
         lock = self._interpret_lock_v
         steps = 0
         last_yield = time.monotonic()
