@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Mapping
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sniffio
 
@@ -949,6 +949,16 @@ class InterpreterCore:
     _top_interpreter: Any
     _values_key: tuple | None
     _waiter: Any
+    if TYPE_CHECKING:  # the pools are checked properties too (made with the others, after the class)
+
+        @property
+        def _ava_args_v(self) -> tuple: ...
+        @_ava_args_v.setter
+        def _ava_args_v(self, value: tuple) -> None: ...
+        @property
+        def _ava_kwargs_v(self) -> dict: ...
+        @_ava_kwargs_v.setter
+        def _ava_kwargs_v(self, value: dict) -> None: ...
 
     __slots__ = (
         "_args_hash",
