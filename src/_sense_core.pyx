@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import sniffio
 
-from amrita_sense import _opcodes
+from amrita_sense import _opcodes, _portable
 
 cimport cython
 from time import monotonic
@@ -212,6 +212,10 @@ cdef class Program:
         self.successor = None
         self.tables = {}
         self._alloc_rows(nrows)
+        # Row layout: the dense row of row i is crows[C_ROW_WIDTH * i:][:C_ROW_WIDTH], the fields
+        # FIRST, SECOND, EXIT, THEN (`_opcodes.dense_row`, built by node.table). Each entry is a row
+        # of this table or -1 (`_row_index` checks it here), so the `_native_*` opcodes index the
+        # tables with it unchecked once they tested for -1.
         for i in range(nrows):
             self.cbits[i] = bits[i]
             self.cops[i] = ops[i]
@@ -338,6 +342,10 @@ cpdef list address_list(object value, str what):
     )
 
 
+# Thread safety, the contract of 1.1.3: each method of a PointerVector or a Stack is atomic with
+# respect to other threads (a sequence of calls is not). Here the GIL gives it without a lock: each
+# method is one C call that runs no Python code between its check and its write (the values are
+# checked ints first). The twin holds one module lock for the same.
 @cython.freelist(64)
 cdef class PointerVector:
     """The program counter: a list of indices, a lazy view over a table row while bound.
@@ -367,6 +375,10 @@ cdef class PointerVector:
 
     @cython.final
     cdef list _list(self):
+        # The view is materialised here, at the first read or write from Python (base_addr,
+        # indexing, a mutator); the loop itself only rebinds (`_set_row`) and compares rows, so a
+        # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
+        # are kept only for `_still_at`-style checks.
         if self._items is None:
             self._items = list(self._bound_addr())
         return <list> self._items
@@ -394,6 +406,10 @@ cdef class PointerVector:
             self._items = _checked_items(<list> value, "PointerVector.base_addr")
         else:
             self._items = address_list(value, "PointerVector.base_addr")
+
+    @base_addr.deleter
+    def base_addr(self):
+        _refuse_delete("base_addr")
 
     def offset(self, offset):
         _check_index(offset, "PointerVector.offset(offset)")
@@ -435,6 +451,10 @@ cdef class PointerVector:
             self._bound_addr()  # an uninitialised vector raises here
             return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
+
+    def __reduce__(self):
+        # copy, deepcopy and pickle keep the address, unbound, and load on either core (`_portable`)
+        return _portable.pointer_reduce(self, list(self._list()))
 
     def __add__(self, other):
         if not isinstance(other, PointerVector):
@@ -605,9 +625,14 @@ cdef class Stack:
         self.ovf = size
 
     def copy(self):
-        cdef Stack twin = type(self)(self.ovf)
+        """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
+        cdef Stack twin = _new_stack()
+        twin.ovf = self.ovf
         twin.stack = list(self.stack)
         return twin
+
+    def __reduce__(self):
+        return _portable.stack_reduce(self, self.ovf, self.stack)
 
 
 cdef Stack _new_stack():
@@ -2527,6 +2552,14 @@ cdef class InterpreterCore:
 
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
+        # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it
+        # across steps (`_keeps_lock`). It lets go, between two steps, only when that changes
+        # something: a waiter (an external `call_sub(interrupt=True)`; `_release` makes it the owner
+        # at once, so this loop parks behind it), a suspend request (the PC_CHECKPOINT gate waits
+        # with the lock free; a node's own tag gate, in `_run_row`, waits holding it, so an
+        # interrupt runs only after the resumed step), a stop, the clock check. The `finally`
+        # releases on every exit; a KeyboardInterrupt inside that release is repaired by
+        # `_finish_run` (`_release_held_by`).
         cdef InterpretLock lock = self._interpret_lock
         cdef Py_ssize_t steps = 0
         cdef Py_ssize_t row

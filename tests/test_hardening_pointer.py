@@ -228,16 +228,6 @@ def test_stack_items_are_a_list(items):
     assert stack.pop() == 1
 
 
-def test_stack_copy_keeps_the_class_and_the_limit():
-    class Mine(Stack):
-        pass
-
-    stack = Mine(3)
-    stack.push("x")
-    twin = stack.copy()
-    assert type(twin) is Mine and twin.ovf == 3 and twin.stack == ["x"] and twin.stack is not stack.stack
-
-
 # ----- the interpreter's kept attributes -------------------------------------------------------------
 
 

@@ -18,13 +18,13 @@ import importlib
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping
 from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 import sniffio
 
-from amrita_sense import _unsafe
+from amrita_sense import _portable, _unsafe
 from amrita_sense._opcodes import (
     EXIT,
     EXTRA,
@@ -140,12 +140,20 @@ UNSHARED = CallPlan((), None, True, None)
 
 
 class SuspendFlag:
-    """A cell that says whether a suspend request is outstanding on a stream."""
+    """A cell that says whether a suspend request is outstanding on a stream (`pending`, a bool)."""
 
     __slots__ = ("pending",)
 
     def __init__(self) -> None:
         self.pending = False
+
+
+_PENDING = SuspendFlag.__dict__["pending"]
+SuspendFlag.pending = property(
+    _PENDING.__get__,
+    lambda flag, value: _PENDING.__set__(flag, bool(value)),
+    doc="True while a request is outstanding.",
+)
 
 
 NEVER_PENDING = SuspendFlag()
@@ -196,7 +204,7 @@ class Program:
         self.static_plans = static_plans
         self.ops = ops
         self.operands = operands
-        self.rows = rows
+        self.rows = rows  # per row the dense row (FIRST, SECOND, EXIT, THEN): rows of this table or -1
         self.landings = landings
         self.addrs = addrs
         self.row_of = row_of
@@ -263,6 +271,10 @@ def _check_index(value, what):
         raise TypeError(f"{what} needs an int, not {type(value).__name__}")
 
 
+def _refuse_delete(name):
+    raise AttributeError(f"{name} cannot be deleted")
+
+
 def _checked_items(items, what):
     for item in items:
         if not isinstance(item, int):
@@ -282,6 +294,14 @@ def address_list(value, what):
     )
 
 
+# Thread safety, the contract of 1.1.3: each method of a PointerVector or a Stack is atomic with
+# respect to other threads (a sequence of calls is not). The compiled core gets that from the GIL (each
+# method is one C call that runs no Python code between its check and its write); here one lock for all
+# of them does it, not one per object, so the objects carry only their state (they copy and pickle
+# alike in both cores). Nothing is released or called back while it is held.
+_ATOMIC = threading.Lock()
+
+
 class PointerVector:
     """The program counter: a list of indices from the root segment down.
 
@@ -290,18 +310,18 @@ class PointerVector:
     checked (a list of ints; `offset` / `near_to` need a current slot).
     """
 
-    __slots__ = ("__weakref__", "_items", "_lock", "_prog", "_row")
+    # No lock of its own: the module's `_ATOMIC` makes each mutator atomic (see there).
+    __slots__ = ("_items", "_prog", "_row")
 
     def __init__(self, base=None):
         if base is None:
-            self._items = [0]
+            _put_items(self, [0])
         elif isinstance(base, list):  # kept, not copied, as in 1.1.3
-            self._items = _checked_items(base, "PointerVector(base)") or [0]
+            _put_items(self, _checked_items(base, "PointerVector(base)") or [0])
         else:
-            self._items = address_list(base, "PointerVector(base)") or [0]
-        self._row = -1
-        self._prog = None
-        self._lock = threading.Lock()
+            _put_items(self, address_list(base, "PointerVector(base)") or [0])
+        _put_row(self, -1)
+        _put_prog(self, None)
 
     @staticmethod
     def _at_row(prog, row):
@@ -310,15 +330,20 @@ class PointerVector:
         return _bound_pointer(prog, row)
 
     def _list(self):
+        # The view is materialised here, at the first read or write from Python (base_addr,
+        # indexing, a mutator); the loop itself only rebinds (`_set_row`) and compares rows, so a
+        # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
+        # are kept only for `_still_at`.
         items = self._items
         if items is None:
-            items = self._items = list(self._prog.addrs[self._row])
+            items = list(self._prog.addrs[self._row])
+            _put_items(self, items)
         return items
 
     def _set_row(self, prog, row):
-        self._prog = prog
-        self._row = row
-        self._items = None
+        _put_prog(self, prog)
+        _put_row(self, row)
+        _put_items(self, None)
 
     @property
     def base_addr(self):
@@ -327,13 +352,17 @@ class PointerVector:
     @base_addr.setter
     def base_addr(self, value):
         if isinstance(value, list):
-            self._items = _checked_items(value, "PointerVector.base_addr")
+            _put_items(self, _checked_items(value, "PointerVector.base_addr"))
         else:
-            self._items = address_list(value, "PointerVector.base_addr")
+            _put_items(self, address_list(value, "PointerVector.base_addr"))
+
+    @base_addr.deleter
+    def base_addr(self):
+        _refuse_delete("base_addr")
 
     def offset(self, offset):
         _check_index(offset, "PointerVector.offset(offset)")
-        with self._lock:
+        with _ATOMIC:
             items = self._list()
             if not items:
                 raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
@@ -342,14 +371,14 @@ class PointerVector:
 
     def offset_far(self, offset):
         offset = address_list(offset, "PointerVector.offset_far(offset)")
-        with self._lock:
+        with _ATOMIC:
             items = self._list()
             items[:] = _offset_far(items, offset)
             return self
 
     def near_to(self, short_offset):
         _check_index(short_offset, "PointerVector.near_to(short_offset)")
-        with self._lock:
+        with _ATOMIC:
             items = self._list()
             if not items:
                 raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
@@ -358,27 +387,31 @@ class PointerVector:
 
     def far_to(self, addr):
         addr = address_list(addr, "PointerVector.far_to(addr)")
-        with self._lock:
+        with _ATOMIC:
             self._list()[:] = addr
             return self
 
     def pop(self):
-        with self._lock:
+        with _ATOMIC:
             return self._list().pop()
 
     def append(self, node_ip):
         _check_index(node_ip, "PointerVector.append(node_ip)")
-        with self._lock:
+        with _ATOMIC:
             self._list().append(node_ip)
 
     def clear(self):
-        with self._lock:
-            self._items = []
+        with _ATOMIC:
+            _put_items(self, [])
 
     def copy(self):
         if self._items is None:
             return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
+
+    def __reduce__(self):
+        # copy, deepcopy and pickle keep the address, unbound, and load on either core (`_portable`)
+        return _portable.pointer_reduce(self, list(self._list()))
 
     def __add__(self, other):
         if not isinstance(other, PointerVector):
@@ -412,7 +445,7 @@ class PointerVector:
             value = address_list(value, "PointerVector[...] = value")
         else:
             _check_index(value, "PointerVector[index] = value")
-        with self._lock:
+        with _ATOMIC:
             self._list()[index] = value
 
     def __iter__(self):
@@ -427,13 +460,22 @@ class PointerVector:
         raise ValueError("Cannot delete items from PointerVector")
 
 
+# The core's view fields are read-only from outside (as the compiled core's readonly fields); the core
+# writes them through the slots' own setters.
+_put_items = PointerVector.__dict__["_items"].__set__
+_put_row = PointerVector.__dict__["_row"].__set__
+_put_prog = PointerVector.__dict__["_prog"].__set__
+for _name in ("_items", "_prog", "_row"):
+    setattr(PointerVector, _name, property(PointerVector.__dict__[_name].__get__))
+del _name
+
+
 def _bound_pointer(prog, row):
     """A vector bound to `row` of `prog` (the core's own, unchecked)."""
     vec = PointerVector.__new__(PointerVector)
-    vec._items = None
-    vec._row = row
-    vec._prog = prog
-    vec._lock = threading.Lock()
+    _put_items(vec, None)
+    _put_row(vec, row)
+    _put_prog(vec, prog)
     return vec
 
 
@@ -461,13 +503,12 @@ def _offset_far(base, offset):
 class Stack:
     """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
 
-    __slots__ = ("_items", "_limit", "_lk")
+    __slots__ = ("_items", "_limit")
 
     def __init__(self, ovf=1024):
         _check_index(ovf, "Stack(ovf)")
         self._items = []
         self._limit = _ssize(ovf)
-        self._lk = threading.Lock()
 
     @property
     def stack(self):
@@ -480,6 +521,10 @@ class Stack:
             raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
         self._items = value
 
+    @stack.deleter
+    def stack(self):
+        _refuse_delete("stack")
+
     @property
     def ovf(self):
         """The capacity: `push` on a stack this long raises `OverflowError`."""
@@ -489,6 +534,10 @@ class Stack:
     def ovf(self, value):
         _check_index(value, "Stack.ovf")
         self._limit = _ssize(value)
+
+    @ovf.deleter
+    def ovf(self):
+        _refuse_delete("ovf")
 
     def __class_getitem__(cls, item):
         return cls
@@ -506,29 +555,35 @@ class Stack:
         return bool(self._items)
 
     def push(self, item):
-        with self._lk:
+        with _ATOMIC:
             if len(self._items) >= self._limit:
                 raise OverflowError("Stack overflow")
             self._items.append(item)
 
     def pop(self):
-        with self._lk:
+        with _ATOMIC:
             if not self._items:
                 raise IndexError("Stack is empty")
             return self._items.pop()
 
     def clear(self):
-        with self._lk:
+        with _ATOMIC:
+            dropped = self._items[:]  # the items' last references go after the lock: a __del__ may push
             self._items.clear()
+        del dropped
 
     def resize(self, size):
         _check_index(size, "Stack.resize(size)")
         self.ovf = size
 
     def copy(self):
-        twin = type(self)(self._limit)
+        """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
+        twin = Stack(self._limit)
         twin.stack = self._items.copy()
         return twin
+
+    def __reduce__(self):
+        return _portable.stack_reduce(self, self._limit, self._items)
 
 
 def _ssize(value):
@@ -551,7 +606,7 @@ class InterpretLock:
 
     def __init__(self):
         self._owner = None
-        self._waiters = deque()
+        self._waiters = []  # (future, owner) in arrival order; a list or None, as the compiled core's field
 
     @property
     def owner(self):
@@ -582,6 +637,8 @@ class InterpretLock:
     async def _park(self, owner, timeout):
         fut = asyncio.get_running_loop().create_future()
         entry = (fut, owner)
+        if self._waiters is None:
+            self._waiters = []
         self._waiters.append(entry)
         try:
             if timeout is None:
@@ -591,8 +648,6 @@ class InterpretLock:
             return True
         except BaseException:
             self._abandon(entry)
-            if isinstance(timeout, (int, float)) and not fut.cancelled():
-                pass
             raise
 
     def _abandon(self, entry):
@@ -614,11 +669,11 @@ class InterpretLock:
         while waiters:
             fut, owner = waiters[0]
             if fut.done():  # cancelled: it gave up waiting
-                waiters.popleft()
+                waiters.pop(0)
                 continue
             fut.set_result(True)
             self._owner = owner
-            waiters.popleft()
+            waiters.pop(0)
             return
         self._owner = None
 
@@ -629,7 +684,7 @@ class InterpretLock:
             return
         waiters = self._waiters
         if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
-            self._owner = waiters.popleft()[1]
+            self._owner = waiters.pop(0)[1]
             return
         self.async_release()
 
@@ -642,6 +697,12 @@ class InterpretLock:
 
     async def __aexit__(self, exc_type, exc, tb):
         self.async_release()
+
+
+_WAITERS = InterpretLock.__dict__["_waiters"]
+InterpretLock._waiters = property(  # a list or None, as the compiled core's typed field
+    _WAITERS.__get__, lambda lock, value: _WAITERS.__set__(lock, _optional(value, list, "_waiters", "a list"))
+)
 
 
 def _current_task():
@@ -887,6 +948,35 @@ class InterpreterCore:
     the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`, `_offload_batch`,
     `_offload` and `_gate` (the Python-level slow paths).
     """
+
+    # For type checkers: the Python layer's fields, which `_layer_init` and the checked properties
+    # below fill through their slots (so no assignment here names their types).
+    _args_hash: int | None
+    _dep_store_v: Any
+    _di_cache: Any
+    _glob_lock_v: Any
+    _graph: Any
+    _interpreter_id: str | None
+    _lifecycles_v: dict | None
+    _object_io: Any
+    _parent_interpreter: Any
+    _provider_values: dict | None
+    _shape: Any
+    _sub_interpreters: dict[str, Any]
+    _sub_interpreters_all: Any  # a dict on the top interpreter, None below it
+    _top_interpreter: Any
+    _values_key: tuple | None
+    _waiter: Any
+    if TYPE_CHECKING:  # the pools are checked properties too (made with the others, after the class)
+
+        @property
+        def _ava_args_v(self) -> tuple: ...
+        @_ava_args_v.setter
+        def _ava_args_v(self, value: tuple) -> None: ...
+        @property
+        def _ava_kwargs_v(self) -> dict: ...
+        @_ava_kwargs_v.setter
+        def _ava_kwargs_v(self, value: dict) -> None: ...
 
     __slots__ = (
         "_args_hash",
@@ -1158,9 +1248,9 @@ class InterpreterCore:
             if landing is None:
                 ptr._set_row(self._prog_v, row + 1)
             else:
-                ptr._items = list(landing)
+                _put_items(ptr, list(landing))
             return True
-        ptr._items = []
+        _put_items(ptr, [])
         return False
 
     def _rebase_to(self, ptr):
@@ -1168,7 +1258,7 @@ class InterpreterCore:
         if isinstance(ptr, PointerVector) and ptr._items is None:
             self._pointer_v._set_row(ptr._prog, ptr._row)
         else:
-            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
+            _put_items(self._pointer_v, address_list(ptr, "rebase_ptr(ptr)"))
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -1396,7 +1486,7 @@ class InterpreterCore:
                 self._move_to(addr)
                 return True
             addr.pop()
-        self._pointer_v._items = []
+        _put_items(self._pointer_v, [])
         return False
 
     async def _run_current(self):
@@ -1595,7 +1685,7 @@ class InterpreterCore:
         if row >= 0 and exact:
             self._pointer_v._set_row(self._prog_v, row)
         else:
-            self._pointer_v._items = list(addr)
+            _put_items(self._pointer_v, list(addr))
 
     def _native_jump(self, target):
         if self._mark_jump():
@@ -1920,8 +2010,27 @@ class InterpreterCore:
         if not lock._try_take(self._run_task_v):
             await lock._park(self._run_task_v, None)
 
+    def _keeps_lock(self, lock, steps):
+        """True when the next step may run without releasing the lock first: releasing and
+        taking it again would change nothing (no waiter, no request, no stop, no clock check)."""
+        return (
+            steps % _CHECK_CLOCK_EVERY != 0
+            and not self._signal_v.pending
+            and not self._pending_stop
+            and not lock._waiters
+            and lock._owner is self._run_task_v
+        )
+
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
+        # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it
+        # across steps (`_keeps_lock`). It lets go, between two steps, only when that changes
+        # something: a waiter (an external `call_sub(interrupt=True)`; `async_release` makes it the owner
+        # at once, so this loop parks behind it), a suspend request (the PC_CHECKPOINT gate waits
+        # with the lock free; a node's own tag gate, in `_run_row`, waits holding it, so an
+        # interrupt runs only after the resumed step), a stop, the clock check. The `finally`
+        # releases on every exit; a KeyboardInterrupt inside that release is repaired by
+        # `_finish_run` (`_release_held_by`).
         lock = self._interpret_lock_v
         steps = 0
         last_yield = time.monotonic()
@@ -1934,19 +2043,22 @@ class InterpreterCore:
             if not lock._try_take(self._run_task_v):
                 await lock._park(self._run_task_v, None)
             try:
-                state = self._enter_step()
-                if state == STEP_END:
-                    return
-                if state == STEP_RAN:
-                    if self._middleware_v is not None:
-                        await self._middleware_v(self)
-                    else:
-                        await self._run_fast(self._descend_current())
-                    if not self._leave_step():
+                while True:  # steps back to back while nobody else wants the lock, as the compiled loop
+                    state = self._enter_step()
+                    if state == STEP_END:
                         return
+                    if state == STEP_RAN:
+                        if self._middleware_v is not None:
+                            await self._middleware_v(self)
+                        else:
+                            await self._run_fast(self._descend_current())
+                        if not self._leave_step():
+                            return
+                    steps += 1
+                    if not self._keeps_lock(lock, steps):
+                        break
             finally:
                 lock.async_release()
-            steps += 1
             if steps % _CHECK_CLOCK_EVERY == 0:
                 now = time.monotonic()
                 if now - last_yield >= self._yield_interval_v:
@@ -1965,7 +2077,7 @@ def _checked_field(slot, name, check):
         slot.__set__(interp, check(interp, value, name))
 
     def refuse(interp):
-        raise AttributeError(f"{name} cannot be deleted")
+        _refuse_delete(name)
 
     return property(slot.__get__, write, refuse)
 

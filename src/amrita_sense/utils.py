@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ def search_exceptions(seq: Sequence[BaseException | list | None]) -> list[BaseEx
     return found
 
 
-def _fingerprint_args(ava_args: tuple, ava_kwargs: dict) -> int:
+def _fingerprint_args(ava_args: tuple, ava_kwargs: Mapping[str, Any]) -> int:
     """Hash the type names of the injection pools (the DI cache key component)."""
     type_seq = tuple(type(arg).__name__ for arg in ava_args)
     kw_seq = tuple(sorted((k, type(v).__name__) for k, v in ava_kwargs.items())) if ava_kwargs else ()

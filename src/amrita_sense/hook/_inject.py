@@ -183,12 +183,12 @@ class Prepared:
         self.kind = _GENERATOR if factory.generator_kind is not None else _PLAIN
         self.scope = factory.scope
         found = match(meta, args, kwargs)
-        self.unresolved = found if isinstance(found, Unresolved) else None
-        self.recipe = None if self.unresolved is not None else found
+        self.unresolved: Unresolved | None = found if isinstance(found, Unresolved) else None
+        self.recipe: Recipe | None = None if isinstance(found, Unresolved) else found
         fmap = meta["factory_map"]
         self.nested = FactoryGroup.prepare(fmap, args, kwargs, (*trail, factory)) if fmap and self.recipe else None
         direct = self.kind == _PLAIN and self.recipe is not None and self.nested is None
-        self.call = _caller(self.func, self.recipe) if direct else None
+        self.call = _caller(self.func, self.recipe) if direct and self.recipe is not None else None
         own_call = self.kind == _GENERATOR and self.scope is Scope.CALL
         self.needs_call_scope = own_call or (self.nested is not None and self.nested.needs_call_scope)
         self.stable = meta_is_type_stable(meta) and (self.nested is None or self.nested.stable)
@@ -233,7 +233,7 @@ class FactoryGroup(dict):
     direct_only: bool
     needs_call_scope: bool
     plain: tuple
-    pools: tuple | None
+    pools: tuple[Any, Mapping[str, Any]] | None
     scoped: tuple
     stable: bool
 

@@ -88,7 +88,7 @@ class _TrackedDefaultDict(defaultdict):
         super().update(*args, **kwargs)
         _registry_version[0] += 1
 
-    def __ior__(self, other: Any) -> Any:
+    def __ior__(self, other: Any) -> Any:  # type: ignore[misc]  # typeshed gives defaultdict an __or__ mypy cannot pair with any __ior__ here
         _registry_version[0] += 1
         return super().__ior__(other)
 
@@ -334,7 +334,7 @@ class DependsFactory(Generic[T]):
                 f"{callable_name(self._depency_func)!r} is a generator dependency; it has to be resolved through a "
                 "lifecycle scope rather than by calling `resolve()` directly."
             )
-        value = self._depency_func(**values)
+        value: Any = self._depency_func(**values)
         if hasattr(type(value), "__await__"):
             value = await value
         return value
@@ -403,14 +403,14 @@ class _HandlerPlan:
         found = match(signature, pool, kwargs)
         self.signature = signature
         self.matcher_type = type(matcher)
-        self.unresolved = found if isinstance(found, Unresolved) else None
-        self.build = _handler_builder(found.sources) if self.unresolved is None else None
+        self.unresolved: Unresolved | None = found if isinstance(found, Unresolved) else None
+        self.build = None if isinstance(found, Unresolved) else _handler_builder(found.sources)
         fmap = signature["factory_map"]
         self.group = FactoryGroup.prepare(fmap, pool, kwargs) if fmap and self.build is not None else None
         self.stable = meta_is_type_stable(signature) and (self.group is None or self.group.stable)
 
 
-def _plan_of(data: FunctionData, s_args: list[Any], kwargs: Mapping[str, Any], key: Hashable) -> _HandlerPlan:
+def _plan_of(data: FunctionData, s_args: list[Any], kwargs: Mapping[str, Any], key: Hashable | type) -> _HandlerPlan:
     """The handler's plan for this pool shape, cached on the `FunctionData` when matching is type-stable."""
     matcher = data.matcher
     if __flags__.NO_DEPENDENCY_META_CACHE:
@@ -428,7 +428,7 @@ def _plan_of(data: FunctionData, s_args: list[Any], kwargs: Mapping[str, Any], k
     return plan
 
 
-def _pool_key(s_args: list[Any], kwargs: Mapping[str, Any]) -> Hashable:
+def _pool_key(s_args: list[Any], kwargs: Mapping[str, Any]) -> Hashable | type:
     """What a handler plan depends on: the types of the positional pool and the keyword names."""
     if len(s_args) == 1 and not kwargs:
         return type(s_args[0])
@@ -460,6 +460,7 @@ def _log_failure(data: FunctionData, exc: Exception) -> None:
 
 def _log_unresolved(data: FunctionData, plan: _HandlerPlan) -> None:
     unresolved = plan.unresolved
+    assert unresolved is not None, "logged for an unresolved plan only"
     logger.warning(
         f"Matcher {callable_name(data.function)} ({_where(data)}) failed to resolve dependencies for "
         f"{unresolved.reason.value}: {unresolved.describe()}. Skipping......"
@@ -510,6 +511,7 @@ async def _call_with_factories(
     exception_ignored: tuple,
 ) -> int:
     group = plan.group
+    assert group is not None, "run for a plan with providers only"
     if not group.needs_call_scope:
         if not await resolve_group(group, session, exception_ignored, values):
             return _skip_unprovided(data, session)
@@ -536,7 +538,7 @@ async def _run_group(
     s_args: list[Any],
     kwargs: dict[str, Any],
     state: _DispatchState,
-    key: Hashable,
+    key: Hashable | type,
 ) -> bool:
     """Run one priority group in registration order; False when the dispatch must stop."""
     dead = None
@@ -808,7 +810,7 @@ async def _dispatch(
             await state.aclose()
 
 
-DispatchLock.holder_codes.add(MatcherFactory.trigger_event.__func__.__code__)
+DispatchLock.holder_codes.add(MatcherFactory.__dict__["trigger_event"].__func__.__code__)
 
 
 async def _resolve_trigger_factories(

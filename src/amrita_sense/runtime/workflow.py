@@ -14,7 +14,7 @@ import asyncio
 import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from io import StringIO
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 from uuid import uuid4
 
 from amrita_sense import _core
@@ -57,7 +57,8 @@ PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 UNSET: Any = object()
 _RUNNING: Any = _core.RUNNING
 io_T = TypeVar("io_T", covariant=True)
-fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)
+fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)  # exported as 1.1.3 does
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 YIELD_INTERVAL = 0.001
 """Seconds of inline sync nodes after which a run hands the event loop a turn."""
@@ -140,7 +141,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         # Where the run stands, for `snapshot()`: sub-calls and `_call()`s in progress, the gate
         # parked at, a `run_step_by()` yield; `_checkpoints` is the automatic-checkpoint policy.
         self._subcalls = self._node_calls = 0
-        self._parked_tag = None
+        self._parked_tag: str | None = None
         self._stepped = False
         self._checkpoints = None
         if parent_interpreter is not None:
@@ -256,7 +257,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._flag_bits = (self._flag_bits | FLAG_IF) if value else (self._flag_bits & ~FLAG_IF)
 
     @staticmethod
-    def markup(fun: fun_T) -> fun_T:
+    def markup(fun: _Method) -> _Method:
         """Decorate a pointer-moving method: it runs only if no jump happened this cycle."""
 
         @functools.wraps(fun)
@@ -265,7 +266,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
                 return fun(self, *args, **kwargs)
             return None
 
-        return wrapper
+        return cast("_Method", wrapper)
 
     def unmarkup(self) -> None:
         """Clear JMP so the loop advances the pointer again."""
@@ -535,10 +536,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     async def _invoke_plain(self, node: BaseNode, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
         if node.is_coro:
-            return await (func(*args) if args is not None else func(**kwargs))
+            return await (func(*args) if args is not None else func(**(kwargs or {})))
         if node.wrap_to_async and not __flags__.FORCE_NOT_WRAP_TO_ASYNC:
             return await self._offload(func, args, kwargs)
-        return func(*args) if args is not None else func(**kwargs)
+        return func(*args) if args is not None else func(**(kwargs or {}))
 
     async def _offload(self, func: Any, args: tuple | None, kwargs: dict | None) -> Any:
         """Run a sync node body in a worker thread, with the caller's context variables."""
@@ -749,7 +750,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         node.func(*args) if args is not None else node.func(**kwargs)
         return None
 
-    async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, dict]:
+    async def _rslv_node_static(self, node: BaseNode, ava_args: tuple, ava_kwargs: dict) -> tuple[dict, Any]:
         """`(static_kwargs, per_call_factories)`: matched values plus `use_cache` provider results."""
         entry = self._build_entry(node, self._meta_of(node), ava_args, ava_kwargs)
         cached = await self._cached_values(node, entry, ava_args, ava_kwargs, False)
@@ -1035,7 +1036,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """Tear down the workflow-scoped dependencies (last opened first) and start a fresh scope; idempotent."""
         if not self._workflow_scope_open():
             return
-        scopes = self._lifecycles_v
+        scopes = self._lifecycles
         scope = scopes[Scope.WORKFLOW]
         scopes[Scope.WORKFLOW] = LifecycleScope(Scope.WORKFLOW)
         await scope.aclose()
@@ -1070,7 +1071,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if self._waiter is None:
             raise IllegalState("Interpreter is not running.")
         self._refuse_waiting_for_own_run("wait")
-        return self._waiter_fut
+        fut = self._waiter_fut
+        assert fut is not None, "a run is on: it has a future"
+        return fut
 
     def _refuse_waiting_for_own_run(self, what: str, caller: Any = UNSET) -> None:
         """`IllegalState` when `caller` (default: the current task) drives this interpreter's run:

@@ -1,0 +1,229 @@
+"""Behaviours where the two cores used to differ, settled once (issue 18): each test runs on the
+compiled core and on the pure twin (the two test passes), and says what both must do."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import sys
+import threading
+
+import pytest
+
+from amrita_sense import Node, NodeCompose, PointerVector, Stack, WorkflowInterpreter
+from amrita_sense._core import InterpretLock, SuspendFlag
+
+
+class TaggedStack(Stack):
+    def __init__(self, tag: str) -> None:  # another signature than Stack's
+        super().__init__(3)
+        self.tag = tag
+
+
+class TaggedVector(PointerVector):
+    pass
+
+
+def bound_pointer() -> PointerVector:
+    """A pointer bound to a row of a program (the lazy view), as an interpreter holds it."""
+
+    @Node(wrap_to_async=False)
+    def a():
+        return None
+
+    vec = WorkflowInterpreter(NodeCompose(a, a).render())._pointer
+    assert vec._items is None, "the test needs a bound vector"
+    return vec
+
+
+# ----- Stack.copy ---------------------------------------------------------------------------------
+
+
+def test_copy_of_a_stack_subclass_is_a_stack_with_its_items_and_capacity():
+    stack = TaggedStack("t")
+    stack.push("x")
+    twin = stack.copy()
+    assert type(twin) is Stack
+    assert (twin.stack, twin.ovf) == (["x"], 3)
+    twin.push("y")
+    assert stack.stack == ["x"]
+
+
+def test_copy_module_keeps_a_stack_subclass_without_calling_its_init():
+    stack = TaggedStack("t")
+    stack.push([1])
+    for twin in (copy.copy(stack), copy.deepcopy(stack)):
+        assert type(twin) is TaggedStack
+        assert (twin.stack, twin.ovf, twin.tag) == ([[1]], 3, "t")
+        assert twin.stack is not stack.stack
+    assert copy.copy(stack).stack[0] is stack.stack[0]
+    assert copy.deepcopy(stack).stack[0] is not stack.stack[0]
+
+
+# ----- copying and pickling -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_pointer_copies_and_pickles_as_its_address(how):
+    duplicate = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda v: pickle.loads(pickle.dumps(v))}[how]
+    for vec in (PointerVector([1, 2]), bound_pointer()):
+        twin = duplicate(vec)
+        assert type(twin) is PointerVector
+        assert twin == vec and list(twin) == list(vec)
+        twin.append(5)
+        assert len(vec) != len(twin)
+
+
+def test_a_pointer_subclass_pickles_as_itself_with_its_attributes():
+    vec = TaggedVector([4])
+    vec.note = "n"
+    twin = pickle.loads(pickle.dumps(vec))
+    assert type(twin) is TaggedVector
+    assert (list(twin), twin.note) == ([4], "n")
+
+
+@pytest.mark.parametrize("build", [lambda: PointerVector([1]), lambda: Stack(4)])
+def test_a_pickle_names_no_core_so_it_loads_on_either_build(build):
+    data = pickle.dumps(build())
+    assert b"_sense_core" not in data and b"_core_py" not in data
+    assert b"amrita_sense._portable" in data
+
+
+def test_a_stack_pickles_with_its_items_and_capacity():
+    stack = Stack(5)
+    stack.push(PointerVector([2]))
+    twin = pickle.loads(pickle.dumps(stack))
+    assert type(twin) is Stack
+    assert (twin.ovf, twin.stack) == (5, [PointerVector([2])])
+
+
+# ----- what cannot be written or deleted ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("make", "name"), [(PointerVector, "base_addr"), (Stack, "stack"), (Stack, "ovf")])
+def test_the_public_fields_cannot_be_deleted(make, name):
+    obj = make()
+    with pytest.raises(AttributeError, match=f"{name} cannot be deleted"):
+        delattr(obj, name)
+    assert getattr(obj, name) is not None
+
+
+@pytest.mark.parametrize("name", ["_items", "_row", "_prog"])
+def test_the_view_fields_of_a_pointer_are_read_only(name):
+    vec = bound_pointer()
+    before = (vec._items, vec._row, vec._prog)
+    with pytest.raises(AttributeError):
+        setattr(vec, name, [9])
+    with pytest.raises(AttributeError):
+        delattr(vec, name)
+    assert (vec._items, vec._row, vec._prog) == before
+
+
+def test_no_weak_reference_to_a_pointer_as_in_113():
+    import weakref
+
+    with pytest.raises(TypeError):
+        weakref.ref(PointerVector())
+
+
+def test_a_suspend_flag_holds_a_bool():
+    flag = SuspendFlag()
+    flag.pending = "yes"
+    assert flag.pending is True
+    flag.pending = []
+    assert flag.pending is False
+
+
+@pytest.mark.asyncio
+async def test_the_lock_keeps_its_waiters_in_a_list_and_checks_the_write():
+    lock = InterpretLock()
+    assert lock._waiters == [] or lock._waiters is None
+    with pytest.raises(TypeError):
+        lock._waiters = (1,)
+    lock._waiters = None  # no waiter yet: the first one makes the list
+    await lock.acquire()
+    import asyncio
+
+    waiter = asyncio.ensure_future(lock.acquire())
+    await asyncio.sleep(0)
+    assert type(lock._waiters) is list and len(lock._waiters) == 1
+    lock.release()
+    assert await waiter is True and lock.locked()
+    lock.release()
+    assert not lock.locked()
+
+
+# ----- thread safety: each method is atomic (1.1.3's contract) -----------------------------------------
+
+
+@pytest.fixture
+def busy_switching():
+    """Threads switch as often as CPython allows, so a check-then-write race shows."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+def _in_threads(work, n: int = 8) -> None:
+    start = threading.Barrier(n)
+
+    def run():
+        start.wait()
+        work()
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_moves_from_threads_lose_no_update(busy_switching):
+    vec = PointerVector([0, 0])
+
+    def move():
+        for _ in range(2000):
+            vec.offset(1)
+            vec.offset_far([1, 0])
+
+    _in_threads(move)
+    assert list(vec) == [8 * 2000, 8 * 2000]
+
+
+# ----- the lock through a run ---------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_lock_stays_taken_between_steps_while_nobody_waits():
+    """The loop hands the lock over only to a waiter (or at a suspend, a stop, a clock check): from
+    the first node to the last of a run of plain steps, every Python call the loop thread makes (the
+    core's own, in the twin) sees the lock taken."""
+    seen: list[bool] = []
+    active = [False]
+
+    @Node(wrap_to_async=False)
+    def first():
+        active[0] = True
+
+    @Node(wrap_to_async=False)
+    def step():
+        return None
+
+    @Node(wrap_to_async=False)
+    def last():
+        active[0] = False
+
+    interp = WorkflowInterpreter(NodeCompose(first, *([step] * 40), last).render())  # fewer steps than a clock check
+    lock = interp._interpret_lock
+
+    def watch(frame, event, arg):
+        if active[0]:
+            seen.append(lock.locked())
+
+    sys.setprofile(watch)
+    try:
+        await interp.run()
+    finally:
+        sys.setprofile(None)
+    assert len(seen) >= 40 and all(seen)
