@@ -148,14 +148,6 @@ class SuspendFlag:
         self.pending = False
 
 
-_PENDING = SuspendFlag.__dict__["pending"]
-SuspendFlag.pending = property(
-    _PENDING.__get__,
-    lambda flag, value: _PENDING.__set__(flag, bool(value)),
-    doc="True while a request is outstanding.",
-)
-
-
 NEVER_PENDING = SuspendFlag()
 ALWAYS_PENDING = SuspendFlag()
 ALWAYS_PENDING.pending = True
@@ -315,13 +307,13 @@ class PointerVector:
 
     def __init__(self, base=None):
         if base is None:
-            _put_items(self, [0])
+            self._items = [0]
         elif isinstance(base, list):  # kept, not copied, as in 1.1.3
-            _put_items(self, _checked_items(base, "PointerVector(base)") or [0])
+            self._items = _checked_items(base, "PointerVector(base)") or [0]
         else:
-            _put_items(self, address_list(base, "PointerVector(base)") or [0])
-        _put_row(self, -1)
-        _put_prog(self, None)
+            self._items = address_list(base, "PointerVector(base)") or [0]
+        self._row = -1
+        self._prog = None
 
     @staticmethod
     def _at_row(prog, row):
@@ -337,13 +329,13 @@ class PointerVector:
         items = self._items
         if items is None:
             items = list(self._prog.addrs[self._row])
-            _put_items(self, items)
+            self._items = items
         return items
 
     def _set_row(self, prog, row):
-        _put_prog(self, prog)
-        _put_row(self, row)
-        _put_items(self, None)
+        self._prog = prog
+        self._row = row
+        self._items = None
 
     @property
     def base_addr(self):
@@ -352,9 +344,9 @@ class PointerVector:
     @base_addr.setter
     def base_addr(self, value):
         if isinstance(value, list):
-            _put_items(self, _checked_items(value, "PointerVector.base_addr"))
+            self._items = _checked_items(value, "PointerVector.base_addr")
         else:
-            _put_items(self, address_list(value, "PointerVector.base_addr"))
+            self._items = address_list(value, "PointerVector.base_addr")
 
     @base_addr.deleter
     def base_addr(self):
@@ -402,7 +394,7 @@ class PointerVector:
 
     def clear(self):
         with _ATOMIC:
-            _put_items(self, [])
+            self._items = []
 
     def copy(self):
         if self._items is None:
@@ -460,22 +452,12 @@ class PointerVector:
         raise ValueError("Cannot delete items from PointerVector")
 
 
-# The core's view fields are read-only from outside (as the compiled core's readonly fields); the core
-# writes them through the slots' own setters.
-_put_items = PointerVector.__dict__["_items"].__set__
-_put_row = PointerVector.__dict__["_row"].__set__
-_put_prog = PointerVector.__dict__["_prog"].__set__
-for _name in ("_items", "_prog", "_row"):
-    setattr(PointerVector, _name, property(PointerVector.__dict__[_name].__get__))
-del _name
-
-
 def _bound_pointer(prog, row):
     """A vector bound to `row` of `prog` (the core's own, unchecked)."""
     vec = PointerVector.__new__(PointerVector)
-    _put_items(vec, None)
-    _put_row(vec, row)
-    _put_prog(vec, prog)
+    vec._items = None
+    vec._row = row
+    vec._prog = prog
     return vec
 
 
@@ -1248,9 +1230,9 @@ class InterpreterCore:
             if landing is None:
                 ptr._set_row(self._prog_v, row + 1)
             else:
-                _put_items(ptr, list(landing))
+                ptr._items = list(landing)
             return True
-        _put_items(ptr, [])
+        ptr._items = []
         return False
 
     def _rebase_to(self, ptr):
@@ -1258,7 +1240,7 @@ class InterpreterCore:
         if isinstance(ptr, PointerVector) and ptr._items is None:
             self._pointer_v._set_row(ptr._prog, ptr._row)
         else:
-            _put_items(self._pointer_v, address_list(ptr, "rebase_ptr(ptr)"))
+            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -1486,7 +1468,7 @@ class InterpreterCore:
                 self._move_to(addr)
                 return True
             addr.pop()
-        _put_items(self._pointer_v, [])
+        self._pointer_v._items = []
         return False
 
     async def _run_current(self):
@@ -1685,7 +1667,7 @@ class InterpreterCore:
         if row >= 0 and exact:
             self._pointer_v._set_row(self._prog_v, row)
         else:
-            _put_items(self._pointer_v, list(addr))
+            self._pointer_v._items = list(addr)
 
     def _native_jump(self, target):
         if self._mark_jump():
