@@ -148,6 +148,14 @@ class CoreBuildExt(build_ext):
             raise
         except Exception as exc:  # noqa: BLE001 - any toolchain failure
             _no_core(exc)
+        self._drop_single_source_build_copy()
+
+    def _drop_single_source_build_copy(self):
+        """Remove the compiled single source from the build directory: an in-place build copies it
+        into the source tree from there, and a later wheel build of this tree would package it."""
+        built = os.path.join(self.build_lib, self.get_ext_filename(SINGLE_SOURCE["module"]))
+        if os.path.exists(built):
+            os.remove(built)
 
     def build_extensions(self):
         _drop_build_machine_rpath(self.compiler)
@@ -256,7 +264,7 @@ def _build_mode_changed(mode):
     return previous != mode
 
 
-SINGLE_SOURCE = {"py": f"src/{RUNTIME}/_core_py.py", "pxd": f"src/{RUNTIME}/_core_py.pxd"}
+SINGLE_SOURCE = {"module": f"{RUNTIME}._core_py", "py": f"src/{RUNTIME}/_core_py.py"}  # + its .pxd beside it
 
 
 def _single_source_extension(cythonize, directives, build_options):
@@ -275,7 +283,7 @@ def _single_source_extension(cythonize, directives, build_options):
     if directives.get("nonecheck"):  # the debug build
         single.update(nonecheck=True, initializedcheck=True)
     return cythonize(
-        [Extension(f"{RUNTIME}._core_py", [SINGLE_SOURCE["py"]], **build_options)],
+        [Extension(SINGLE_SOURCE["module"], [SINGLE_SOURCE["py"]], **build_options)],
         compiler_directives=single,
         quiet=True,
     )
