@@ -267,7 +267,7 @@ def _build_mode_changed(mode):
 SINGLE_SOURCE = {"module": f"{RUNTIME}._core_py", "py": f"src/{RUNTIME}/_core_py.py"}  # + its .pxd beside it
 
 
-def _single_source_extension(cythonize, directives, build_options):
+def _single_source_extension(cythonize, directives, build_options, force):
     """The twin compiled by Cython (pure Python mode, augmented by its `.pxd`) as `amrita_sense._core_py`.
 
     Opt-in (AMRITA_SENSE_BUILD_SINGLE_SOURCE=1) and in place only: the extension file lands beside
@@ -285,6 +285,7 @@ def _single_source_extension(cythonize, directives, build_options):
     return cythonize(
         [Extension(SINGLE_SOURCE["module"], [SINGLE_SOURCE["py"]], **build_options)],
         compiler_directives=single,
+        force=force,  # a switch between the release and the debug build regenerates the C, as for the core
         quiet=True,
     )
 
@@ -307,7 +308,7 @@ def _extensions():
             quiet=True,
         )
         if _env_flag("AMRITA_SENSE_BUILD_SINGLE_SOURCE"):
-            core += _single_source_extension(cythonize, directives, build_options)
+            core += _single_source_extension(cythonize, directives, build_options, force)
         return core
     except SetupError:
         raise
