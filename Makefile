@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEV_PACKAGES := cython "setuptools>=77" sniffio loguru pytest pytest-asyncio hypothesis uvloop \
 	pytest-benchmark ruff cython-lint pre-commit mypy
 
-.PHONY: dev build test test-compiled test-pure bench lint format typecheck clean
+.PHONY: dev build build-single test test-compiled test-pure test-single bench lint format typecheck clean
 
 dev: $(PY)  ## the development venv, with the test, lint and type-check tools
 	$(PY) -m pip install -q $(DEV_PACKAGES)
@@ -17,6 +17,13 @@ $(PY):
 
 build:  ## compile the core in place (src/amrita_sense/_sense_core*.so); after each .pyx/.pxd edit
 	$(PY) setup.py build_ext --inplace
+
+build-single:  ## also compile the twin _core_py.py with its .pxd in place (issue 18's single source; `make clean` undoes it)
+	AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 $(PY) setup.py build_ext --inplace
+
+test-single: build-single  ## the suite on the compiled single source (the twin's pass runs it, the compiled pass diffs against it)
+	PYTHONPATH=src AMRITA_SENSE_NO_EXTENSIONS=1 $(PY) -m pytest -q tests
+	PYTHONPATH=src AMRITA_SENSE_REQUIRE_EXTENSIONS=1 $(PY) -m pytest -q tests
 
 test: test-compiled test-pure  ## the suite on both builds, each under asyncio and uvloop
 
@@ -43,3 +50,4 @@ typecheck:  ## mypy on the package, the import hook and the typed example (pypro
 
 clean:
 	rm -rf build src/_sense_core.c src/amrita_sense/_sense_core*.so src/_sense_core*.so
+	rm -f src/amrita_sense/_core_py.c src/amrita_sense/_core_py*.so

@@ -7,6 +7,10 @@ pure build (a `py3-none-any` wheel without the core; the twin then loads without
 warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other Python
 implementations than CPython always get the pure build. AMRITA_SENSE_DEBUG_BUILD=1 builds the
 debug core (checks and assertions on, see `_core_build_options`).
+AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 also compiles the pure-Python twin `src/amrita_sense/_core_py.py`
+(Cython's pure Python mode, typed by `src/amrita_sense/_core_py.pxd`) as the extension
+`amrita_sense._core_py`, the single-source candidate of issue 18 (see `_single_source_extension`);
+it is for in-place development builds only and never goes into a wheel.
 
 Layout. The source tree keeps the runtime at `src/amrita_sense/` and the core at
 `src/_sense_core.pyx` (dev mode: `PYTHONPATH=src`, `setup.py build_ext --inplace`
@@ -144,6 +148,14 @@ class CoreBuildExt(build_ext):
             raise
         except Exception as exc:  # noqa: BLE001 - any toolchain failure
             _no_core(exc)
+        self._drop_single_source_build_copy()
+
+    def _drop_single_source_build_copy(self):
+        """Remove the compiled single source from the build directory: an in-place build copies it
+        into the source tree from there, and a later wheel build of this tree would package it."""
+        built = os.path.join(self.build_lib, self.get_ext_filename(SINGLE_SOURCE["module"]))
+        if os.path.exists(built):
+            os.remove(built)
 
     def build_extensions(self):
         _drop_build_machine_rpath(self.compiler)
@@ -252,6 +264,32 @@ def _build_mode_changed(mode):
     return previous != mode
 
 
+SINGLE_SOURCE = {"module": f"{RUNTIME}._core_py", "py": f"src/{RUNTIME}/_core_py.py"}  # + its .pxd beside it
+
+
+def _single_source_extension(cythonize, directives, build_options, force):
+    """The twin compiled by Cython (pure Python mode, augmented by its `.pxd`) as `amrita_sense._core_py`.
+
+    Opt-in (AMRITA_SENSE_BUILD_SINGLE_SOURCE=1) and in place only: the extension file lands beside
+    `_core_py.py`, where Python's import system prefers it, so AMRITA_SENSE_NO_EXTENSIONS=1 then runs the
+    compiled single source. A wheel never carries it (the import would silently change what "the pure
+    build" means), so a build that is not in place refuses the flag.
+    """
+    if "--inplace" not in sys.argv and "-i" not in sys.argv:
+        raise SetupError("AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 is for `setup.py build_ext --inplace` only")
+    # Python's semantics unless the .pxd says otherwise: negative and checked indexing (the twin relies
+    # on both), annotations as documentation (`from __future__ import annotations`); the .pxd types.
+    single = {"language_level": "3", "annotation_typing": False, "binding": True}
+    if directives.get("nonecheck"):  # the debug build
+        single.update(nonecheck=True, initializedcheck=True)
+    return cythonize(
+        [Extension(SINGLE_SOURCE["module"], [SINGLE_SOURCE["py"]], **build_options)],
+        compiler_directives=single,
+        force=force,  # a switch between the release and the debug build regenerates the C, as for the core
+        quiet=True,
+    )
+
+
 def _extensions():
     if SKIP:
         return []
@@ -262,13 +300,18 @@ def _extensions():
     _drop_stale_c()
     directives, build_options, force = _core_build_options()
     try:
-        return cythonize(
+        core = cythonize(
             [Extension(CORE, [CORE_SOURCES["pyx"]], **build_options)],
             include_path=[_cython_include_dir()],
             compiler_directives=directives,
             force=force,
             quiet=True,
         )
+        if _env_flag("AMRITA_SENSE_BUILD_SINGLE_SOURCE"):
+            core += _single_source_extension(cythonize, directives, build_options, force)
+        return core
+    except SetupError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any Cython failure
         _no_core(exc)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import importlib.machinery
 import os
 import pkgutil
 import sys
@@ -29,6 +30,9 @@ from typing import Any
 PACKAGE = "amrita_sense"
 COMPILED_CORE = "amrita_sense._sense_core"
 CORES = ("cython", "python")
+CORE_MODULES = {"cython": COMPILED_CORE, "python": "amrita_sense._core_py"}
+"""The module each core lives in; the twin's is an extension module too in the single-source build
+(AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 compiles `_core_py.py` in place)."""
 
 
 def _is_package_module(name: str) -> bool:
@@ -101,14 +105,15 @@ def load_sense(core: str) -> SenseCopy:
     return _copies[core]
 
 
-def _exceptions_bound_to_compiled_core() -> ModuleType | None:
-    """The `amrita_sense.exceptions` module an already imported compiled core raises from, if any.
+def _exceptions_bound_to_core(core_name: str) -> ModuleType | None:
+    """The `amrita_sense.exceptions` module an already imported extension module `core_name` (the
+    compiled core, or the twin compiled as the single source) raises from, if any.
 
-    An extension module is initialised once per process, so a fresh cython
-    copy has to share that exceptions module for `except` clauses to match.
+    An extension module is initialised once per process, so a fresh copy on
+    that core has to share that exceptions module for `except` clauses to match.
     """
-    core = sys.modules.get(COMPILED_CORE)
-    if core is None:
+    core = sys.modules.get(core_name)
+    if core is None or not isinstance(getattr(core, "__loader__", None), importlib.machinery.ExtensionFileLoader):
         return None
     known = [*sys.modules.values(), *(m for c in _copies.values() for m in c.modules.values())]
     for mod in known:
@@ -120,7 +125,7 @@ def _exceptions_bound_to_compiled_core() -> ModuleType | None:
 
 
 def _import_fresh(core: str) -> SenseCopy:
-    shared = _exceptions_bound_to_compiled_core() if core == "cython" else None
+    shared = _exceptions_bound_to_core(CORE_MODULES[core])
     saved = _package_entries()
     for name in saved:
         del sys.modules[name]

@@ -26,6 +26,8 @@ def _flag(name: str) -> bool:
 def _twin(reason: str):
     from amrita_sense import _core_py as core
 
+    if not core.__file__.endswith(".py"):  # AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 compiled it in place (setup.py)
+        reason += f" (compiled by Cython as the single source: {core.__file__})"
     return core, reason
 
 

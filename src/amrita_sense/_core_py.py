@@ -184,7 +184,8 @@ class Program:
     )
 
     def __init__(self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row):
-        if hasattr(self, "nrows"):  # interpreters index the tables they were made with
+        if getattr(self, "nrows", None) is not None:  # interpreters index the tables they were made with
+            # (a getattr: an unset slot of the pure build, a None field of the single-source build)
             raise TypeError("a Program is initialised once")
         for plan in static_plans:
             if plan is not None and type(plan) is not CallPlan:
