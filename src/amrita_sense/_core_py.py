@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Mapping
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
 
 import sniffio
 
@@ -222,6 +221,10 @@ class Program:
             prog = prog._successor
         self._successor = value
 
+    @successor.deleter
+    def successor(self):
+        _refuse_delete("successor")
+
     def table_for(self, shape):
         """A copy of the row table of plans for pools of `shape` (the core's own is kept from Python,
         as in the compiled core, whose loop runs its plans unchecked)."""
@@ -329,9 +332,14 @@ class PointerVector:
         # are kept only for `_still_at`.
         items = self._items
         if items is None:
-            items = list(self._prog.addrs[self._row])
+            items = list(self._bound_addr())
             self._items = items
         return items
+
+    def _bound_addr(self):
+        if self._prog is None:  # made by __new__ without __init__ (the pure build: an unset slot)
+            raise TypeError("PointerVector was created without __init__ and holds no address")
+        return self._prog.addrs[self._row]
 
     def _set_row(self, prog, row):
         self._prog = prog
@@ -399,6 +407,7 @@ class PointerVector:
 
     def copy(self):
         if self._items is None:
+            self._bound_addr()  # an uninitialised vector raises here
             return _bound_pointer(self._prog, self._row)
         return PointerVector(list(self._items))
 
@@ -446,7 +455,7 @@ class PointerVector:
 
     def __len__(self):
         if self._items is None:
-            return len(self._prog.addrs[self._row])
+            return len(self._bound_addr())
         return len(self._items)
 
     def __delitem__(self, key):
@@ -585,15 +594,28 @@ class InterpretLock:
     injected call has run.
     """
 
-    __slots__ = ("_owner", "_waiters")
+    __slots__ = ("_owner", "_queue")
 
     def __init__(self):
         self._owner = None
-        self._waiters = []  # (future, owner) in arrival order; a list or None, as the compiled core's field
+        self._queue = []  # (future, owner) in arrival order; a list or None, as the compiled core's field
 
     @property
     def owner(self):
         return self._owner
+
+    @property
+    def _waiters(self):
+        """The parked acquirers, `(future, owner)` in arrival order (a list), or None before the first."""
+        return self._queue
+
+    @_waiters.setter
+    def _waiters(self, value):
+        self._queue = _optional(value, list, "_waiters", "a list")
+
+    @_waiters.deleter
+    def _waiters(self):
+        _refuse_delete("_waiters")
 
     def locked(self):
         return self._owner is not None
@@ -602,7 +624,7 @@ class InterpretLock:
         return self._owner is not None and self._owner is _current_task()
 
     def _try_take(self, owner):
-        if self._owner is None and not self._waiters:
+        if self._owner is None and not self._queue:
             self._owner = owner
             return True
         return False
@@ -620,9 +642,9 @@ class InterpretLock:
     async def _park(self, owner, timeout):
         fut = asyncio.get_running_loop().create_future()
         entry = (fut, owner)
-        if self._waiters is None:
-            self._waiters = []
-        self._waiters.append(entry)
+        if self._queue is None:
+            self._queue = []
+        self._queue.append(entry)
         try:
             if timeout is None:
                 await fut
@@ -640,7 +662,7 @@ class InterpretLock:
             return
         fut.cancel()
         try:
-            self._waiters.remove(entry)
+            self._queue.remove(entry)
         except ValueError:
             pass
 
@@ -648,7 +670,7 @@ class InterpretLock:
         # Each step leaves a state `_release_held_by` can finish if an asynchronous exception
         # (KeyboardInterrupt) stops the release half-way: a waiter is woken before it is made the
         # owner and removed, so a woken waiter is never lost.
-        waiters = self._waiters
+        waiters = self._queue
         while waiters:
             fut, owner = waiters[0]
             if fut.done():  # cancelled: it gave up waiting
@@ -665,7 +687,7 @@ class InterpretLock:
         release was cut short; a waiter it had already woken becomes the owner."""
         if holder is None or self._owner is not holder:
             return
-        waiters = self._waiters
+        waiters = self._queue
         if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
             self._owner = waiters.pop(0)[1]
             return
@@ -680,12 +702,6 @@ class InterpretLock:
 
     async def __aexit__(self, exc_type, exc, tb):
         self.async_release()
-
-
-_WAITERS = InterpretLock.__dict__["_waiters"]
-InterpretLock._waiters = property(  # a list or None, as the compiled core's typed field
-    _WAITERS.__get__, lambda lock, value: _WAITERS.__set__(lock, _optional(value, list, "_waiters", "a list"))
-)
 
 
 def _current_task():
@@ -720,27 +736,6 @@ def same_types(values, types):
         if type(value) is not kind:
             return False
     return True
-
-
-_LAYER_FIELDS = (
-    "_args_hash",
-    "_dep_store_v",
-    "_di_cache",
-    "_glob_lock_v",
-    "_graph",
-    "_interpreter_id",
-    "_lifecycles_v",
-    "_object_io",
-    "_panic_exc_v",
-    "_parent_interpreter",
-    "_provider_values",
-    "_sub_interpreters",
-    "_sub_interpreters_all",
-    "_top_interpreter",
-    "_values_key",
-    "_waiter",
-)
-"""The Python layer's fields (WorkflowInterpreter): None in a new interpreter, as in the compiled core."""
 
 
 RUNNING = object()
@@ -924,6 +919,73 @@ def _support():
     return support
 
 
+# ----- checked at the write: the Python layer's fields (made in InterpreterCore's body) ------
+
+
+def _checked_field(storage, name, check):
+    """A field kept in the attribute `storage` whose writes are checked (`check(interp, value, name)`
+    gives what to store) and which cannot be deleted; a read is `attrgetter(storage)` (C code)."""
+
+    def write(interp, value):
+        setattr(interp, storage, check(interp, value, name))
+
+    def refuse(interp):
+        _refuse_delete(name)
+
+    return property(attrgetter(storage), write, refuse)
+
+
+def _optional_of(kind, what):
+    """A check for a field that holds None or a `kind` (a class, or a late `module:name`)."""
+    if isinstance(kind, str):
+        return lambda interp, value, name: _optional(value, _late(kind), name, what)
+    return lambda interp, value, name: _optional(value, kind, name, what)
+
+
+def _check_stream_field(interp, value, name):
+    """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
+    if value is None:
+        interp._signal_v = NEVER_PENDING
+    else:
+        check_stream(value, name)
+        flag = getattr(value, "_suspend_flag", None)
+        interp._signal_v = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
+    return value
+
+
+def _check_parent(interp, value, name):
+    _optional(value, InterpreterCore, name, "an interpreter")
+    ancestor = value
+    while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
+        if ancestor is interp:
+            raise ValueError(f"{name} would make a cycle")
+        ancestor = ancestor._parent_interpreter
+    return value
+
+
+_FIELD_CHECKS = {
+    "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
+    "_exc_ignored": lambda interp, value, name: exception_types(value, name),
+    "_ava_args_v": lambda interp, value, name: args_pool(value, name),
+    "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
+    "_args_hash": _optional_of(int, "an int"),
+    "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
+    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
+    "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
+    "_graph": lambda interp, value, name: _checked_graph(value, name),
+    "_interpreter_id": _optional_of(str, "a string"),
+    "_lifecycles_v": _optional_of(dict, "a dict"),
+    "_object_io": _check_stream_field,
+    "_parent_interpreter": _check_parent,
+    "_provider_values": _optional_of(dict, "a dict"),
+    "_sub_interpreters": lambda interp, value, name: _checked(value, dict, name, "a dict"),
+    "_sub_interpreters_all": _optional_of(dict, "a dict"),
+    "_top_interpreter": lambda interp, value, name: _optional(value, InterpreterCore, name, "an interpreter"),
+    "_values_key": _optional_of(tuple, "a tuple"),
+    "_waiter": lambda interp, value, name: _checked_waiter(value),
+}
+
+
 class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
@@ -932,55 +994,26 @@ class InterpreterCore:
     `_offload` and `_gate` (the Python-level slow paths).
     """
 
-    # For type checkers: the Python layer's fields, which `_layer_init` and the checked properties
-    # below fill through their slots (so no assignment here names their types).
-    _args_hash: int | None
-    _dep_store_v: Any
-    _di_cache: Any
-    _glob_lock_v: Any
-    _graph: Any
-    _interpreter_id: str | None
-    _lifecycles_v: dict | None
-    _object_io: Any
-    _parent_interpreter: Any
-    _provider_values: dict | None
-    _shape: Any
-    _sub_interpreters: dict[str, Any]
-    _sub_interpreters_all: Any  # a dict on the top interpreter, None below it
-    _top_interpreter: Any
-    _values_key: tuple | None
-    _waiter: Any
-    if TYPE_CHECKING:  # the pools are checked properties too (made with the others, after the class)
-
-        @property
-        def _ava_args_v(self) -> tuple: ...
-        @_ava_args_v.setter
-        def _ava_args_v(self, value: tuple) -> None: ...
-        @property
-        def _ava_kwargs_v(self) -> dict: ...
-        @_ava_kwargs_v.setter
-        def _ava_kwargs_v(self, value: dict) -> None: ...
-
     __slots__ = (
-        "_args_hash",
+        "_args_hash_s",
         "_context_stack_v",
-        "_dep_store_v",
-        "_di_cache",
-        "_exc_ignored",
+        "_dep_store_s",
+        "_di_cache_s",
+        "_exc_ignored_s",
         "_exc_plans",
         "_flag_bits",
         "_force_inline_v",
-        "_glob_lock_v",
-        "_graph",
+        "_glob_lock_s",
+        "_graph_s",
         "_interpret_lock_v",
-        "_interpreter_id",
-        "_lifecycles_v",
+        "_interpreter_id_s",
+        "_lifecycles_s",
         "_middleware_v",
         "_native_rest",
-        "_object_io",
+        "_object_io_s",
         "_outer_interpreting",
         "_panic_exc_v",
-        "_parent_interpreter",
+        "_parent_interpreter_s",
         "_pending_stop",
         "_plans_v",
         "_plans_valid_v",
@@ -988,17 +1021,17 @@ class InterpreterCore:
         "_pool_args",
         "_pool_kwargs",
         "_prog_v",
-        "_provider_values",
+        "_provider_values_s",
         "_ret_addr_stack_v",
         "_run_task_v",
-        "_shape",
+        "_shape_s",
         "_signal_v",
         "_squashed_loops_v",
-        "_sub_interpreters",
-        "_sub_interpreters_all",
-        "_top_interpreter",
-        "_values_key",
-        "_waiter",
+        "_sub_interpreters_s",
+        "_sub_interpreters_all_s",
+        "_top_interpreter_s",
+        "_values_key_s",
+        "_waiter_s",
         "_yield_interval_v",
     )
 
@@ -1023,8 +1056,27 @@ class InterpreterCore:
         self._force_inline_v = False
         self._squashed_loops_v = False
         self._yield_interval_v = 0.001
-        for slot in _NONE_SLOTS:  # past the checks: they start as None
-            slot.__set__(self, None)
+        # the Python layer's fields start as None (`_layer_init` fills some)
+        self._args_hash_s = None
+        self._dep_store_s = None
+        self._di_cache_s = None
+        self._glob_lock_s = None
+        self._graph_s = None
+        self._interpreter_id_s = None
+        self._lifecycles_s = None
+        self._object_io_s = None
+        self._parent_interpreter_s = None
+        self._provider_values_s = None
+        self._sub_interpreters_s = None
+        self._sub_interpreters_all_s = None
+        self._top_interpreter_s = None
+        self._values_key_s = None
+        self._waiter_s = None
+        self._shape_s = None
+        self._exc_ignored_s = None
+        self._panic_exc_v = None
+        self._pool_args = None
+        self._pool_kwargs = None
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
     # The core itself reads and writes the `_v` slots.
@@ -1038,6 +1090,10 @@ class InterpreterCore:
     def _pointer(self, value):
         self._pointer_v = _checked(value, PointerVector, "_pointer", "a PointerVector")
 
+    @_pointer.deleter
+    def _pointer(self):
+        _refuse_delete("_pointer")
+
     @property
     def _ret_addr_stack(self):
         """The return stack (a Stack of PointerVectors)."""
@@ -1046,6 +1102,10 @@ class InterpreterCore:
     @_ret_addr_stack.setter
     def _ret_addr_stack(self, value):
         self._ret_addr_stack_v = _checked(value, Stack, "_ret_addr_stack", "a Stack")
+
+    @_ret_addr_stack.deleter
+    def _ret_addr_stack(self):
+        _refuse_delete("_ret_addr_stack")
 
     @property
     def _context_stack(self):
@@ -1058,6 +1118,10 @@ class InterpreterCore:
     def _context_stack(self, value):
         self._context_stack_v = _checked(value, Stack, "_context_stack", "a Stack")
 
+    @_context_stack.deleter
+    def _context_stack(self):
+        _refuse_delete("_context_stack")
+
     @property
     def _middleware(self):
         """Runs every main-loop step instead of the node (an async callable), or None."""
@@ -1066,6 +1130,10 @@ class InterpreterCore:
     @_middleware.setter
     def _middleware(self, value):
         self._middleware_v = _checked_middleware(value, "_middleware")
+
+    @_middleware.deleter
+    def _middleware(self):
+        _refuse_delete("_middleware")
 
     @property
     def _interpret_lock(self):
@@ -1076,6 +1144,10 @@ class InterpreterCore:
     def _interpret_lock(self, value):
         self._interpret_lock_v = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
 
+    @_interpret_lock.deleter
+    def _interpret_lock(self):
+        _refuse_delete("_interpret_lock")
+
     @property
     def _yield_interval(self):
         """Seconds of inline sync nodes after which a run hands the event loop a turn."""
@@ -1084,6 +1156,10 @@ class InterpreterCore:
     @_yield_interval.setter
     def _yield_interval(self, value):
         self._yield_interval_v = _checked_seconds(value, "_yield_interval")
+
+    @_yield_interval.deleter
+    def _yield_interval(self):
+        _refuse_delete("_yield_interval")
 
     @property
     def _panic_exc(self):
@@ -1096,6 +1172,10 @@ class InterpreterCore:
             raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
         self._panic_exc_v = value
 
+    @_panic_exc.deleter
+    def _panic_exc(self):
+        _refuse_delete("_panic_exc")
+
     @property
     def _plans(self):
         """A copy of the per-row injection plans (None when there are none)."""
@@ -1107,6 +1187,10 @@ class InterpreterCore:
             raise TypeError("_plans can only be reset to None")
         self._plans_v = None
 
+    @_plans.deleter
+    def _plans(self):
+        _refuse_delete("_plans")
+
     @property
     def _signal(self):
         """The suspend-request flag of the stream (a SuspendFlag)."""
@@ -1116,6 +1200,10 @@ class InterpreterCore:
     def _signal(self, value):
         self._signal_v = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
 
+    @_signal.deleter
+    def _signal(self):
+        _refuse_delete("_signal")
+
     # The core's own bookkeeping: read-only from Python.
     _prog = property(attrgetter("_prog_v"), doc="The node table the interpreter runs (a Program).")
     _run_task = property(attrgetter("_run_task_v"), doc="The task driving the current run, or None.")
@@ -1123,16 +1211,42 @@ class InterpreterCore:
     _force_inline = property(attrgetter("_force_inline_v"), doc="This run calls worker-thread nodes inline.")
     _squashed_loops = property(attrgetter("_squashed_loops_v"), doc="This run runs native loops as nodes.")
 
+    # The Python layer's fields: each kept in an attribute `<name>_s` (the core reads that), every
+    # write checked (`_FIELD_CHECKS`), deletes refused.
+    _args_hash = _checked_field("_args_hash_s", "_args_hash", _FIELD_CHECKS["_args_hash"])
+    _dep_store_v = _checked_field("_dep_store_s", "_dep_store_v", _FIELD_CHECKS["_dep_store_v"])
+    _di_cache = _checked_field("_di_cache_s", "_di_cache", _FIELD_CHECKS["_di_cache"])
+    _glob_lock_v = _checked_field("_glob_lock_s", "_glob_lock_v", _FIELD_CHECKS["_glob_lock_v"])
+    _graph = _checked_field("_graph_s", "_graph", _FIELD_CHECKS["_graph"])
+    _interpreter_id = _checked_field("_interpreter_id_s", "_interpreter_id", _FIELD_CHECKS["_interpreter_id"])
+    _lifecycles_v = _checked_field("_lifecycles_s", "_lifecycles_v", _FIELD_CHECKS["_lifecycles_v"])
+    _object_io = _checked_field("_object_io_s", "_object_io", _FIELD_CHECKS["_object_io"])
+    _parent_interpreter = _checked_field(
+        "_parent_interpreter_s", "_parent_interpreter", _FIELD_CHECKS["_parent_interpreter"]
+    )
+    _provider_values = _checked_field("_provider_values_s", "_provider_values", _FIELD_CHECKS["_provider_values"])
+    _sub_interpreters = _checked_field("_sub_interpreters_s", "_sub_interpreters", _FIELD_CHECKS["_sub_interpreters"])
+    _sub_interpreters_all = _checked_field(
+        "_sub_interpreters_all_s", "_sub_interpreters_all", _FIELD_CHECKS["_sub_interpreters_all"]
+    )
+    _top_interpreter = _checked_field("_top_interpreter_s", "_top_interpreter", _FIELD_CHECKS["_top_interpreter"])
+    _values_key = _checked_field("_values_key_s", "_values_key", _FIELD_CHECKS["_values_key"])
+    _waiter = _checked_field("_waiter_s", "_waiter", _FIELD_CHECKS["_waiter"])
+    _shape = _checked_field("_shape_s", "_shape", _FIELD_CHECKS["_shape"])
+    _exc_ignored = _checked_field("_exc_ignored_s", "_exc_ignored", _FIELD_CHECKS["_exc_ignored"])
+    _ava_args_v = _checked_field("_pool_args", "_ava_args_v", _FIELD_CHECKS["_ava_args_v"])
+    _ava_kwargs_v = _checked_field("_pool_kwargs", "_ava_kwargs_v", _FIELD_CHECKS["_ava_kwargs_v"])
+
     def _start_run(self, flags):
         """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
         (`Depends` in the pools, the preload) must be awaited next."""
-        waiter = self._waiter
+        waiter = self._waiter_s
         if waiter is RUNNING or (waiter is not None and not waiter.done()):
             raise IllegalState("Cannot start a new workflow while one is already running")
         with _RUN_CLAIM:  # the claim is one step, also for runs started from two threads at once
-            if self._waiter is not waiter:
+            if self._waiter_s is not waiter:
                 raise IllegalState("Cannot start a new workflow while one is already running")
-            self._waiter = RUNNING
+            self._waiter_s = RUNNING
         task = self._run_task_v = _current_task()
         pin_async_library(task)
         self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
@@ -1141,7 +1255,7 @@ class InterpreterCore:
         self._refresh_plans()
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
-        shape = self._shape
+        shape = self._shape_s
         if shape is not None and not shape.private and not self._pool_kwargs:
             return shape.holds_factories
         return self._pools_hold_factories()
@@ -1152,8 +1266,8 @@ class InterpreterCore:
         lock = self._interpret_lock_v
         if lock._owner is not None and lock._owner is self._run_task_v:
             lock._release_held_by(self._run_task_v)  # a KeyboardInterrupt cut the loop's last release short
-        fut = self._waiter
-        self._waiter = None
+        fut = self._waiter_s
+        self._waiter_s = None
         self._run_task_v = None
         if fut is not None and fut is not RUNNING and not fut.done():
             if isinstance(outcome, Exception):
@@ -1162,7 +1276,7 @@ class InterpreterCore:
             else:
                 fut.set_result(None)
         if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
-            if (self._lifecycles_v is not None or self._dep_store_v is not None) and self._workflow_scope_open():
+            if (self._lifecycles_s is not None or self._dep_store_s is not None) and self._workflow_scope_open():
                 return True
         restore_async_library()
         return False
@@ -1184,9 +1298,13 @@ class InterpreterCore:
             raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
         self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
         passing = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
-        values = (graph, args, kwargs, passing, shape, {}, {})
-        for slot, value in zip(_LAYER_INIT_SLOTS, values):  # checked above: past the fields' checks
-            slot.__set__(self, value)
+        self._graph_s = graph  # each checked above
+        self._pool_args = args
+        self._pool_kwargs = kwargs
+        self._exc_ignored_s = passing
+        self._shape_s = shape
+        self._sub_interpreters_s = {}
+        self._sub_interpreters_all_s = {}
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -1253,7 +1371,7 @@ class InterpreterCore:
 
     def _refresh_plans(self):
         """Take the program's plan table for the pools' shape, or none when plans are off."""
-        shape = self._shape
+        shape = self._shape_s
         self._plans_v = self._prog_v._table_for(shape) if self._plans_valid_v and shape is not None else None
         self._exc_plans = None
 
@@ -1358,7 +1476,7 @@ class InterpreterCore:
         if table is None:
             if self._plans_v is None:
                 return None
-            table = self._exc_plans = self._prog_v._table_for(self._shape.with_exc)
+            table = self._exc_plans = self._prog_v._table_for(self._shape_s.with_exc)
         plan = table[row]
         if plan is None:
             plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], True))
@@ -1383,7 +1501,7 @@ class InterpreterCore:
         """The interpreter's `use_cache` results for `plan` when the core can call the node of `row`
         with them itself: every provider of the plan is a cached one and has its result (made by the
         Python layer on the node's first call), and the node runs in the loop's thread. Else None."""
-        held = self._provider_values
+        held = self._provider_values_s
         if not plan.cached or held is None:
             return None
         if self._prog_v.bits[row] & ROW_THREAD and not self._force_inline_v:
@@ -1561,7 +1679,7 @@ class InterpreterCore:
         if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
             return None
         lock = self._interpret_lock_v
-        if lock._waiters or lock._owner is not self._run_task_v or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+        if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & (FLAG_JMP | FLAG_HLT):
             return None
         prog = self._prog_v
         ptr = self._pointer_v
@@ -1900,7 +2018,7 @@ class InterpreterCore:
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if isinstance(exc, self._exc_ignored) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
+        if isinstance(exc, self._exc_ignored_s) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
             return None
         for exc_type, part in catches:
             if isinstance(exc, exc_type):
@@ -2000,7 +2118,7 @@ class InterpreterCore:
             steps % _CHECK_CLOCK_EVERY != 0
             and not self._signal_v.pending
             and not self._pending_stop
-            and not lock._waiters
+            and not lock._queue
             and lock._owner is self._run_task_v
         )
 
@@ -2047,91 +2165,3 @@ class InterpreterCore:
                 if now - last_yield >= self._yield_interval_v:
                     await asyncio.sleep(0)
                     last_yield = time.monotonic()
-
-
-# ----- checked at the write: the Python layer's fields (properties in the compiled core) ---------
-
-
-def _checked_field(slot, name, check):
-    """A field kept in `slot` whose writes are checked (`check(interp, value, name)` gives what to
-    store) and which cannot be deleted; a read is the slot's own (C) getter, so it costs nothing more."""
-
-    def write(interp, value):
-        slot.__set__(interp, check(interp, value, name))
-
-    def refuse(interp):
-        _refuse_delete(name)
-
-    return property(slot.__get__, write, refuse)
-
-
-def _optional_of(kind, what):
-    """A check for a field that holds None or a `kind` (a class, or a late `module:name`)."""
-    if isinstance(kind, str):
-        return lambda interp, value, name: _optional(value, _late(kind), name, what)
-    return lambda interp, value, name: _optional(value, kind, name, what)
-
-
-def _check_stream_field(interp, value, name):
-    """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
-    if value is None:
-        interp._signal_v = NEVER_PENDING
-    else:
-        check_stream(value, name)
-        flag = getattr(value, "_suspend_flag", None)
-        interp._signal_v = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
-    return value
-
-
-def _check_parent(interp, value, name):
-    _optional(value, InterpreterCore, name, "an interpreter")
-    ancestor = value
-    while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
-        if ancestor is interp:
-            raise ValueError(f"{name} would make a cycle")
-        ancestor = ancestor._parent_interpreter
-    return value
-
-
-_NONE_SLOTS = tuple(InterpreterCore.__dict__[name] for name in (*_LAYER_FIELDS, "_shape"))
-_FIELD_CHECKS = {
-    "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
-    "_exc_ignored": lambda interp, value, name: exception_types(value, name),
-    "_ava_args_v": lambda interp, value, name: args_pool(value, name),
-    "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
-    "_args_hash": _optional_of(int, "an int"),
-    "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
-    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
-    "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
-    "_graph": lambda interp, value, name: _checked_graph(value, name),
-    "_interpreter_id": _optional_of(str, "a string"),
-    "_lifecycles_v": _optional_of(dict, "a dict"),
-    "_object_io": _check_stream_field,
-    "_parent_interpreter": _check_parent,
-    "_provider_values": _optional_of(dict, "a dict"),
-    "_sub_interpreters": lambda interp, value, name: _checked(value, dict, name, "a dict"),
-    "_sub_interpreters_all": _optional_of(dict, "a dict"),
-    "_top_interpreter": _optional_of(InterpreterCore, "an interpreter"),
-    "_values_key": _optional_of(tuple, "a tuple"),
-    "_waiter": lambda interp, value, name: _checked_waiter(value),
-}
-_LAYER_INIT_SLOTS = tuple(
-    InterpreterCore.__dict__[name]
-    for name in (
-        "_graph",
-        "_pool_args",
-        "_pool_kwargs",
-        "_exc_ignored",
-        "_shape",
-        "_sub_interpreters",
-        "_sub_interpreters_all",
-    )
-)
-"""The slots `_layer_init` fills, in its order."""
-_FIELD_SLOTS = {"_ava_args_v": "_pool_args", "_ava_kwargs_v": "_pool_kwargs"}
-"""Checked fields kept in a slot of another name, which the loop reads on every step with no
-property in the way (as it reads `_pointer_v` behind `_pointer`)."""
-for _name, _check in _FIELD_CHECKS.items():
-    _slot = InterpreterCore.__dict__[_FIELD_SLOTS.get(_name, _name)]
-    setattr(InterpreterCore, _name, _checked_field(_slot, _name, _check))
-del _name, _check, _slot
