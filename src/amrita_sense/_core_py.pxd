@@ -4,6 +4,12 @@
 # place of its __slots__: what a field may hold is what the pure build's code stores there (a typed
 # field refuses anything else with a TypeError, as the compiled core's fields do).
 
+cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND_RESUME, THEN
+cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
+cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
+cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM
+
+
 cdef class CallPlan:
     cdef public object cached
     cdef public object entry
@@ -94,3 +100,55 @@ cdef class InterpreterCore:
     cdef public object _top_interpreter_s
     cdef public object _values_key_s
     cdef public object _waiter_s
+
+    # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
+    cdef tuple _locate_current(self)
+    cdef Py_ssize_t _c_descend_current(self) except -1
+    cdef bint _c_advance(self, PointerVector ptr) except -1
+    cdef object _c_rebase_to(self, object ptr)
+    cdef object _adopt_successor(self)
+    cdef object _c_refresh_plans(self)
+    cdef bint _c_mark_jump(self) except -1
+    cdef object _move_to(self, object addr)
+    cdef object _check_last_index(self, object value, str method)
+    cdef object _row_plan(self, Py_ssize_t row)
+    cdef object _cached_plan(self, Py_ssize_t row)
+    cdef object _exc_plan(self, Py_ssize_t row)
+    cdef object _ready_plan(self, Py_ssize_t row)
+    cdef object _plan_args(self, CallPlan plan, object extra)
+    cdef object _results_for(self, CallPlan plan, Py_ssize_t row)
+    cdef object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
+    cdef object _call_plan(self, object func, CallPlan plan, object extra)
+    cdef int _c_enter_step(self) except -1
+    cdef bint _c_leave_step(self) except -1
+    cdef bint _advance_recompiled(self) except -1
+    cdef object _batch_successor(self, Py_ssize_t row, object fut)
+    cdef bint _still_at(self, Py_ssize_t row) except -1
+    cdef bint _left_unmarked(self, Py_ssize_t row) except -1
+    cdef int _finish_with(self, object rest) except -1
+    cdef bint _inline_callable(self, Py_ssize_t row) except -1
+    cdef object _inline_plan(self, Py_ssize_t row)
+    cdef object _callee_plan(self, Py_ssize_t row)
+    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
+    cdef object _goto(self, object target)
+    cdef object _native_jump(self, object target)
+    cdef object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
+    cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
+    cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
+    cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
+    cdef object _resume_at(self, Py_ssize_t row, int k, bint near)
+    cdef int _native_branch(self, Py_ssize_t row) except -1
+    cdef int _native_else(self, Py_ssize_t row) except -1
+    cdef int _native_while(self, Py_ssize_t row) except -1
+    cdef int _native_do(self, Py_ssize_t row) except -1
+    cdef int _native_do_check(self, Py_ssize_t row) except -1
+    cdef int _native_if(self, Py_ssize_t row) except -1
+    cdef int _native_invoke(self, Py_ssize_t row) except -1
+    cdef int _native_loop_head(self, Py_ssize_t row) except -1
+    cdef object _native_loop_control(self, object operands)
+    cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
+    cdef object _catch_for(self, object catches, object exc)
+    cdef object _native_try_now(self, Py_ssize_t row, object operands)
+    cdef object _native_callsub(self, Py_ssize_t row)
+    cdef object _native_ret(self)
+    cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1

@@ -23,30 +23,7 @@ from operator import attrgetter
 
 import sniffio
 
-from amrita_sense import _portable, _unsafe
-from amrita_sense._opcodes import (
-    EXIT,
-    EXTRA,
-    FIRST,
-    FIRST_RESUME,
-    OP_BRANCH,
-    OP_CALL,
-    OP_CALLSUB,
-    OP_DO,
-    OP_DO_CHECK,
-    OP_ELSE,
-    OP_INVOKE,
-    OP_JUMP,
-    OP_LOOP_CONTROL,
-    OP_LOOP_HEAD,
-    OP_NATIVE_IF,
-    OP_NOP,
-    OP_RET,
-    OP_TRY,
-    OP_WHILE,
-    SECOND_RESUME,
-    THEN,
-)
+from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
@@ -78,6 +55,42 @@ STEP_END = 2
 
 _CHECK_CLOCK_EVERY = 64
 _TABLES_PER_PROGRAM = 64
+
+# The opcodes and the operand record's fields, from the one table (`amrita_sense/_opcodes.py`); C ints
+# in the single-source build (`_core_py.pxd`), as are the other constants the loop reads.
+EXIT = _opcodes.EXIT
+EXTRA = _opcodes.EXTRA
+FIRST = _opcodes.FIRST
+FIRST_RESUME = _opcodes.FIRST_RESUME
+OP_BRANCH = _opcodes.OP_BRANCH
+OP_CALL = _opcodes.OP_CALL
+OP_CALLSUB = _opcodes.OP_CALLSUB
+OP_DO = _opcodes.OP_DO
+OP_DO_CHECK = _opcodes.OP_DO_CHECK
+OP_ELSE = _opcodes.OP_ELSE
+OP_INVOKE = _opcodes.OP_INVOKE
+OP_JUMP = _opcodes.OP_JUMP
+OP_LOOP_CONTROL = _opcodes.OP_LOOP_CONTROL
+OP_LOOP_HEAD = _opcodes.OP_LOOP_HEAD
+OP_NATIVE_IF = _opcodes.OP_NATIVE_IF
+OP_NOP = _opcodes.OP_NOP
+OP_RET = _opcodes.OP_RET
+OP_TRY = _opcodes.OP_TRY
+OP_WHILE = _opcodes.OP_WHILE
+SECOND_RESUME = _opcodes.SECOND_RESUME
+THEN = _opcodes.THEN
+
+# The exported constants above, as the loop reads them (C ints in the single-source build).
+C_FLAG_IF = FLAG_IF
+C_FLAG_HLT = FLAG_HLT
+C_FLAG_JMP = FLAG_JMP
+C_ROW_CORO = ROW_CORO
+C_ROW_THREAD = ROW_THREAD
+C_ROW_PRECHECK = ROW_PRECHECK
+C_ROW_EMPTY = ROW_EMPTY
+C_STEP_RAN = STEP_RAN
+C_STEP_SKIPPED = STEP_SKIPPED
+C_STEP_END = STEP_END
 
 
 class CallPlan:
@@ -1252,7 +1265,7 @@ class InterpreterCore:
         self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
         self._squashed_loops_v = bool(flags.SQUASHED_LOOP)
         self._plans_valid_v = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
-        self._refresh_plans()
+        self._c_refresh_plans()
         if flags.WORKFLOW_DI_PRELOAD_CACHE:
             return True
         shape = self._shape_s
@@ -1317,12 +1330,15 @@ class InterpreterCore:
 
     def _descend_current(self):
         """Move the pointer onto the row it designates (entering segments) and return it."""
+        return self._c_descend_current()
+
+    def _c_descend_current(self):
         row, exact = self._locate_current()
         if row < 0:
             raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
             self._pointer_v._set_row(self._prog_v, row)
-        if self._prog_v.bits[row] & ROW_EMPTY:
+        if self._prog_v.bits[row] & C_ROW_EMPTY:
             raise NullPointerException(f"address {list(self._prog_v.addrs[row])} not found")
         return row
 
@@ -1332,6 +1348,9 @@ class InterpreterCore:
             ptr = self._pointer_v
         elif not isinstance(ptr, PointerVector):
             raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
+        return self._c_advance(ptr)
+
+    def _c_advance(self, ptr):
         if ptr._items is None and ptr._prog is self._prog_v:
             row, exact = ptr._row, True
         else:
@@ -1356,6 +1375,9 @@ class InterpreterCore:
 
     def _rebase_to(self, ptr):
         """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
+        return self._c_rebase_to(ptr)
+
+    def _c_rebase_to(self, ptr):
         if isinstance(ptr, PointerVector) and ptr._items is None:
             self._pointer_v._set_row(ptr._prog, ptr._row)
         else:
@@ -1367,20 +1389,26 @@ class InterpreterCore:
         while prog._successor is not None:
             prog = prog._successor
         self._prog_v = prog
-        self._refresh_plans()
+        self._c_refresh_plans()
 
     def _refresh_plans(self):
         """Take the program's plan table for the pools' shape, or none when plans are off."""
+        return self._c_refresh_plans()
+
+    def _c_refresh_plans(self):
         shape = self._shape_s
         self._plans_v = self._prog_v._table_for(shape) if self._plans_valid_v and shape is not None else None
         self._exc_plans = None
 
     def _mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
+        return self._c_mark_jump()
+
+    def _c_mark_jump(self):
         bits = self._flag_bits
-        if bits & FLAG_JMP:
+        if bits & C_FLAG_JMP:
             return False
-        self._flag_bits = (bits | FLAG_JMP) & ~FLAG_HLT
+        self._flag_bits = (bits | C_FLAG_JMP) & ~C_FLAG_HLT
         return True
 
     def _move_to(self, addr):
@@ -1393,13 +1421,13 @@ class InterpreterCore:
 
     def jump_to(self, addr):
         """Jump to an absolute address; `NullPointerException` if nothing is there."""
-        if self._flag_bits & FLAG_JMP:
+        if self._flag_bits & C_FLAG_JMP:
             return
         addr = address_list(addr, "jump_to(addr)")
         row, _ = self._prog_v.locate(addr)
         if row < 0 and self._prog_v.graph.calc.find_addr_safe(addr) is None:
             raise NullPointerException(f"{addr} is not a valid address")
-        self._mark_jump()
+        self._c_mark_jump()
         self._move_to(addr)
 
     # A refused jump (a bad argument, an empty pointer) raises before the jump is marked.
@@ -1407,37 +1435,37 @@ class InterpreterCore:
     def jump_near(self, addr):
         """Set the last coordinate of the pointer."""
         self._check_last_index(addr, "jump_near")
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer_v.near_to(addr)
 
     def jump_offset(self, offset):
         """Add `offset` to the last coordinate of the pointer."""
         self._check_last_index(offset, "jump_offset")
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer_v.offset(offset)
 
     def jump_far_ptr(self, offset):
         """Replace the whole address (absolute, not validated)."""
         offset = address_list(offset, "jump_far_ptr(offset)")
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._move_to(offset)
 
     def jump_offset_far(self, offset):
         """Add a vector element-wise to the pointer (see `PointerVector.offset_far`)."""
         offset = address_list(offset, "jump_offset_far(offset)")
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._pointer_v.offset_far(offset)
 
     def jump_to_top(self, addr):
         """Jump to `[addr]` at the top level."""
         _check_index(addr, "jump_to_top(addr)")
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._move_to([addr])
 
     def jump_offset_top(self, offset):
         """Jump to the top-level slot `offset` after the current one."""
         _check_index(offset, "jump_offset_top(offset)")
-        if self._mark_jump():
+        if self._c_mark_jump():
             ptr = self._pointer_v
             second = ptr[1] if len(ptr) > 1 else 0
             ptr.offset_far([offset, -(second + 1)])
@@ -1504,7 +1532,7 @@ class InterpreterCore:
         held = self._provider_values_s
         if not plan.cached or held is None:
             return None
-        if self._prog_v.bits[row] & ROW_THREAD and not self._force_inline_v:
+        if self._prog_v.bits[row] & C_ROW_THREAD and not self._force_inline_v:
             return None
         results = held.get(plan.entry)
         return results if type(results) is dict else None
@@ -1530,7 +1558,7 @@ class InterpreterCore:
         bits = prog.bits[row]
         if self._signal_v.pending:
             await self._gate(prog.nodes[row].tag)
-        if bits & ROW_PRECHECK:
+        if bits & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = self._row_plan(row)
         if plan is None:
@@ -1538,39 +1566,45 @@ class InterpreterCore:
         if plan.slow:
             return await self._invoke_slow(prog.nodes[row], plan)
         func = prog.funcs[row]
-        if bits & ROW_CORO:
+        if bits & C_ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline_v:
+        if bits & C_ROW_THREAD and not self._force_inline_v:
             return await self._offload(func, *self._plan_args(plan, None))
         return self._call_plan(func, plan, None)
 
     # ----- the main loop ---------------------------------------------------------------
 
     def _enter_step(self):
-        """Prepare a step with the lock held: STEP_RAN to run, STEP_SKIPPED, or STEP_END."""
+        """Prepare a step with the lock held: C_STEP_RAN to run, C_STEP_SKIPPED, or C_STEP_END."""
+        return self._c_enter_step()
+
+    def _c_enter_step(self):
         recompiled = self._prog_v._successor is not None
         if recompiled:
             self._adopt_successor()
         ptr = self._pointer_v
         if ptr._items is not None and not ptr._items:
             if not self._prog_v.nrows:
-                return STEP_END
+                return C_STEP_END
             self._pointer_v = _start_pointer(self._prog_v)
-        self._flag_bits &= ~FLAG_JMP
-        if self._flag_bits & FLAG_HLT:
-            self._flag_bits &= ~FLAG_HLT
-            moved = self._advance_recompiled() if recompiled else self.advance_pointer()
-            return STEP_SKIPPED if moved else STEP_END
-        return STEP_RAN
+        self._flag_bits &= ~C_FLAG_JMP
+        if self._flag_bits & C_FLAG_HLT:
+            self._flag_bits &= ~C_FLAG_HLT
+            moved = self._advance_recompiled() if recompiled else self._c_advance(self._pointer_v)
+            return C_STEP_SKIPPED if moved else C_STEP_END
+        return C_STEP_RAN
 
     def _leave_step(self):
         """After a node ran: consume a marked jump or advance. False when the run is over."""
-        if self._flag_bits & FLAG_JMP:
-            self._flag_bits &= ~FLAG_JMP
+        return self._c_leave_step()
+
+    def _c_leave_step(self):
+        if self._flag_bits & C_FLAG_JMP:
+            self._flag_bits &= ~C_FLAG_JMP
             return True
         if self._prog_v._successor is not None:
             return self._advance_recompiled()
-        return self.advance_pointer()
+        return self._c_advance(self._pointer_v)
 
     def _advance_recompiled(self):
         """Advance after the program was recompiled under the pointer (a hot-swapped slot, maybe
@@ -1579,7 +1613,7 @@ class InterpreterCore:
         self._adopt_successor()
         addr = self._pointer_v._list()
         if not addr or self._prog_v.locate(addr)[0] >= 0:
-            return self.advance_pointer()
+            return self._c_advance(self._pointer_v)
         addr = list(addr)
         while addr:
             addr[-1] += 1
@@ -1594,42 +1628,7 @@ class InterpreterCore:
         """What one main-loop step executes: the middleware, or the node at the pointer."""
         if self._middleware_v is not None:
             return await self._middleware_v(self)
-        return await self._run_row(self._descend_current())
-
-    async def _run_fast(self, row):
-        """`_run_row` with the cached-plan path and the native opcodes inlined."""
-        op = self._prog_v.ops[row]
-        if op != OP_CALL and not self._signal_v.pending:
-            if op == OP_NOP:
-                return None
-            if op == OP_TRY:
-                operands = self._prog_v.operands[row]
-                outcome = self._native_try_now(row, operands)
-                if outcome is NOT_NOW:
-                    return await self._native_try(row, None, self._outer_interpreting)
-                return None if outcome is None else await outcome
-            status = self._run_native_sync(row, op)
-            if status == NATIVE_DONE:
-                return None
-            if status == NATIVE_NOT_READY:
-                return await self._run_row(row)
-            rest, self._native_rest = self._native_rest, None
-            return await rest
-        plan = self._cached_plan(row)
-        if plan is None:
-            return await self._run_row(row)
-        if plan.slow:
-            if self._prog_v.bits[row] & ROW_PRECHECK:
-                self._prog_v.nodes[row]._pre_check(self)
-            results = self._results_for(plan, row)
-            if results is not None:
-                outcome = self._call_with_results(row, plan, results)
-                return await outcome if self._prog_v.bits[row] & ROW_CORO else outcome
-            outcome = self._invoke_slow_now(self._prog_v.nodes[row], plan)
-            if outcome is NOT_NOW:
-                return await self._invoke_slow(self._prog_v.nodes[row], plan)
-            return None if outcome is None else await outcome
-        return await self._call_with_plan(row, plan)
+        return await self._run_row(self._c_descend_current())
 
     async def _call_with_plan(self, row, plan):
         """A main-loop step with its plan; a worker-thread node starts a batch (`_batch_in_worker`)."""
@@ -1639,12 +1638,12 @@ class InterpreterCore:
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
         bits = prog.bits[row]
-        if bits & ROW_PRECHECK:
+        if bits & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
-        if bits & ROW_CORO:
+        if bits & C_ROW_CORO:
             return await self._call_plan(func, plan, None)
-        if bits & ROW_THREAD and not self._force_inline_v:
+        if bits & C_ROW_THREAD and not self._force_inline_v:
             batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
             return await self._offload_batch(batch)
         return self._call_plan(func, plan, None)
@@ -1679,7 +1678,7 @@ class InterpreterCore:
         if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
             return None
         lock = self._interpret_lock_v
-        if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & (FLAG_JMP | FLAG_HLT):
+        if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & (C_FLAG_JMP | C_FLAG_HLT):
             return None
         prog = self._prog_v
         ptr = self._pointer_v
@@ -1689,8 +1688,8 @@ class InterpreterCore:
             or prog._successor is not None
             or following >= prog.nrows
             or prog.landings[following] is not None
-            or prog.bits[following] & (ROW_CORO | ROW_PRECHECK | ROW_EMPTY) != 0
-            or not prog.bits[following] & ROW_THREAD
+            or prog.bits[following] & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) != 0
+            or not prog.bits[following] & C_ROW_THREAD
             or prog.ops[following] != OP_CALL
         ):
             return None
@@ -1717,14 +1716,14 @@ class InterpreterCore:
         """True when no jump is marked and the pointer is bound to `row`, where the running opcode
         left it: its compiled rows are then where the node's own function would go."""
         ptr = self._pointer_v
-        return not self._flag_bits & FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
+        return not self._flag_bits & C_FLAG_JMP and ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
 
     def _left_unmarked(self, row):
         """True when the pointer left `row` without a marked jump (not `_still_at`, no jump marked):
         where a node's last move (one jump) goes from there, only the node can tell. With a jump
         marked that move is refused, as `_jump_at` refuses it."""
         ptr = self._pointer_v
-        return not self._flag_bits & FLAG_JMP and not (
+        return not self._flag_bits & C_FLAG_JMP and not (
             ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
         )
 
@@ -1736,15 +1735,17 @@ class InterpreterCore:
         self._native_rest = rest
         return NATIVE_AWAIT
 
+    def _inline_callable(self, row):
+        """The node of `row` can be called here and now: not a coroutine function, not one for a worker thread."""
+        bits = self._prog_v.bits[row]
+        return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline_v)
+
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
         plan = self._ready_plan(row)
-        if plan is None:
-            return None
-        bits = self._prog_v.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v):
-            return None
-        return plan
+        if plan is not None and self._inline_callable(row):
+            return plan
+        return None
 
     def _callee_plan(self, row):
         """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
@@ -1789,13 +1790,13 @@ class InterpreterCore:
             self._pointer_v._items = list(addr)
 
     def _native_jump(self, target):
-        if self._mark_jump():
+        if self._c_mark_jump():
             self._goto(target)
 
     def _jump_at(self, target_row, row, k):
         """Jump to the target in field `k` (EXIT or THEN) of `row`'s operands: straight to
         `target_row` when the target is one row, else through its descriptor."""
-        if self._mark_jump():
+        if self._c_mark_jump():
             if target_row >= 0:
                 self._pointer_v._set_row(self._prog_v, target_row)
             else:
@@ -1815,13 +1816,13 @@ class InterpreterCore:
         finally:
             self._outer_interpreting = False
             saved = stack.pop()
-            if not self._flag_bits & FLAG_JMP:
-                self._flag_bits &= ~FLAG_HLT
-                self._rebase_to(saved)
+            if not self._flag_bits & C_FLAG_JMP:
+                self._flag_bits &= ~C_FLAG_HLT
+                self._c_rebase_to(saved)
 
     def _call_inline(self, row, plan, extra=None):
         prog = self._prog_v
-        if prog.bits[row] & ROW_PRECHECK:
+        if prog.bits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         return self._call_plan(prog.funcs[row], plan, extra)
 
@@ -1989,7 +1990,7 @@ class InterpreterCore:
                 addr = [*entry.base_addr[:-1], slot]
                 target = targets[entry._row] = (*self._prog_v.locate(addr), addr)
             self._native_jump(target)
-        elif self._mark_jump():
+        elif self._c_mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
@@ -1999,7 +2000,7 @@ class InterpreterCore:
         if not with_exc:
             return self._inline_plan(row)
         bits = self._prog_v.bits[row]
-        if bits & ROW_CORO or (bits & ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
+        if bits & C_ROW_CORO or (bits & C_ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
             return None
         plan = self._prog_v.static_plans[row]
         if plan is None:
@@ -2103,8 +2104,8 @@ class InterpreterCore:
 
     def _native_ret(self):
         saved = self._ret_addr_stack_v.pop()
-        self._flag_bits &= ~FLAG_HLT
-        self._rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
+        self._flag_bits &= ~C_FLAG_HLT
+        self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
 
     async def _take_lock(self):
         lock = self._interpret_lock_v
@@ -2145,15 +2146,55 @@ class InterpreterCore:
                 await lock._park(self._run_task_v, None)
             try:
                 while True:  # steps back to back while nobody else wants the lock, as the compiled loop
-                    state = self._enter_step()
-                    if state == STEP_END:
+                    state = self._c_enter_step()
+                    if state == C_STEP_END:
                         return
-                    if state == STEP_RAN:
+                    if state == C_STEP_RAN:
                         if self._middleware_v is not None:
                             await self._middleware_v(self)
-                        else:
-                            await self._run_fast(self._descend_current())
-                        if not self._leave_step():
+                        else:  # the node at the pointer: `_run_row` with the fast paths inlined
+                            row = self._c_descend_current()
+                            prog = self._prog_v
+                            op = prog.ops[row]
+                            if op != OP_CALL and not self._signal_v.pending:
+                                if op == OP_NOP:
+                                    pass
+                                elif op == OP_TRY:
+                                    outcome = self._native_try_now(row, prog.operands[row])
+                                    if outcome is NOT_NOW:
+                                        await self._native_try(row, None, self._outer_interpreting)
+                                    elif outcome is not None:
+                                        await outcome
+                                else:
+                                    status = self._run_native_sync(row, op)
+                                    if status == NATIVE_NOT_READY:
+                                        await self._run_row(row)
+                                    elif status == NATIVE_AWAIT:
+                                        rest, self._native_rest = self._native_rest, None
+                                        await rest
+                            else:
+                                plan = self._cached_plan(row)
+                                if plan is None:
+                                    await self._run_row(row)
+                                elif plan.slow:
+                                    if prog.bits[row] & C_ROW_PRECHECK:
+                                        prog.nodes[row]._pre_check(self)
+                                    results = self._results_for(plan, row)
+                                    if results is not None:
+                                        outcome = self._call_with_results(row, plan, results)
+                                        if prog.bits[row] & C_ROW_CORO:
+                                            await outcome
+                                    else:
+                                        outcome = self._invoke_slow_now(prog.nodes[row], plan)
+                                        if outcome is NOT_NOW:
+                                            await self._invoke_slow(prog.nodes[row], plan)
+                                        elif outcome is not None:
+                                            await outcome
+                                elif self._inline_callable(row):
+                                    self._call_inline(row, plan, None)
+                                else:
+                                    await self._call_with_plan(row, plan)
+                        if not self._c_leave_step():
                             return
                     steps += 1
                     if not self._keeps_lock(lock, steps):
