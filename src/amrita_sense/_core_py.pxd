@@ -38,10 +38,15 @@ cdef class Program:
     cdef public object _successor
     cdef public object tables
 
+    cdef list _table_for(self, object shape)
+
 
 cdef class Stack:
-    cdef public object _items
-    cdef public object _limit
+    cdef public list _items
+    cdef public Py_ssize_t _limit
+
+    cdef object _push(self, object item)
+    cdef object _pop(self)
 
 
 cdef class SuspendFlag:
@@ -53,10 +58,17 @@ cdef class PointerVector:
     cdef public Program _prog
     cdef public Py_ssize_t _row
 
+    cdef list _list(self)
+    cdef object _bound_addr(self)
+    cdef void _set_row(self, Program prog, Py_ssize_t row)
+
 
 cdef class InterpretLock:
     cdef public object _owner
     cdef public list _queue
+
+    cdef bint _try_take(self, object owner) except -1
+    cdef object _release(self)
 
 
 cdef class InterpreterCore:
@@ -151,4 +163,6 @@ cdef class InterpreterCore:
     cdef object _native_try_now(self, Py_ssize_t row, object operands)
     cdef object _native_callsub(self, Py_ssize_t row)
     cdef object _native_ret(self)
+    cdef object _push_ret(self, object item)
+    cdef object _pop_ret(self)
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1

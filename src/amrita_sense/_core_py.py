@@ -23,6 +23,11 @@ from operator import attrgetter
 
 import sniffio
 
+try:
+    import cython
+except ModuleNotFoundError:  # a pure build without Cython installed
+    from amrita_sense import _cython_shim as cython  # type: ignore[no-redef]
+
 from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
@@ -295,7 +300,7 @@ def address_list(value, what):
     """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
     otherwise."""
     if isinstance(value, PointerVector):
-        return _checked_items(list(value._list()), what)
+        return _checked_items(list(cython.cast(PointerVector, value)._list()), what)
     if isinstance(value, (list, tuple)):
         return _checked_items(list(value), what)
     raise TypeError(
@@ -444,7 +449,7 @@ class PointerVector:
     def __eq__(self, value):
         if not isinstance(value, type(self)):
             return False
-        return self._list() == value._list()
+        return self._list() == cython.cast(PointerVector, value)._list()
 
     def __hash__(self):
         return hash(tuple(self._list()))
@@ -560,16 +565,27 @@ class Stack:
         return bool(self._items)
 
     def push(self, item):
-        with _ATOMIC:
-            if len(self._items) >= self._limit:
-                raise OverflowError("Stack overflow")
-            self._items.append(item)
+        if cython.compiled:  # atomic by the GIL: no Python code runs between the check and the write
+            self._push(item)
+        else:
+            with _ATOMIC:
+                self._push(item)
 
     def pop(self):
+        if cython.compiled:
+            return self._pop()
         with _ATOMIC:
-            if not self._items:
-                raise IndexError("Stack is empty")
-            return self._items.pop()
+            return self._pop()
+
+    def _push(self, item):
+        if len(self._items) >= self._limit:
+            raise OverflowError("Stack overflow")
+        self._items.append(item)
+
+    def _pop(self):
+        if not self._items:
+            raise IndexError("Stack is empty")
+        return self._items.pop()
 
     def clear(self):
         with _ATOMIC:
@@ -680,6 +696,9 @@ class InterpretLock:
             pass
 
     def async_release(self):
+        self._release()
+
+    def _release(self):
         # Each step leaves a state `_release_held_by` can finish if an asynchronous exception
         # (KeyboardInterrupt) stops the release half-way: a waiter is woken before it is made the
         # owner and removed, so a woken waiter is never lost.
@@ -704,7 +723,7 @@ class InterpretLock:
         if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
             self._owner = waiters.pop(0)[1]
             return
-        self.async_release()
+        self._release()
 
     acquire = async_acquire
     release = async_release
@@ -1712,6 +1731,20 @@ class InterpreterCore:
     # `_after_body`) finishes from where the pointer is; when that is a coroutine the
     # opcode returns NATIVE_AWAIT and the loop awaits it (`_native_rest`).
 
+    def _push_ret(self, item):
+        """Push `item` on the return stack (a Stack subclass's own `push` runs)."""
+        stack = self._ret_addr_stack_v
+        if cython.compiled and type(stack) is Stack:
+            stack._push(item)
+        else:
+            stack.push(item)
+
+    def _pop_ret(self):
+        stack = self._ret_addr_stack_v
+        if cython.compiled and type(stack) is Stack:
+            return stack._pop()
+        return stack.pop()
+
     def _still_at(self, row):
         """True when no jump is marked and the pointer is bound to `row`, where the running opcode
         left it: its compiled rows are then where the node's own function would go."""
@@ -1807,15 +1840,14 @@ class InterpreterCore:
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
-        stack = self._ret_addr_stack_v
-        stack.push(self._pointer_v)
+        self._push_ret(self._pointer_v)
         self._pointer_v = _bound_pointer(self._prog_v, row)
         self._outer_interpreting = True
         try:
             return self._call_inline(row, plan, extra)
         finally:
             self._outer_interpreting = False
-            saved = stack.pop()
+            saved = self._pop_ret()
             if not self._flag_bits & C_FLAG_JMP:
                 self._flag_bits &= ~C_FLAG_HLT
                 self._c_rebase_to(saved)
@@ -1976,13 +2008,13 @@ class InterpreterCore:
         if not truthy:
             self._jump_at(exit_row, row, EXIT)
         else:
-            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, head))
+            self._push_ret(_bound_pointer(self._prog_v, head))
             self._jump_at(body_row, row, THEN)
         return NATIVE_DONE
 
     def _native_loop_control(self, operands):
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
-        entry = self._ret_addr_stack_v.pop()
+        entry = self._pop_ret()
         slot, targets = operands
         if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog_v:
             target = targets.get(entry._row)
@@ -2097,13 +2129,13 @@ class InterpreterCore:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
         _, return_row, _, target_row = self._prog_v.rows[row]
         if return_row >= 0:
-            self._ret_addr_stack_v.push(_bound_pointer(self._prog_v, return_row))
+            self._push_ret(_bound_pointer(self._prog_v, return_row))
         else:
-            self._ret_addr_stack_v.push(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
+            self._push_ret(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
         self._jump_at(target_row, row, THEN)
 
     def _native_ret(self):
-        saved = self._ret_addr_stack_v.pop()
+        saved = self._pop_ret()
         self._flag_bits &= ~C_FLAG_HLT
         self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
 
@@ -2200,7 +2232,7 @@ class InterpreterCore:
                     if not self._keeps_lock(lock, steps):
                         break
             finally:
-                lock.async_release()
+                lock._release()
             if steps % _CHECK_CLOCK_EVERY == 0:
                 now = time.monotonic()
                 if now - last_yield >= self._yield_interval_v:
