@@ -7,7 +7,7 @@
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
-cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM
+cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH
 
 
 cdef class CallPlan:
@@ -22,21 +22,21 @@ cdef class CallPlan:
 
 
 cdef class Program:
-    cdef public object addrs
-    cdef public object bits
-    cdef public object funcs
-    cdef public object graph
-    cdef public object landings
-    cdef public object nodes
-    cdef public object nrows
-    cdef public object operands
-    cdef public object ops
+    cdef readonly object graph
+    cdef readonly tuple nodes
+    cdef readonly tuple funcs
+    cdef readonly tuple bits
+    cdef readonly tuple static_plans
+    cdef readonly tuple ops
+    cdef readonly tuple operands
+    cdef readonly tuple rows
+    cdef readonly tuple landings
+    cdef readonly tuple addrs
     cdef public object row_of
-    cdef public object rows
-    cdef public object seg_row
-    cdef public object static_plans
-    cdef public object _successor
-    cdef public object tables
+    cdef readonly dict seg_row
+    cdef readonly Py_ssize_t nrows
+    cdef readonly Program _successor
+    cdef readonly dict tables
 
     cdef list _table_for(self, object shape)
 

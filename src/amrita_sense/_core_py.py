@@ -86,6 +86,8 @@ SECOND_RESUME = _opcodes.SECOND_RESUME
 THEN = _opcodes.THEN
 
 # The exported constants above, as the loop reads them (C ints in the single-source build).
+ROW_WIDTH = _opcodes.ROW_WIDTH
+
 C_FLAG_IF = FLAG_IF
 C_FLAG_HLT = FLAG_HLT
 C_FLAG_JMP = FLAG_JMP
@@ -201,25 +203,36 @@ class Program:
     )
 
     def __init__(self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row):
-        if getattr(self, "nrows", None) is not None:  # interpreters index the tables they were made with
-            # (a getattr: an unset slot of the pure build, a None field of the single-source build)
+        nrows = len(nodes)
+        if getattr(self, "nodes", None) is not None:  # interpreters index the tables they were made with
             raise TypeError("a Program is initialised once")
+        for table in (funcs, bits, static_plans, ops, operands, rows, landings, addrs):
+            if len(table) != nrows:
+                raise ValueError(f"Program: every per-row table needs {nrows} rows, one has {len(table)}")
         for plan in static_plans:
             if plan is not None and type(plan) is not CallPlan:
                 raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
+        # Row layout: `rows[i]` is the dense row of row i, the ROW_WIDTH fields FIRST, SECOND, EXIT, THEN
+        # (`_opcodes.dense_row`, built by node.table). Each entry is a row of this table or -1
+        # (`_row_index` checks it here), so the native opcodes index the tables with it once they
+        # tested for -1.
+        dense = tuple(tuple(_row_index(rows[i][k], nrows, -1) for k in range(ROW_WIDTH)) for i in range(nrows))
+        for i in range(nrows):
+            _checked_int(bits[i], "Program: a row's bits")
+            _checked_int(ops[i], "Program: a row's opcode")
         self.graph = graph
-        self.nodes = nodes
-        self.funcs = funcs
-        self.bits = bits
-        self.static_plans = static_plans
-        self.ops = ops
-        self.operands = operands
-        self.rows = rows  # per row the dense row (FIRST, SECOND, EXIT, THEN): rows of this table or -1
-        self.landings = landings
-        self.addrs = addrs
-        self.row_of = row_of
-        self.seg_row = seg_row
-        self.nrows = len(nodes)
+        self.nodes = tuple(nodes)
+        self.funcs = tuple(funcs)
+        self.bits = tuple(bits)
+        self.static_plans = tuple(static_plans)
+        self.ops = tuple(ops)
+        self.operands = tuple(operands)
+        self.rows = dense
+        self.landings = tuple(landings)
+        self.addrs = tuple(addrs)
+        self.row_of = None if row_of is None else _row_map(row_of, nrows)
+        self.seg_row = _row_map(seg_row, nrows)
+        self.nrows = nrows
         self._successor = None
         self.tables = {}
 
@@ -273,6 +286,27 @@ class Program:
         if row is not None:
             return row, False
         return -1, False
+
+
+def _row_index(value, nrows, lowest):
+    """`value` as a row of a table of `nrows` rows (`lowest` is -1 where "no row" is allowed)."""
+    row = _ssize(_checked_int(value, "Program: a row"))
+    if row < lowest or row >= nrows:
+        raise ValueError(f"Program: row {row} is outside the table of {nrows} rows")
+    return row
+
+
+def _row_map(rows, nrows):
+    """A copy of an address-to-row map whose rows all exist."""
+    for row in _checked(rows, dict, "Program: an address map", "a dict").values():
+        _row_index(row, nrows, 0)
+    return dict(rows)
+
+
+def _checked_int(value, what):
+    if not isinstance(value, int):
+        raise TypeError(f"{what} is an int, not {type(value).__name__}")
+    return value
 
 
 _EMPTY_POINTER = (
