@@ -11,14 +11,16 @@ cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH
 
 
 cdef class CallPlan:
-    cdef public object cached
-    cdef public object entry
-    cdef public object fetch
-    cdef public object fetch_with
-    cdef public object keyed
-    cdef public object names
-    cdef public object slow
-    cdef public object srcs
+    cdef readonly bint cached
+    cdef readonly object entry
+    cdef readonly object fetch
+    cdef readonly object fetch_with
+    cdef readonly bint keyed
+    cdef readonly object names
+    cdef readonly bint slow
+    cdef readonly tuple srcs
+    cdef Py_ssize_t n
+    cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, or -1 (a keyword)
 
 
 cdef class Program:
@@ -114,7 +116,7 @@ cdef class InterpreterCore:
     cdef public object _waiter_s
 
     # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
-    cdef tuple _locate_current(self)
+    cdef (Py_ssize_t, bint) _locate_current(self) except *
     cdef Py_ssize_t _c_descend_current(self) except -1
     cdef bint _c_advance(self, PointerVector ptr) except -1
     cdef object _c_rebase_to(self, object ptr)

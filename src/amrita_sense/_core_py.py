@@ -28,6 +28,10 @@ try:
 except ModuleNotFoundError:  # a pure build without Cython installed
     from amrita_sense import _cython_shim as cython  # type: ignore[no-redef]
 
+if cython.compiled:
+    from cython.cimports.amrita_sense._capi import MAX_STACK_ARGS, call_from_pools
+    from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
+
 from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
@@ -125,6 +129,19 @@ class CallPlan:
         self.cached = any(type(src) is tuple and len(src) == 1 for src in srcs)
         self.keyed = any(type(src) is not int and not (type(src) is tuple and len(src) == 1) for src in srcs)
         self.fetch_with = _results_fetcher(srcs) if self.cached else None
+        if cython.compiled:  # per argument, as the C loop reads it: a pool position, or -1 (by name)
+            PyMem_Free(self.cidx)  # a second __init__ replaces the first one's
+            self.n = len(srcs)
+            self.cidx = cython.cast(cython.p_Py_ssize_t, PyMem_Malloc((self.n + 1) * cython.sizeof(cython.Py_ssize_t)))
+            if self.cidx == cython.NULL:
+                raise MemoryError()
+            for i in range(self.n):
+                src = srcs[i]
+                self.cidx[i] = src if type(src) is int and src >= 0 else -1
+
+    def __dealloc__(self):
+        if cython.compiled:
+            PyMem_Free(self.cidx)
 
 
 def _fetcher(srcs):
@@ -1598,6 +1615,10 @@ class InterpreterCore:
 
     def _call_plan(self, func, plan, extra):
         """Call `func` with the plan's values from the pools (and `extra` keywords)."""
+        if cython.compiled:
+            if extra is None and plan.names is None and plan.n <= MAX_STACK_ARGS and self._pool_args is not None \
+                    and self._pool_kwargs is not None:
+                return call_from_pools(func, plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
         if extra is None and plan.names is None:
             return func(*plan.fetch(self._pool_args, self._pool_kwargs))
         args, kwargs = self._plan_args(plan, extra)
