@@ -117,7 +117,9 @@ cdef class InterpreterCore:
 
     # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
     cdef (Py_ssize_t, bint) _locate_current(self) except *
+    @cython.locals(row=Py_ssize_t, exact=bint)
     cdef Py_ssize_t _c_descend_current(self) except -1
+    @cython.locals(row=Py_ssize_t, exact=bint, items=list)
     cdef bint _c_advance(self, PointerVector ptr) except -1
     cdef object _c_rebase_to(self, object ptr)
     cdef object _adopt_successor(self)
@@ -133,13 +135,17 @@ cdef class InterpreterCore:
     cdef object _results_for(self, CallPlan plan, Py_ssize_t row)
     cdef object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
     cdef object _call_plan(self, object func, CallPlan plan, object extra)
+    @cython.locals(recompiled=bint, ptr=PointerVector)
     cdef int _c_enter_step(self) except -1
     cdef bint _c_leave_step(self) except -1
     cdef bint _advance_recompiled(self) except -1
     cdef object _batch_successor(self, Py_ssize_t row, object fut)
+    @cython.locals(ptr=PointerVector)
     cdef bint _still_at(self, Py_ssize_t row) except -1
+    @cython.locals(ptr=PointerVector)
     cdef bint _left_unmarked(self, Py_ssize_t row) except -1
     cdef int _finish_with(self, object rest) except -1
+    @cython.locals(bits=int)
     cdef bint _inline_callable(self, Py_ssize_t row) except -1
     cdef object _inline_plan(self, Py_ssize_t row)
     cdef object _callee_plan(self, Py_ssize_t row)
@@ -148,16 +154,25 @@ cdef class InterpreterCore:
     cdef object _native_jump(self, object target)
     cdef object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
     cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
+    @cython.locals(prog=Program)
     cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
     cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef object _resume_at(self, Py_ssize_t row, int k, bint near)
+    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef int _native_branch(self, Py_ssize_t row) except -1
+    @cython.locals(body=Py_ssize_t, then_row=Py_ssize_t)
     cdef int _native_else(self, Py_ssize_t row) except -1
+    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
     cdef int _native_while(self, Py_ssize_t row) except -1
+    @cython.locals(body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
     cdef int _native_do(self, Py_ssize_t row) except -1
+    @cython.locals(cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
     cdef int _native_do_check(self, Py_ssize_t row) except -1
+    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef int _native_if(self, Py_ssize_t row) except -1
+    @cython.locals(target=Py_ssize_t)
     cdef int _native_invoke(self, Py_ssize_t row) except -1
+    @cython.locals(cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
     cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef object _native_loop_control(self, object operands)
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)

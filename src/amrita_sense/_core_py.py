@@ -2210,6 +2210,10 @@ class InterpreterCore:
             and lock._owner is self._run_task_v
         )
 
+    @cython.locals(
+        lock=InterpretLock, prog=Program, steps=cython.Py_ssize_t, row=cython.Py_ssize_t, op=cython.int,
+        status=cython.int, state=cython.int, last_yield=cython.double, now=cython.double,
+    )
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
         # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it

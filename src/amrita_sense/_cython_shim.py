@@ -11,3 +11,14 @@ compiled = False
 def cast(kind, value):
     """`value` as `kind` to the C compiler; the value itself here."""
     return value
+
+
+def locals(**types):  # noqa: A001 - Cython's name
+    """The C types of a function's local variables, to the C compiler; nothing here."""
+    return lambda function: function
+
+
+# the C types the core names in `locals(...)`, as the Python types their values have here
+int = int  # noqa: A001, PLW0127
+Py_ssize_t = int
+double = float
