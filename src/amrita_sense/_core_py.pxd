@@ -39,6 +39,10 @@ cdef class Program:
     cdef readonly Py_ssize_t nrows
     cdef readonly Program _successor
     cdef readonly dict tables
+    cdef int *cbits
+    cdef int *cops
+
+    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1
 
     cdef list _table_for(self, object shape)
 

@@ -204,6 +204,8 @@ class Program:
     __slots__ = (
         "addrs",
         "bits",
+        "cbits",
+        "cops",
         "funcs",
         "graph",
         "landings",
@@ -249,9 +251,30 @@ class Program:
         self.addrs = tuple(addrs)
         self.row_of = None if row_of is None else _row_map(row_of, nrows)
         self.seg_row = _row_map(seg_row, nrows)
+        # `cbits` / `cops`: what the loop indexes, C arrays in the single-source build, the tuples here
+        if cython.compiled:
+            self._alloc_rows(nrows)
+            for i in range(nrows):
+                self.cbits[i] = bits[i]
+                self.cops[i] = ops[i]
+        else:
+            self.cbits = self.bits
+            self.cops = self.ops
         self.nrows = nrows
         self._successor = None
         self.tables = {}
+
+    def _alloc_rows(self, nrows):
+        """The C arrays for `nrows` rows (the single-source build)."""
+        self.cbits = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
+        self.cops = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
+        if self.cbits == cython.NULL or self.cops == cython.NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if cython.compiled:
+            PyMem_Free(self.cbits)
+            PyMem_Free(self.cops)
 
     @property
     def successor(self):
@@ -1408,7 +1431,7 @@ class InterpreterCore:
             raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
             self._pointer_v._set_row(self._prog_v, row)
-        if self._prog_v.bits[row] & C_ROW_EMPTY:
+        if self._prog_v.cbits[row] & C_ROW_EMPTY:
             raise NullPointerException(f"address {list(self._prog_v.addrs[row])} not found")
         return row
 
@@ -1602,7 +1625,7 @@ class InterpreterCore:
         held = self._provider_values_s
         if not plan.cached or held is None:
             return None
-        if self._prog_v.bits[row] & C_ROW_THREAD and not self._force_inline_v:
+        if self._prog_v.cbits[row] & C_ROW_THREAD and not self._force_inline_v:
             return None
         results = held.get(plan.entry)
         return results if type(results) is dict else None
@@ -1629,7 +1652,7 @@ class InterpreterCore:
         prog = self._prog_v
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
-        bits = prog.bits[row]
+        bits = prog.cbits[row]
         if self._signal_v.pending:
             await self._gate(prog.nodes[row].tag)
         if bits & C_ROW_PRECHECK:
@@ -1711,7 +1734,7 @@ class InterpreterCore:
         prog = self._prog_v
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
-        bits = prog.bits[row]
+        bits = prog.cbits[row]
         if bits & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         func = prog.funcs[row]
@@ -1762,9 +1785,9 @@ class InterpreterCore:
             or prog._successor is not None
             or following >= prog.nrows
             or prog.landings[following] is not None
-            or prog.bits[following] & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) != 0
-            or not prog.bits[following] & C_ROW_THREAD
-            or prog.ops[following] != OP_CALL
+            or prog.cbits[following] & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) != 0
+            or not prog.cbits[following] & C_ROW_THREAD
+            or prog.cops[following] != OP_CALL
         ):
             return None
         plan = prog.static_plans[following]
@@ -1825,7 +1848,7 @@ class InterpreterCore:
 
     def _inline_callable(self, row):
         """The node of `row` can be called here and now: not a coroutine function, not one for a worker thread."""
-        bits = self._prog_v.bits[row]
+        bits = self._prog_v.cbits[row]
         return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline_v)
 
     def _inline_plan(self, row):
@@ -1837,7 +1860,7 @@ class InterpreterCore:
 
     def _callee_plan(self, row):
         """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
-        if self._prog_v.ops[row] == OP_JUMP:
+        if self._prog_v.cops[row] == OP_JUMP:
             return JUMP_CALLEE
         return self._inline_plan(row)
 
@@ -1909,7 +1932,7 @@ class InterpreterCore:
 
     def _call_inline(self, row, plan, extra=None):
         prog = self._prog_v
-        if prog.bits[row] & C_ROW_PRECHECK:
+        if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         return self._call_plan(prog.funcs[row], plan, extra)
 
@@ -2086,7 +2109,7 @@ class InterpreterCore:
         pointer is on the Try row (`_still_at`), as it is when the body starts."""
         if not with_exc:
             return self._inline_plan(row)
-        bits = self._prog_v.bits[row]
+        bits = self._prog_v.cbits[row]
         if bits & C_ROW_CORO or (bits & C_ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
             return None
         plan = self._prog_v.static_plans[row]
@@ -2246,7 +2269,7 @@ class InterpreterCore:
                         else:  # the node at the pointer: `_run_row` with the fast paths inlined
                             row = self._c_descend_current()
                             prog = self._prog_v
-                            op = prog.ops[row]
+                            op = prog.cops[row]
                             if op != OP_CALL and not self._signal_v.pending:
                                 if op == OP_NOP:
                                     pass
@@ -2268,12 +2291,12 @@ class InterpreterCore:
                                 if plan is None:
                                     await self._run_row(row)
                                 elif plan.slow:
-                                    if prog.bits[row] & C_ROW_PRECHECK:
+                                    if prog.cbits[row] & C_ROW_PRECHECK:
                                         prog.nodes[row]._pre_check(self)
                                     results = self._results_for(plan, row)
                                     if results is not None:
                                         outcome = self._call_with_results(row, plan, results)
-                                        if prog.bits[row] & C_ROW_CORO:
+                                        if prog.cbits[row] & C_ROW_CORO:
                                             await outcome
                                     else:
                                         outcome = self._invoke_slow_now(prog.nodes[row], plan)
