@@ -4,6 +4,8 @@
 # place of its __slots__: what a field may hold is what the pure build's code stores there (a typed
 # field refuses anything else with a TypeError, as the compiled core's fields do).
 
+cimport cython
+
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
