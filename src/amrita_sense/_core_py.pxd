@@ -58,7 +58,7 @@ cdef class Stack:
 
 
 cdef class SuspendFlag:
-    cdef public object pending
+    cdef public bint pending
 
 
 cdef class PointerVector:
@@ -133,9 +133,12 @@ cdef class InterpreterCore:
     cdef bint _c_mark_jump(self) except -1
     cdef object _move_to(self, object addr)
     cdef object _check_last_index(self, object value, str method)
+    @cython.locals(plan=CallPlan)
     cdef object _row_plan(self, Py_ssize_t row)
     cdef object _cached_plan(self, Py_ssize_t row)
+    @cython.locals(plan=CallPlan)
     cdef object _exc_plan(self, Py_ssize_t row)
+    @cython.locals(plan=CallPlan)
     cdef object _ready_plan(self, Py_ssize_t row)
     cdef object _plan_args(self, CallPlan plan, object extra)
     cdef object _results_for(self, CallPlan plan, Py_ssize_t row)
@@ -153,6 +156,7 @@ cdef class InterpreterCore:
     cdef int _finish_with(self, object rest) except -1
     @cython.locals(bits=int)
     cdef bint _inline_callable(self, Py_ssize_t row) except -1
+    @cython.locals(plan=CallPlan)
     cdef object _inline_plan(self, Py_ssize_t row)
     cdef object _callee_plan(self, Py_ssize_t row)
     cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
@@ -181,6 +185,7 @@ cdef class InterpreterCore:
     @cython.locals(cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
     cdef int _native_loop_head(self, Py_ssize_t row) except -1
     cdef object _native_loop_control(self, object operands)
+    @cython.locals(plan=CallPlan)
     cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef object _catch_for(self, object catches, object exc)
     cdef object _native_try_now(self, Py_ssize_t row, object operands)
@@ -189,3 +194,18 @@ cdef class InterpreterCore:
     cdef object _push_ret(self, object item)
     cdef object _pop_ret(self)
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1
+
+
+# module-level C functions (no Python module attribute in the single-source build)
+cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row)
+cdef PointerVector _start_pointer(Program prog)
+cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
+cdef CallPlan _checked_call_plan(object plan)
+cdef dict _exc_keywords(object exc)
+cdef bint _clashes(object kwargs) except -1
+cdef object _check_index(object value, str what)
+cdef object _checked_items(object items, str what)
+cdef list _offset_far(list base, list offset)
+cdef object _row_outside(Program prog, Py_ssize_t row)
+cdef object _checked(object value, object kind, str name, str what)
+cdef object _refuse_delete(str name)

@@ -2234,7 +2234,7 @@ class InterpreterCore:
         )
 
     @cython.locals(
-        lock=InterpretLock, prog=Program, steps=cython.Py_ssize_t, row=cython.Py_ssize_t, op=cython.int,
+        lock=InterpretLock, prog=Program, plan=CallPlan, steps=cython.Py_ssize_t, row=cython.Py_ssize_t, op=cython.int,
         status=cython.int, state=cython.int, last_yield=cython.double, now=cython.double,
     )
     async def _execute(self):
