@@ -96,6 +96,7 @@ cdef class InterpreterCore:
     cdef public bint _plans_valid_v
     cdef public object _run_task_v
     cdef public SuspendFlag _signal_v
+    cdef PointerVector _spare_pointer
     cdef public bint _force_inline_v
     cdef public bint _squashed_loops_v
     cdef public double _yield_interval_v
@@ -127,6 +128,7 @@ cdef class InterpreterCore:
     cdef Py_ssize_t _c_descend_current(self) except -1
     @cython.locals(row=Py_ssize_t, exact=bint, items=list)
     cdef bint _c_advance(self, PointerVector ptr) except -1
+    @cython.locals(other=PointerVector)
     cdef object _c_rebase_to(self, object ptr)
     cdef object _adopt_successor(self)
     cdef object _c_refresh_plans(self)
@@ -191,6 +193,8 @@ cdef class InterpreterCore:
     cdef object _native_try_now(self, Py_ssize_t row, object operands)
     cdef object _native_callsub(self, Py_ssize_t row)
     cdef object _native_ret(self)
+    cdef PointerVector _pointer_at(self, Py_ssize_t row)
+    cdef object _recycle(self, object ptr)
     cdef object _push_ret(self, object item)
     cdef object _pop_ret(self)
     cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1

@@ -31,6 +31,7 @@ except ModuleNotFoundError:  # a pure build without Cython installed
 if cython.compiled:
     from cython.cimports.amrita_sense._capi import MAX_STACK_ARGS, call_from_pools
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
+    from cython.cimports.cpython.ref import Py_REFCNT
 
 from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
@@ -1132,6 +1133,7 @@ class InterpreterCore:
         "_run_task_v",
         "_shape_s",
         "_signal_v",
+        "_spare_pointer",
         "_squashed_loops_v",
         "_sub_interpreters_s",
         "_sub_interpreters_all_s",
@@ -1149,6 +1151,7 @@ class InterpreterCore:
             None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
         )
         self._flag_bits = 0
+        self._spare_pointer = None
         self._middleware_v = _checked_middleware(middleware, "middleware")
         self._native_rest = None
         self._outer_interpreting = False
@@ -1471,10 +1474,13 @@ class InterpreterCore:
         return self._c_rebase_to(ptr)
 
     def _c_rebase_to(self, ptr):
-        if isinstance(ptr, PointerVector) and ptr._items is None:
-            self._pointer_v._set_row(ptr._prog, ptr._row)
-        else:
-            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
+        if isinstance(ptr, PointerVector):
+            other = ptr
+            if other._items is None:
+                other._bound_addr()  # an uninitialised vector raises here
+                self._pointer_v._set_row(other._prog, other._row)
+                return
+        self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -1919,7 +1925,7 @@ class InterpreterCore:
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
         self._push_ret(self._pointer_v)
-        self._pointer_v = _bound_pointer(self._prog_v, row)
+        self._pointer_v = self._pointer_at(row)
         self._outer_interpreting = True
         try:
             return self._call_inline(row, plan, extra)
@@ -1929,6 +1935,23 @@ class InterpreterCore:
             if not self._flag_bits & C_FLAG_JMP:
                 self._flag_bits &= ~C_FLAG_HLT
                 self._c_rebase_to(saved)
+            self._recycle(saved)
+
+    def _pointer_at(self, row):
+        """A new pointer bound to `row`: the recycled one when there is one."""
+        ptr = self._spare_pointer
+        if ptr is None:
+            return _bound_pointer(self._prog_v, row)
+        self._spare_pointer = None
+        ptr._set_row(self._prog_v, row)
+        return ptr
+
+    def _recycle(self, ptr):
+        """Keep a popped pointer nobody else holds for `_pointer_at` (the single-source build: ours
+        is then the only reference)."""
+        if cython.compiled:
+            if Py_REFCNT(ptr) == 1 and type(ptr) is PointerVector:
+                self._spare_pointer = ptr
 
     def _call_inline(self, row, plan, extra=None):
         prog = self._prog_v
@@ -2086,7 +2109,7 @@ class InterpreterCore:
         if not truthy:
             self._jump_at(exit_row, row, EXIT)
         else:
-            self._push_ret(_bound_pointer(self._prog_v, head))
+            self._push_ret(self._pointer_at(head))
             self._jump_at(body_row, row, THEN)
         return NATIVE_DONE
 
@@ -2207,7 +2230,7 @@ class InterpreterCore:
         """CALL: push the return address (compiled to a row when it is one) and jump."""
         _, return_row, _, target_row = self._prog_v.rows[row]
         if return_row >= 0:
-            self._push_ret(_bound_pointer(self._prog_v, return_row))
+            self._push_ret(self._pointer_at(return_row))
         else:
             self._push_ret(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
         self._jump_at(target_row, row, THEN)
