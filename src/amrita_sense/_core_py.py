@@ -2239,6 +2239,7 @@ class InterpreterCore:
         saved = self._pop_ret()
         self._flag_bits &= ~C_FLAG_HLT
         self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
+        self._recycle(saved)
 
     async def _take_lock(self):
         lock = self._interpret_lock_v
