@@ -44,17 +44,17 @@ cdef class Program:
     cdef int *cbits
     cdef int *cops
 
-    cdef int _alloc_rows(self, Py_ssize_t nrows) except -1
+    cdef inline int _alloc_rows(self, Py_ssize_t nrows) except -1
 
-    cdef list _table_for(self, object shape)
+    cdef inline list _table_for(self, object shape)
 
 
 cdef class Stack:
     cdef public list _items
     cdef public Py_ssize_t _limit
 
-    cdef object _push(self, object item)
-    cdef object _pop(self)
+    cdef inline object _push(self, object item)
+    cdef inline object _pop(self)
 
 
 cdef class SuspendFlag:
@@ -66,17 +66,17 @@ cdef class PointerVector:
     cdef public Program _prog
     cdef public Py_ssize_t _row
 
-    cdef list _list(self)
-    cdef object _bound_addr(self)
-    cdef void _set_row(self, Program prog, Py_ssize_t row)
+    cdef inline list _list(self)
+    cdef inline object _bound_addr(self)
+    cdef inline void _set_row(self, Program prog, Py_ssize_t row)
 
 
 cdef class InterpretLock:
     cdef public object _owner
     cdef public list _queue
 
-    cdef bint _try_take(self, object owner) except -1
-    cdef object _release(self)
+    cdef inline bint _try_take(self, object owner) except -1
+    cdef inline object _release(self)
 
 
 cdef class InterpreterCore:
@@ -123,81 +123,81 @@ cdef class InterpreterCore:
     cdef public object _waiter_s
 
     # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
-    cdef (Py_ssize_t, bint) _locate_current(self) except *
+    cdef inline (Py_ssize_t, bint) _locate_current(self) except *
     @cython.locals(row=Py_ssize_t, exact=bint)
-    cdef Py_ssize_t _c_descend_current(self) except -1
+    cdef inline Py_ssize_t _c_descend_current(self) except -1
     @cython.locals(row=Py_ssize_t, exact=bint, items=list)
-    cdef bint _c_advance(self, PointerVector ptr) except -1
+    cdef inline bint _c_advance(self, PointerVector ptr) except -1
     @cython.locals(other=PointerVector)
-    cdef object _c_rebase_to(self, object ptr)
-    cdef object _adopt_successor(self)
-    cdef object _c_refresh_plans(self)
-    cdef bint _c_mark_jump(self) except -1
-    cdef object _move_to(self, object addr)
-    cdef object _check_last_index(self, object value, str method)
+    cdef inline object _c_rebase_to(self, object ptr)
+    cdef inline object _adopt_successor(self)
+    cdef inline object _c_refresh_plans(self)
+    cdef inline bint _c_mark_jump(self) except -1
+    cdef inline object _move_to(self, object addr)
+    cdef inline object _check_last_index(self, object value, str method)
     @cython.locals(plan=CallPlan)
-    cdef object _row_plan(self, Py_ssize_t row)
-    cdef object _cached_plan(self, Py_ssize_t row)
+    cdef inline object _row_plan(self, Py_ssize_t row)
+    cdef inline object _cached_plan(self, Py_ssize_t row)
     @cython.locals(plan=CallPlan)
-    cdef object _exc_plan(self, Py_ssize_t row)
+    cdef inline object _exc_plan(self, Py_ssize_t row)
     @cython.locals(plan=CallPlan)
-    cdef object _ready_plan(self, Py_ssize_t row)
-    cdef object _plan_args(self, CallPlan plan, object extra)
-    cdef object _results_for(self, CallPlan plan, Py_ssize_t row)
-    cdef object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
-    cdef object _call_plan(self, object func, CallPlan plan, object extra)
+    cdef inline object _ready_plan(self, Py_ssize_t row)
+    cdef inline object _plan_args(self, CallPlan plan, object extra)
+    cdef inline object _results_for(self, CallPlan plan, Py_ssize_t row)
+    cdef inline object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
+    cdef inline object _call_plan(self, object func, CallPlan plan, object extra)
     @cython.locals(recompiled=bint, ptr=PointerVector)
-    cdef int _c_enter_step(self) except -1
-    cdef bint _c_leave_step(self) except -1
-    cdef bint _advance_recompiled(self) except -1
-    cdef object _batch_successor(self, Py_ssize_t row, object fut)
+    cdef inline int _c_enter_step(self) except -1
+    cdef inline bint _c_leave_step(self) except -1
+    cdef inline bint _advance_recompiled(self) except -1
+    cdef inline object _batch_successor(self, Py_ssize_t row, object fut)
     @cython.locals(ptr=PointerVector)
-    cdef bint _still_at(self, Py_ssize_t row) except -1
+    cdef inline bint _still_at(self, Py_ssize_t row) except -1
     @cython.locals(ptr=PointerVector)
-    cdef bint _left_unmarked(self, Py_ssize_t row) except -1
-    cdef int _finish_with(self, object rest) except -1
+    cdef inline bint _left_unmarked(self, Py_ssize_t row) except -1
+    cdef inline int _finish_with(self, object rest) except -1
     @cython.locals(bits=int)
-    cdef bint _inline_callable(self, Py_ssize_t row) except -1
+    cdef inline bint _inline_callable(self, Py_ssize_t row) except -1
     @cython.locals(plan=CallPlan)
-    cdef object _inline_plan(self, Py_ssize_t row)
-    cdef object _callee_plan(self, Py_ssize_t row)
-    cdef int _run_native_sync(self, Py_ssize_t row, int op) except -1
-    cdef object _goto(self, object target)
-    cdef object _native_jump(self, object target)
-    cdef object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
-    cdef object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
+    cdef inline object _inline_plan(self, Py_ssize_t row)
+    cdef inline object _callee_plan(self, Py_ssize_t row)
+    cdef inline int _run_native_sync(self, Py_ssize_t row, int op) except -1
+    cdef inline object _goto(self, object target)
+    cdef inline object _native_jump(self, object target)
+    cdef inline object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
+    cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
     @cython.locals(prog=Program)
-    cdef object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
-    cdef object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
-    cdef object _resume_at(self, Py_ssize_t row, int k, bint near)
+    cdef inline object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
+    cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
+    cdef inline object _resume_at(self, Py_ssize_t row, int k, bint near)
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
-    cdef int _native_branch(self, Py_ssize_t row) except -1
+    cdef inline int _native_branch(self, Py_ssize_t row) except -1
     @cython.locals(body=Py_ssize_t, then_row=Py_ssize_t)
-    cdef int _native_else(self, Py_ssize_t row) except -1
+    cdef inline int _native_else(self, Py_ssize_t row) except -1
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
-    cdef int _native_while(self, Py_ssize_t row) except -1
+    cdef inline int _native_while(self, Py_ssize_t row) except -1
     @cython.locals(body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
-    cdef int _native_do(self, Py_ssize_t row) except -1
+    cdef inline int _native_do(self, Py_ssize_t row) except -1
     @cython.locals(cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
-    cdef int _native_do_check(self, Py_ssize_t row) except -1
+    cdef inline int _native_do_check(self, Py_ssize_t row) except -1
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
-    cdef int _native_if(self, Py_ssize_t row) except -1
+    cdef inline int _native_if(self, Py_ssize_t row) except -1
     @cython.locals(target=Py_ssize_t)
-    cdef int _native_invoke(self, Py_ssize_t row) except -1
+    cdef inline int _native_invoke(self, Py_ssize_t row) except -1
     @cython.locals(cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
-    cdef int _native_loop_head(self, Py_ssize_t row) except -1
-    cdef object _native_loop_control(self, object operands)
+    cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
+    cdef inline object _native_loop_control(self, object operands)
     @cython.locals(plan=CallPlan)
-    cdef object _near_plan(self, Py_ssize_t row, bint with_exc)
-    cdef object _catch_for(self, object catches, object exc)
-    cdef object _native_try_now(self, Py_ssize_t row, object operands)
-    cdef object _native_callsub(self, Py_ssize_t row)
-    cdef object _native_ret(self)
-    cdef PointerVector _pointer_at(self, Py_ssize_t row)
-    cdef object _recycle(self, object ptr)
-    cdef object _push_ret(self, object item)
-    cdef object _pop_ret(self)
-    cdef bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1
+    cdef inline object _near_plan(self, Py_ssize_t row, bint with_exc)
+    cdef inline object _catch_for(self, object catches, object exc)
+    cdef inline object _native_try_now(self, Py_ssize_t row, object operands)
+    cdef inline object _native_callsub(self, Py_ssize_t row)
+    cdef inline object _native_ret(self)
+    cdef inline PointerVector _pointer_at(self, Py_ssize_t row)
+    cdef inline object _recycle(self, object ptr)
+    cdef inline object _push_ret(self, object item)
+    cdef inline object _pop_ret(self)
+    cdef inline bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1
 
 
 # module-level C functions (no Python module attribute in the single-source build)
