@@ -3,11 +3,15 @@
 # blocks hold the Python paths the pure build runs. Nothing imports this at run time.
 
 from cpython.dict cimport PyDict_GetItemWithError
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
 
 cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        Py_ssize_t allocated
+    void Py_SET_SIZE(object, Py_ssize_t)
     object PyObject_Vectorcall(object callable_object, PyObject **args, size_t nargsf, PyObject *kwnames)
 
 
@@ -43,3 +47,25 @@ cdef inline object call_from_pools(object func, Py_ssize_t *cidx, Py_ssize_t n, 
     finally:
         for i in range(n):
             Py_DECREF(<object> argv[i])
+
+
+cdef inline int list_push(list items, object item) except -1:
+    """`items.append(item)`, in place while the list has room: a push/pop pair around a sub-call
+    never reallocates."""
+    cdef Py_ssize_t size = PyList_GET_SIZE(items)
+    if (<PyListObject *> items).allocated > size:
+        Py_INCREF(item)
+        PyList_SET_ITEM(items, size, item)
+        Py_SET_SIZE(items, size + 1)
+    else:
+        items.append(item)
+    return 0
+
+
+cdef inline object list_pop(list items):
+    """`items.pop()` of a non-empty list, keeping its capacity (`list.pop` shrinks an emptied list)."""
+    cdef Py_ssize_t size = PyList_GET_SIZE(items)
+    item = <object> PyList_GET_ITEM(items, size - 1)
+    Py_SET_SIZE(items, size - 1)
+    Py_DECREF(item)  # the slot's reference: ours now (`item` holds its own)
+    return item

@@ -29,7 +29,7 @@ except ModuleNotFoundError:  # a pure build without Cython installed
     from amrita_sense import _cython_shim as cython  # type: ignore[no-redef]
 
 if cython.compiled:
-    from cython.cimports.amrita_sense._capi import MAX_STACK_ARGS, call_from_pools
+    from cython.cimports.amrita_sense._capi import MAX_STACK_ARGS, call_from_pools, list_pop, list_push
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
     from cython.cimports.cpython.ref import Py_REFCNT
 
@@ -655,11 +655,16 @@ class Stack:
     def _push(self, item):
         if len(self._items) >= self._limit:
             raise OverflowError("Stack overflow")
-        self._items.append(item)
+        if cython.compiled:
+            list_push(self._items, item)
+        else:
+            self._items.append(item)
 
     def _pop(self):
         if not self._items:
             raise IndexError("Stack is empty")
+        if cython.compiled:
+            return list_pop(self._items)
         return self._items.pop()
 
     def clear(self):
