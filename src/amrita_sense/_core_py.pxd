@@ -124,10 +124,13 @@ cdef class InterpreterCore:
 
     # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
     cdef inline (Py_ssize_t, bint) _locate_current(self) except *
+
     @cython.locals(row=Py_ssize_t, exact=bint)
     cdef inline Py_ssize_t _c_descend_current(self) except -1
+
     @cython.locals(row=Py_ssize_t, exact=bint, items=list)
     cdef inline bint _c_advance(self, PointerVector ptr) except -1
+
     @cython.locals(other=PointerVector)
     cdef inline object _c_rebase_to(self, object ptr)
     cdef inline object _adopt_successor(self)
@@ -135,29 +138,37 @@ cdef class InterpreterCore:
     cdef inline bint _c_mark_jump(self) except -1
     cdef inline object _move_to(self, object addr)
     cdef inline object _check_last_index(self, object value, str method)
+
     @cython.locals(plan=CallPlan)
     cdef inline object _row_plan(self, Py_ssize_t row)
     cdef inline object _cached_plan(self, Py_ssize_t row)
+
     @cython.locals(plan=CallPlan)
     cdef inline object _exc_plan(self, Py_ssize_t row)
+
     @cython.locals(plan=CallPlan)
     cdef inline object _ready_plan(self, Py_ssize_t row)
     cdef inline object _plan_args(self, CallPlan plan, object extra)
     cdef inline object _results_for(self, CallPlan plan, Py_ssize_t row)
     cdef inline object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
     cdef inline object _call_plan(self, object func, CallPlan plan, object extra)
+
     @cython.locals(recompiled=bint, ptr=PointerVector)
     cdef inline int _c_enter_step(self) except -1
     cdef inline bint _c_leave_step(self) except -1
     cdef inline bint _advance_recompiled(self) except -1
     cdef inline object _batch_successor(self, Py_ssize_t row, object fut)
+
     @cython.locals(ptr=PointerVector)
     cdef inline bint _still_at(self, Py_ssize_t row) except -1
+
     @cython.locals(ptr=PointerVector)
     cdef inline bint _left_unmarked(self, Py_ssize_t row) except -1
     cdef inline int _finish_with(self, object rest) except -1
+
     @cython.locals(bits=int)
     cdef inline bint _inline_callable(self, Py_ssize_t row) except -1
+
     @cython.locals(plan=CallPlan)
     cdef inline object _inline_plan(self, Py_ssize_t row)
     cdef inline object _callee_plan(self, Py_ssize_t row)
@@ -166,27 +177,37 @@ cdef class InterpreterCore:
     cdef inline object _native_jump(self, object target)
     cdef inline object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
     cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
+
     @cython.locals(prog=Program)
     cdef inline object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
     cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef inline object _resume_at(self, Py_ssize_t row, int k, bint near)
+
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_branch(self, Py_ssize_t row) except -1
+
     @cython.locals(body=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_else(self, Py_ssize_t row) except -1
+
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
     cdef inline int _native_while(self, Py_ssize_t row) except -1
+
     @cython.locals(body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
     cdef inline int _native_do(self, Py_ssize_t row) except -1
+
     @cython.locals(cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
     cdef inline int _native_do_check(self, Py_ssize_t row) except -1
+
     @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_if(self, Py_ssize_t row) except -1
+
     @cython.locals(target=Py_ssize_t)
     cdef inline int _native_invoke(self, Py_ssize_t row) except -1
+
     @cython.locals(cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
     cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
     cdef inline object _native_loop_control(self, object operands)
+
     @cython.locals(plan=CallPlan)
     cdef inline object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef inline object _catch_for(self, object catches, object exc)

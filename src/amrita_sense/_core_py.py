@@ -1650,8 +1650,13 @@ class InterpreterCore:
     def _call_plan(self, func, plan, extra):
         """Call `func` with the plan's values from the pools (and `extra` keywords)."""
         if cython.compiled:
-            if extra is None and plan.names is None and plan.n <= MAX_STACK_ARGS and self._pool_args is not None \
-                    and self._pool_kwargs is not None:
+            if (
+                extra is None
+                and plan.names is None
+                and plan.n <= MAX_STACK_ARGS
+                and self._pool_args is not None
+                and self._pool_kwargs is not None
+            ):
                 return call_from_pools(func, plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
         if extra is None and plan.names is None:
             return func(*plan.fetch(self._pool_args, self._pool_kwargs))
@@ -2263,8 +2268,16 @@ class InterpreterCore:
         )
 
     @cython.locals(
-        lock=InterpretLock, prog=Program, plan=CallPlan, steps=cython.Py_ssize_t, row=cython.Py_ssize_t, op=cython.int,
-        status=cython.int, state=cython.int, last_yield=cython.double, now=cython.double,
+        lock=InterpretLock,
+        prog=Program,
+        plan=CallPlan,
+        steps=cython.Py_ssize_t,
+        row=cython.Py_ssize_t,
+        op=cython.int,
+        status=cython.int,
+        state=cython.int,
+        last_yield=cython.double,
+        now=cython.double,
     )
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
