@@ -6,7 +6,7 @@
 
 cimport cython
 
-cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND_RESUME, THEN
+cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
 cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH
@@ -33,7 +33,6 @@ cdef class Program:
     cdef readonly tuple static_plans
     cdef readonly tuple ops
     cdef readonly tuple operands
-    cdef readonly tuple rows
     cdef readonly tuple landings
     cdef readonly tuple addrs
     cdef public object row_of
@@ -43,6 +42,7 @@ cdef class Program:
     cdef readonly dict tables
     cdef int *cbits
     cdef int *cops
+    cdef int *crows
 
     cdef inline int _alloc_rows(self, Py_ssize_t nrows) except -1
 
@@ -183,35 +183,39 @@ cdef class InterpreterCore:
     cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef inline object _resume_at(self, Py_ssize_t row, int k, bint near)
 
-    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_branch(self, Py_ssize_t row) except -1
 
-    @cython.locals(body=Py_ssize_t, then_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_else(self, Py_ssize_t row) except -1
 
-    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
     cdef inline int _native_while(self, Py_ssize_t row) except -1
 
-    @cython.locals(body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
     cdef inline int _native_do(self, Py_ssize_t row) except -1
 
-    @cython.locals(cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
     cdef inline int _native_do_check(self, Py_ssize_t row) except -1
 
-    @cython.locals(cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_if(self, Py_ssize_t row) except -1
 
     @cython.locals(target=Py_ssize_t)
     cdef inline int _native_invoke(self, Py_ssize_t row) except -1
 
-    @cython.locals(cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
     cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
     cdef inline object _native_loop_control(self, object operands)
 
     @cython.locals(plan=CallPlan)
     cdef inline object _near_plan(self, Py_ssize_t row, bint with_exc)
     cdef inline object _catch_for(self, object catches, object exc)
+
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t)
     cdef inline object _native_try_now(self, Py_ssize_t row, object operands)
+
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t)
     cdef inline object _native_callsub(self, Py_ssize_t row)
     cdef inline object _native_ret(self)
     cdef inline PointerVector _pointer_at(self, Py_ssize_t row)

@@ -87,6 +87,7 @@ OP_NOP = _opcodes.OP_NOP
 OP_RET = _opcodes.OP_RET
 OP_TRY = _opcodes.OP_TRY
 OP_WHILE = _opcodes.OP_WHILE
+SECOND = _opcodes.SECOND
 SECOND_RESUME = _opcodes.SECOND_RESUME
 THEN = _opcodes.THEN
 
@@ -207,6 +208,7 @@ class Program:
         "bits",
         "cbits",
         "cops",
+        "crows",
         "funcs",
         "graph",
         "landings",
@@ -215,7 +217,6 @@ class Program:
         "operands",
         "ops",
         "row_of",
-        "rows",
         "seg_row",
         "static_plans",
         "_successor",
@@ -247,20 +248,23 @@ class Program:
         self.static_plans = tuple(static_plans)
         self.ops = tuple(ops)
         self.operands = tuple(operands)
-        self.rows = dense
         self.landings = tuple(landings)
         self.addrs = tuple(addrs)
         self.row_of = None if row_of is None else _row_map(row_of, nrows)
         self.seg_row = _row_map(seg_row, nrows)
         # `cbits` / `cops`: what the loop indexes, C arrays in the single-source build, the tuples here
+        # (`crows`: the dense rows one after another, ROW_WIDTH ints per row)
         if cython.compiled:
             self._alloc_rows(nrows)
             for i in range(nrows):
                 self.cbits[i] = bits[i]
                 self.cops[i] = ops[i]
+                for k in range(ROW_WIDTH):
+                    self.crows[ROW_WIDTH * i + k] = dense[i][k]
         else:
             self.cbits = self.bits
             self.cops = self.ops
+            self.crows = tuple(entry for row in dense for entry in row)
         self.nrows = nrows
         self._successor = None
         self.tables = {}
@@ -269,13 +273,15 @@ class Program:
         """The C arrays for `nrows` rows (the single-source build)."""
         self.cbits = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
         self.cops = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
-        if self.cbits == cython.NULL or self.cops == cython.NULL:
+        self.crows = cython.cast(cython.p_int, PyMem_Malloc((ROW_WIDTH * nrows + 1) * cython.sizeof(cython.int)))
+        if self.cbits == cython.NULL or self.cops == cython.NULL or self.crows == cython.NULL:
             raise MemoryError()
 
     def __dealloc__(self):
         if cython.compiled:
             PyMem_Free(self.cbits)
             PyMem_Free(self.cops)
+            PyMem_Free(self.crows)
 
     @property
     def successor(self):
@@ -1883,7 +1889,7 @@ class InterpreterCore:
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
         if op == OP_JUMP:
-            self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
+            self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
         elif op == OP_BRANCH:
             return self._native_branch(row)
         elif op == OP_ELSE:
@@ -1933,7 +1939,7 @@ class InterpreterCore:
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
+            return self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
         self._push_ret(self._pointer_v)
         self._pointer_v = self._pointer_at(row)
         self._outer_interpreting = True
@@ -1991,7 +1997,12 @@ class InterpreterCore:
     # unpacks as `first, second, exit_row, then_row`.
 
     def _native_branch(self, row):
-        cond, body, false_row, then_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        cond = rows[at + FIRST]
+        body = rows[at + SECOND]
+        false_row = rows[at + EXIT]
+        then_row = rows[at + THEN]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
@@ -2009,7 +2020,10 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_else(self, row):
-        body, _, _, then_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        body = rows[at + FIRST]
+        then_row = rows[at + THEN]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
@@ -2021,7 +2035,12 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_while(self, row):
-        cond, body, exit_row, checkup_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        cond = rows[at + FIRST]
+        body = rows[at + SECOND]
+        exit_row = rows[at + EXIT]
+        checkup_row = rows[at + THEN]
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
@@ -2046,7 +2065,11 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_do(self, row):
-        body, _, exit_row, check_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        body = rows[at + FIRST]
+        exit_row = rows[at + EXIT]
+        check_row = rows[at + THEN]
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
@@ -2065,7 +2088,11 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_do_check(self, row):
-        cond, _, exit_row, back_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        cond = rows[at + FIRST]
+        exit_row = rows[at + EXIT]
+        back_row = rows[at + THEN]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
@@ -2079,7 +2106,12 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_if(self, row):
-        cond, body, false_row, then_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        cond = rows[at + FIRST]
+        body = rows[at + SECOND]
+        false_row = rows[at + EXIT]
+        then_row = rows[at + THEN]
         cond_plan = self._callee_plan(cond)
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
@@ -2101,7 +2133,7 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_invoke(self, row):
-        target = self._prog_v.rows[row][FIRST]
+        target = self._prog_v.crows[ROW_WIDTH * row + FIRST]
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
@@ -2109,7 +2141,12 @@ class InterpreterCore:
         return NATIVE_DONE
 
     def _native_loop_head(self, row):
-        cond, head, exit_row, body_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        cond = rows[at + FIRST]
+        head = rows[at + SECOND]
+        exit_row = rows[at + EXIT]
+        body_row = rows[at + THEN]
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
@@ -2174,7 +2211,10 @@ class InterpreterCore:
         awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
         escape_slot = operands[FIRST_RESUME]
         _, on_success, on_exit, catches = operands[EXTRA]
-        body_row, _, _, escape_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        body_row = rows[at + FIRST]
+        escape_row = rows[at + THEN]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
         plan = self._near_plan(body_row, False)
@@ -2234,11 +2274,14 @@ class InterpreterCore:
             if self._left_unmarked(row):
                 self.jump_near(escape_slot)
             else:
-                self._jump_at(self._prog_v.rows[row][THEN], row, THEN)
+                self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""
-        _, return_row, _, target_row = self._prog_v.rows[row]
+        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+        at = ROW_WIDTH * row
+        return_row = rows[at + SECOND]
+        target_row = rows[at + THEN]
         if return_row >= 0:
             self._push_ret(self._pointer_at(return_row))
         else:
@@ -2348,6 +2391,10 @@ class InterpreterCore:
                                             await outcome
                                 elif self._inline_callable(row):
                                     self._call_inline(row, plan, None)
+                                elif prog.cbits[row] & C_ROW_CORO:  # awaited here: no coroutine of the core's own
+                                    if prog.cbits[row] & C_ROW_PRECHECK:
+                                        prog.nodes[row]._pre_check(self)
+                                    await self._call_plan(prog.funcs[row], plan, None)
                                 else:
                                     await self._call_with_plan(row, plan)
                         if not self._c_leave_step():
