@@ -4,7 +4,7 @@
 
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_SET_ITEM
-from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
 
@@ -13,6 +13,13 @@ cdef extern from "Python.h":
         Py_ssize_t allocated
     void Py_SET_SIZE(object, Py_ssize_t)
     object PyObject_Vectorcall(object callable_object, PyObject **args, size_t nargsf, PyObject *kwnames)
+    PyObject *PyObject_Call(object callable_object, object args, PyObject *kwargs)
+    void PyErr_Fetch(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    void PyErr_NormalizeException(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    int PyException_SetTraceback(PyObject *exc, PyObject *tb)
+    PyObject *PyException_GetTraceback(PyObject *exc)
+    void PyErr_GetExcInfo(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
+    void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
 
 
 cdef enum:
@@ -69,3 +76,60 @@ cdef inline object list_pop(list items):
     Py_SET_SIZE(items, size - 1)
     Py_DECREF(item)  # the slot's reference: ours now (`item` holds its own)
     return item
+
+
+cdef inline tuple pool_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs):
+    """The values `call_from_pools` would pass, as a tuple."""
+    cdef Py_ssize_t i, k
+    values = []
+    for i in range(n):
+        k = cidx[i]
+        values.append(pool[k] if k >= 0 else kwargs[srcs[i]])
+    return tuple(values)
+
+
+cdef inline object call_catching(object func, tuple args, object kwargs):
+    """Call `func(*args, **kwargs)`; return None, or the exception it raised (its traceback attached),
+    caught without a traceback entry of the caller's own, as a Python `except` there would see it."""
+    cdef PyObject *result
+    cdef PyObject *kind = NULL
+    cdef PyObject *value = NULL
+    cdef PyObject *trace = NULL
+    if kwargs is None:
+        result = PyObject_Call(func, args, NULL)
+    else:
+        result = PyObject_Call(func, args, <PyObject *> kwargs)
+    if result != NULL:
+        Py_DECREF(<object> result)
+        return None
+    PyErr_Fetch(&kind, &value, &trace)
+    PyErr_NormalizeException(&kind, &value, &trace)
+    if trace != NULL:
+        PyException_SetTraceback(value, trace)
+    exc = <object> value
+    Py_XDECREF(kind)
+    Py_XDECREF(value)
+    Py_XDECREF(trace)
+    return exc
+
+
+cdef struct HandledState:  # the exception that was being handled before `start_handling`
+    PyObject *kind
+    PyObject *value
+    PyObject *trace
+
+
+cdef inline HandledState start_handling(object exc):
+    """Make `exc` the exception being handled (what `sys.exc_info()` and a bare `raise` see, and the
+    `__context__` of anything raised), as inside an `except` block; `end_handling` restores the old one."""
+    cdef HandledState saved
+    kind = type(exc)
+    PyErr_GetExcInfo(&saved.kind, &saved.value, &saved.trace)
+    Py_INCREF(kind)
+    Py_INCREF(exc)
+    PyErr_SetExcInfo(<PyObject *> kind, <PyObject *> exc, PyException_GetTraceback(<PyObject *> exc))
+    return saved
+
+
+cdef inline void end_handling(HandledState saved) noexcept:
+    PyErr_SetExcInfo(saved.kind, saved.value, saved.trace)

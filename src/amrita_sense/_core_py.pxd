@@ -6,6 +6,8 @@
 
 cimport cython
 
+from amrita_sense._capi cimport HandledState
+
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
@@ -217,6 +219,10 @@ cdef class InterpreterCore:
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t)
     cdef inline object _native_callsub(self, Py_ssize_t row)
+    cdef inline object _call_body_catching(self, Py_ssize_t target, CallPlan plan)
+
+    @cython.locals(saved=HandledState)
+    cdef inline object _run_handler(self, Py_ssize_t target, CallPlan plan, object raised)
     cdef inline object _native_ret(self)
     cdef inline PointerVector _pointer_at(self, Py_ssize_t row)
     cdef inline object _recycle(self, object ptr)

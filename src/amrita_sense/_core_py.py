@@ -29,7 +29,16 @@ except ModuleNotFoundError:  # a pure build without Cython installed
     from amrita_sense import _cython_shim as cython  # type: ignore[no-redef]
 
 if cython.compiled:
-    from cython.cimports.amrita_sense._capi import MAX_STACK_ARGS, call_from_pools, list_pop, list_push
+    from cython.cimports.amrita_sense._capi import (
+        MAX_STACK_ARGS,
+        call_catching,
+        call_from_pools,
+        end_handling,
+        list_pop,
+        list_push,
+        pool_values,
+        start_handling,
+    )
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
     from cython.cimports.cpython.ref import Py_REFCNT
 
@@ -2222,17 +2231,31 @@ class InterpreterCore:
             return NOT_NOW
         as_subcall = self._outer_interpreting
         try:
-            try:
-                self._subcall_inline(body_row, plan)
-            except BaseException as exc_val:
-                handler = self._catch_for(catches, exc_val)
-                if handler is None:
-                    raise
-                plan = self._near_plan(handler[1], True) if self._still_at(row) else None
-                if plan is None:
-                    return self._native_try(row, exc_val, as_subcall)
-                # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
-                self._subcall_inline(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
+            if cython.compiled and not self._prog_v.cbits[body_row] & C_ROW_PRECHECK:
+                # the same steps, with the body's exception caught where it was raised (a C `except`
+                # would add a traceback entry per C function it passed) and the handler run while
+                # it is the exception being handled
+                raised = self._call_body_catching(body_row, plan)
+                if raised is not None:
+                    handler = self._catch_for(catches, raised)
+                    if handler is None:
+                        raise raised
+                    plan = self._near_plan(handler[1], True) if self._still_at(row) else None
+                    if plan is None:
+                        return self._native_try(row, raised, as_subcall)
+                    self._run_handler(handler[1], plan, raised)
+            else:
+                try:
+                    self._subcall_inline(body_row, plan)
+                except BaseException as exc_val:
+                    handler = self._catch_for(catches, exc_val)
+                    if handler is None:
+                        raise
+                    plan = self._near_plan(handler[1], True) if self._still_at(row) else None
+                    if plan is None:
+                        return self._native_try(row, exc_val, as_subcall)
+                    # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
+                    self._subcall_inline(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
         except InterruptKeepContext:
             _support().resume_near(self, escape_slot)
             raise
@@ -2242,6 +2265,43 @@ class InterpreterCore:
             else:
                 self._jump_at(escape_row, row, THEN)
         return None
+
+    def _call_body_catching(self, target, plan):
+        """`_subcall_inline` of a Try body (the single-source build): None, or the exception the body
+        raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
+        (the body emptied the return stack) is what the block catches then, the body's exception as
+        its context."""
+        values = pool_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
+        func = self._prog_v.funcs[target]
+        self._push_ret(self._pointer_v)
+        self._pointer_v = self._pointer_at(target)
+        self._outer_interpreting = True
+        if plan.names is None:
+            raised = call_catching(func, values, None)
+        else:
+            raised = call_catching(func, (), dict(zip(plan.names, values)))
+        self._outer_interpreting = False
+        try:
+            saved = self._pop_ret()
+            if not self._flag_bits & C_FLAG_JMP:
+                self._flag_bits &= ~C_FLAG_HLT
+                self._c_rebase_to(saved)
+            self._recycle(saved)
+        except BaseException as exc:
+            if raised is not None and exc.__context__ is None:
+                exc.__context__ = raised
+            return exc
+        return raised
+
+    def _run_handler(self, target, plan, raised):
+        """A CATCH handler run inline while `raised` is the exception being handled (the single-source
+        build; the pure build runs it inside its `except` block)."""
+        exc_kwargs = _exc_keywords(raised) if plan.keyed else None
+        saved = start_handling(raised)
+        try:
+            self._subcall_inline(target, plan, exc_kwargs)
+        finally:
+            end_handling(saved)
 
     async def _native_try(self, row, raised, as_subcall):
         """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
