@@ -234,6 +234,8 @@ cdef class InterpreterCore:
 # module-level C functions (no Python module attribute in the single-source build)
 cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row)
 cdef PointerVector _start_pointer(Program prog)
+cdef InterpretLock _new_lock()
+cdef Stack _new_stack()
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)

@@ -831,6 +831,22 @@ class InterpretLock:
         self.async_release()
 
 
+def _new_lock():
+    """`InterpretLock()` without the call protocol; its waiter list is made by the first waiter."""
+    lock = InterpretLock.__new__(InterpretLock)
+    lock._owner = None
+    lock._queue = None
+    return lock
+
+
+def _new_stack():
+    """`Stack()` without the call protocol."""
+    stack = Stack.__new__(Stack)
+    stack._items = []
+    stack._limit = 1024
+    return stack
+
+
 def _current_task():
     """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
     try:
@@ -1166,46 +1182,47 @@ class InterpreterCore:
     def _core_init(self, prog, addr_stack, context_stack, middleware):
         self._prog_v = _checked(prog, Program, "the program", "a Program")
         self._pointer_v = _start_pointer(prog)
-        self._ret_addr_stack_v = Stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        self._ret_addr_stack_v = _new_stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
         self._context_stack_v = (
             None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
         )
-        self._flag_bits = 0
-        self._spare_pointer = None
         self._middleware_v = _checked_middleware(middleware, "middleware")
-        self._native_rest = None
-        self._outer_interpreting = False
-        self._pending_stop = False
-        self._interpret_lock_v = InterpretLock()
-        self._plans_v = None
-        self._exc_plans = None
-        self._plans_valid_v = False
-        self._run_task_v = None
+        self._interpret_lock_v = _new_lock()
         self._signal_v = NEVER_PENDING
-        self._force_inline_v = False
-        self._squashed_loops_v = False
         self._yield_interval_v = 0.001
-        # the Python layer's fields start as None (`_layer_init` fills some)
-        self._args_hash_s = None
-        self._dep_store_s = None
-        self._di_cache_s = None
-        self._glob_lock_s = None
-        self._graph_s = None
-        self._interpreter_id_s = None
-        self._lifecycles_s = None
-        self._object_io_s = None
-        self._parent_interpreter_s = None
-        self._provider_values_s = None
-        self._sub_interpreters_s = None
-        self._sub_interpreters_all_s = None
-        self._top_interpreter_s = None
-        self._values_key_s = None
-        self._waiter_s = None
-        self._shape_s = None
-        self._exc_ignored_s = None
-        self._panic_exc_v = None
-        self._pool_args = None
-        self._pool_kwargs = None
+        if not cython.compiled:  # the single-source build's C fields start as None, 0 and False
+            self._flag_bits = 0
+            self._spare_pointer = None
+            self._native_rest = None
+            self._outer_interpreting = False
+            self._pending_stop = False
+            self._plans_v = None
+            self._exc_plans = None
+            self._plans_valid_v = False
+            self._run_task_v = None
+            self._force_inline_v = False
+            self._squashed_loops_v = False
+            # the Python layer's fields (`_layer_init` fills some)
+            self._args_hash_s = None
+            self._dep_store_s = None
+            self._di_cache_s = None
+            self._glob_lock_s = None
+            self._graph_s = None
+            self._interpreter_id_s = None
+            self._lifecycles_s = None
+            self._object_io_s = None
+            self._parent_interpreter_s = None
+            self._provider_values_s = None
+            self._sub_interpreters_s = None
+            self._sub_interpreters_all_s = None
+            self._top_interpreter_s = None
+            self._values_key_s = None
+            self._waiter_s = None
+            self._shape_s = None
+            self._exc_ignored_s = None
+            self._panic_exc_v = None
+            self._pool_args = None
+            self._pool_kwargs = None
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
     # The core itself reads and writes the `_v` slots.
