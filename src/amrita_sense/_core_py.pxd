@@ -250,3 +250,11 @@ cdef Py_ssize_t _row_index(object value, Py_ssize_t nrows, Py_ssize_t lowest) ex
 cdef dict _row_map(object rows, Py_ssize_t nrows)
 cdef object _checked_int(object value, str what)
 cdef object _ssize(object value)
+cdef double _checked_seconds(object value, str name) except? -1.0
+cdef object _checked_middleware(object value, str name)
+cdef object _late(str spec)
+cdef object _optional(object value, object kind, str name, str what)
+cpdef tuple args_pool(object value, str name)
+cpdef dict kwargs_pool(object value, str name)
+cpdef tuple exception_types(object value, str name)
+cpdef object check_stream(object stream, str name)
