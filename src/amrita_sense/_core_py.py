@@ -1389,10 +1389,17 @@ class InterpreterCore:
         waiter = self._waiter_s
         if waiter is RUNNING or (waiter is not None and not waiter.done()):
             raise IllegalState("Cannot start a new workflow while one is already running")
-        with _RUN_CLAIM:  # the claim is one step, also for runs started from two threads at once
+        # The claim is one step, also for runs started from two threads at once: in the single-source
+        # build no Python code runs between the test and the write (the GIL), here a lock holds both.
+        if cython.compiled:
             if self._waiter_s is not waiter:
                 raise IllegalState("Cannot start a new workflow while one is already running")
             self._waiter_s = RUNNING
+        else:
+            with _RUN_CLAIM:
+                if self._waiter_s is not waiter:
+                    raise IllegalState("Cannot start a new workflow while one is already running")
+                self._waiter_s = RUNNING
         task = self._run_task_v = _current_task()
         pin_async_library(task)
         self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
