@@ -24,12 +24,14 @@ cdef extern from "Python.h":
 
 cdef enum:
     MAX_STACK_ARGS = 8  # a positional call of at most this many arguments is made from the C stack
+    KEYWORD = -1  # a plan's argument index: read from the keyword pool
+    RESULT = -2  # a plan's argument index: the interpreter's `use_cache` result of that parameter
 
 
 cdef inline object call_from_pools(object func, Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool,
                                    dict kwargs):
-    """`func(*values)`: per argument `i`, `pool[cidx[i]]` when `cidx[i] >= 0`, else `kwargs[srcs[i]]`;
-    a vectorcall straight from the pools (`n <= MAX_STACK_ARGS`)."""
+    """`func(*values)`: per argument `i`, `pool[cidx[i]]` when `cidx[i] >= 0`, else `kwargs[srcs[i]]`
+    (a plan without `RESULT` arguments); a vectorcall straight from the pools (`n <= MAX_STACK_ARGS`)."""
     cdef PyObject *argv[MAX_STACK_ARGS]
     cdef PyObject *item
     cdef Py_ssize_t i, k
@@ -78,13 +80,19 @@ cdef inline object list_pop(list items):
     return item
 
 
-cdef inline tuple pool_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs):
-    """The values `call_from_pools` would pass, as a tuple."""
+cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs, dict results):
+    """A plan's argument values: per argument `i`, `pool[cidx[i]]` when `cidx[i] >= 0`, the `use_cache`
+    result `results[srcs[i][0]]` when it is `RESULT`, else `kwargs[srcs[i]]`."""
     cdef Py_ssize_t i, k
     values = []
     for i in range(n):
         k = cidx[i]
-        values.append(pool[k] if k >= 0 else kwargs[srcs[i]])
+        if k >= 0:
+            values.append(pool[k])
+        elif k == RESULT:
+            values.append(results[srcs[i][0]])
+        else:
+            values.append(kwargs[srcs[i]])
     return tuple(values)
 
 

@@ -24,7 +24,7 @@ cdef class CallPlan:
     cdef readonly bint slow
     cdef readonly tuple srcs
     cdef Py_ssize_t n
-    cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, or -1 (a keyword)
+    cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, KEYWORD or RESULT (_capi.pxd)
 
 
 cdef class Program:

@@ -30,13 +30,15 @@ except ModuleNotFoundError:  # a pure build without Cython installed
 
 if cython.compiled:
     from cython.cimports.amrita_sense._capi import (
+        KEYWORD,
         MAX_STACK_ARGS,
+        RESULT,
         call_catching,
         call_from_pools,
         end_handling,
         list_pop,
         list_push,
-        pool_values,
+        plan_values,
         start_handling,
     )
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
@@ -140,7 +142,7 @@ class CallPlan:
         self.cached = any(type(src) is tuple and len(src) == 1 for src in srcs)
         self.keyed = any(type(src) is not int and not (type(src) is tuple and len(src) == 1) for src in srcs)
         self.fetch_with = _results_fetcher(srcs) if self.cached else None
-        if cython.compiled:  # per argument, as the C loop reads it: a pool position, or -1 (by name)
+        if cython.compiled:  # per argument, as the C loop reads it: a pool position, KEYWORD or RESULT
             PyMem_Free(self.cidx)  # a second __init__ replaces the first one's
             self.n = len(srcs)
             self.cidx = cython.cast(cython.p_Py_ssize_t, PyMem_Malloc((self.n + 1) * cython.sizeof(cython.Py_ssize_t)))
@@ -148,7 +150,10 @@ class CallPlan:
                 raise MemoryError()
             for i in range(self.n):
                 src = srcs[i]
-                self.cidx[i] = src if type(src) is int and src >= 0 else -1
+                if type(src) is int and src >= 0:
+                    self.cidx[i] = src
+                else:
+                    self.cidx[i] = RESULT if type(src) is tuple and len(src) == 1 else KEYWORD
 
     def __dealloc__(self):
         if cython.compiled:
@@ -1182,7 +1187,9 @@ class InterpreterCore:
     def _core_init(self, prog, addr_stack, context_stack, middleware):
         self._prog_v = _checked(prog, Program, "the program", "a Program")
         self._pointer_v = _start_pointer(prog)
-        self._ret_addr_stack_v = _new_stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        self._ret_addr_stack_v = (
+            _new_stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
+        )
         self._context_stack_v = (
             None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
         )
@@ -1682,7 +1689,10 @@ class InterpreterCore:
 
     def _call_with_results(self, row, plan, results):
         """Call the node of `row` with the plan's values: the pools and the `use_cache` results."""
-        values = plan.fetch_with(self._pool_args, self._pool_kwargs, results)
+        if cython.compiled:
+            values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, results)
+        else:
+            values = plan.fetch_with(self._pool_args, self._pool_kwargs, results)
         func = self._prog_v.funcs[row]
         return func(*values) if plan.names is None else func(**dict(zip(plan.names, values)))
 
@@ -1695,6 +1705,7 @@ class InterpreterCore:
                 and plan.n <= MAX_STACK_ARGS
                 and self._pool_args is not None
                 and self._pool_kwargs is not None
+                and not plan.cached
             ):
                 return call_from_pools(func, plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
         if extra is None and plan.names is None:
@@ -2295,7 +2306,7 @@ class InterpreterCore:
         raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
         (the body emptied the return stack) is what the block catches then, the body's exception as
         its context."""
-        values = pool_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
+        values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None)
         func = self._prog_v.funcs[target]
         self._push_ret(self._pointer_v)
         self._pointer_v = self._pointer_at(target)
