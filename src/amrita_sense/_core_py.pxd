@@ -159,6 +159,8 @@ cdef class InterpreterCore:
     cdef inline int _c_enter_step(self) except -1
     cdef inline bint _c_leave_step(self) except -1
     cdef inline bint _advance_recompiled(self) except -1
+
+    @cython.locals(plan=CallPlan, ptr=PointerVector, lock=InterpretLock, prog=Program, following=Py_ssize_t)
     cdef inline object _batch_successor(self, Py_ssize_t row, object fut)
 
     @cython.locals(ptr=PointerVector)

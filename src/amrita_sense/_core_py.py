@@ -1821,6 +1821,7 @@ class InterpreterCore:
     # loop would; the last node's pointer is left for the loop to advance. Each body runs in
     # its own copy of the caller's context, as it would when handed over alone.
 
+    @cython.locals(prog=Program, row=cython.Py_ssize_t)
     def _batch_in_worker(self, row, plan, base, fut):
         """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
         may go on (`fut`: the future the run awaits). Returns the last node's result."""
@@ -1829,12 +1830,16 @@ class InterpreterCore:
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
         while True:
-            result = base.copy().run(self._call_plan, prog.funcs[row], plan, None)
+            result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
             following = self._batch_successor(row, fut)
             if following is None:
                 return result
             row, plan = following
             self._pointer_v._set_row(prog, row)
+
+    def _run_plan_call(self, func, plan):
+        """`_call_plan` for the worker thread's context run (a Python-callable method)."""
+        return self._call_plan(func, plan, None)
 
     def _batch_successor(self, row, fut):
         """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
