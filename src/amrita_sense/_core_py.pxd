@@ -263,3 +263,6 @@ cpdef object check_stream(object stream, str name)
 cpdef object _current_task()
 cpdef object pin_async_library(object task)
 cpdef object restore_async_library()
+
+@cython.locals(i=Py_ssize_t, n=Py_ssize_t)
+cpdef bint same_types(tuple values, tuple types) except -1

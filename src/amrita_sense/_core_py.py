@@ -878,10 +878,11 @@ def _still_at(ptr, prog, row):
 
 def same_types(values, types):
     """True when `values` (a tuple) holds exactly one value of each type of `types`, in order."""
-    if len(values) != len(types):
+    n = len(values)
+    if n != len(types):
         return False
-    for value, kind in zip(values, types):
-        if type(value) is not kind:
+    for i in range(n):
+        if type(values[i]) is not types[i]:
             return False
     return True
 
@@ -1449,7 +1450,7 @@ class InterpreterCore:
         `kwargs_pool` / `exception_types` do."""
         if graph is not self._prog_v.graph:
             raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
-        args = (self, *(extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args")))
+        args = (self,) + (extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args"))
         kwargs = {} if extra_kwargs is None else dict(kwargs_pool(extra_kwargs, "extra_kwargs"))
         if type(exception_ignored) is not tuple or exception_ignored:
             exception_ignored = exception_types(exception_ignored, "exception_ignored")
@@ -1457,7 +1458,7 @@ class InterpreterCore:
         if type(shape) is not _late("amrita_sense.runtime.plans:PoolShape"):
             raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
         self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
-        passing = () if no_passing else (*exception_ignored, InterruptNotice, BreakLoop)
+        passing = () if no_passing else exception_ignored + (InterruptNotice, BreakLoop)
         self._graph_s = graph  # each checked above
         self._pool_args = args
         self._pool_kwargs = kwargs
