@@ -264,5 +264,6 @@ cpdef object _current_task()
 cpdef object pin_async_library(object task)
 cpdef object restore_async_library()
 
+
 @cython.locals(i=Py_ssize_t, n=Py_ssize_t)
 cpdef bint same_types(tuple values, tuple types) except -1
