@@ -80,9 +80,11 @@ cdef inline object list_pop(list items):
     return item
 
 
-cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs, dict results):
+cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs, dict results,
+                              dict extra):
     """A plan's argument values: per argument `i`, `pool[cidx[i]]` when `cidx[i] >= 0`, the `use_cache`
-    result `results[srcs[i][0]]` when it is `RESULT`, else `kwargs[srcs[i]]`."""
+    result `results[srcs[i][0]]` when it is `RESULT`, else the keyword `srcs[i]` from `extra` (a call's
+    own keywords, None for none) or the keyword pool."""
     cdef Py_ssize_t i, k
     values = []
     for i in range(n):
@@ -91,6 +93,8 @@ cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple 
             values.append(pool[k])
         elif k == RESULT:
             values.append(results[srcs[i][0]])
+        elif extra is not None and srcs[i] in extra:
+            values.append(extra[srcs[i]])
         else:
             values.append(kwargs[srcs[i]])
     return tuple(values)

@@ -1691,7 +1691,7 @@ class InterpreterCore:
     def _call_with_results(self, row, plan, results):
         """Call the node of `row` with the plan's values: the pools and the `use_cache` results."""
         if cython.compiled:
-            values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, results)
+            values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, results, None)
         else:
             values = plan.fetch_with(self._pool_args, self._pool_kwargs, results)
         func = self._prog_v.funcs[row]
@@ -1709,6 +1709,9 @@ class InterpreterCore:
                 and not plan.cached
             ):
                 return call_from_pools(func, plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs)
+            if self._pool_args is not None and self._pool_kwargs is not None and not plan.cached:
+                values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None, extra)
+                return func(*values) if plan.names is None else func(**dict(zip(plan.names, values)))
         if extra is None and plan.names is None:
             return func(*plan.fetch(self._pool_args, self._pool_kwargs))
         args, kwargs = self._plan_args(plan, extra)
@@ -2312,7 +2315,7 @@ class InterpreterCore:
         raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
         (the body emptied the return stack) is what the block catches then, the body's exception as
         its context."""
-        values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None)
+        values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None, None)
         func = self._prog_v.funcs[target]
         self._push_ret(self._pointer_v)
         self._pointer_v = self._pointer_at(target)
