@@ -210,6 +210,8 @@ cdef class InterpreterCore:
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
     cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
+
+    @cython.locals(bound=PointerVector)
     cdef inline object _native_loop_control(self, object operands)
 
     @cython.locals(plan=CallPlan)
@@ -234,10 +236,21 @@ cdef class InterpreterCore:
 
 
 # module-level C functions (no Python module attribute in the single-source build)
+
+
+@cython.locals(vec=PointerVector)
 cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row)
 cdef PointerVector _start_pointer(Program prog)
+
+
+@cython.locals(lock=InterpretLock)
 cdef InterpretLock _new_lock()
+
+
+@cython.locals(stack=Stack)
 cdef Stack _new_stack()
+
+
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)

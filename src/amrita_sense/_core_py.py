@@ -1717,6 +1717,7 @@ class InterpreterCore:
         args, kwargs = self._plan_args(plan, extra)
         return func(*args) if args is not None else func(**kwargs)
 
+    @cython.locals(plan=CallPlan, prog=Program)
     async def _run_row(self, row):
         """Run the node of `row`: pre-execution gate, pre-check, injection, call."""
         prog = self._prog_v
@@ -2217,13 +2218,16 @@ class InterpreterCore:
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
         entry = self._pop_ret()
         slot, targets = operands
-        if type(entry) is PointerVector and entry._items is None and entry._prog is self._prog_v:
-            target = targets.get(entry._row)
-            if target is None:
-                addr = [*entry.base_addr[:-1], slot]
-                target = targets[entry._row] = (*self._prog_v.locate(addr), addr)
-            self._native_jump(target)
-        elif self._c_mark_jump():
+        if type(entry) is PointerVector:
+            bound = entry
+            if bound._items is None and bound._prog is self._prog_v:
+                target = targets.get(bound._row)
+                if target is None:
+                    addr = [*bound._list()[:-1], slot]
+                    target = targets[bound._row] = (*self._prog_v.locate(addr), addr)
+                self._native_jump(target)
+                return
+        if self._c_mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
