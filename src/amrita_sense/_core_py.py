@@ -1,8 +1,14 @@
-"""Pure-Python twin of the compiled core `_sense_core`.
+"""Pure-Python twin of the compiled core `_sense_core`, written to be compiled itself.
 
 Same classes, same algorithms, same behaviour as `src/_sense_core.pyx`; it is
 the readable reference and the fallback when no compiler is available.
 A fix in one core needs the matching fix in the other.
+
+It is also the single source (issue 18): Cython compiles this file in pure Python
+mode with the augmenting `_core_py.pxd` (C types, C methods, C-typed locals) into
+a C core (`make build-single`). The `if cython.compiled:` blocks hold the C-API
+paths (helpers cimported from `_capi.pxd`); their `else` blocks are what this
+build runs. `_cython_shim` stands in for `cython` where Cython is not installed.
 
 The core owns the hot path: the flat node table (`Program`), the program
 counter (`PointerVector`, a lazy view over a table row), the return stack
@@ -1233,7 +1239,7 @@ class InterpreterCore:
             self._pool_kwargs = None
 
     # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
-    # The core itself reads and writes the `_v` slots.
+    # The core itself reads and writes the storage behind them (`_v` / `_s` names).
 
     @property
     def _pointer(self):
