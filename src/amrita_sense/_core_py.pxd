@@ -228,6 +228,8 @@ cdef class InterpreterCore:
     @cython.locals(saved=HandledState)
     cdef inline object _run_handler(self, Py_ssize_t target, CallPlan plan, object raised)
     cdef inline object _native_ret(self)
+    cdef inline object _enter_frame(self, Py_ssize_t row)
+    cdef inline object _leave_frame(self)
     cdef inline PointerVector _pointer_at(self, Py_ssize_t row)
     cdef inline object _recycle(self, object ptr)
     cdef inline object _push_ret(self, object item)

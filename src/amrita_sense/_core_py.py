@@ -2000,18 +2000,26 @@ class InterpreterCore:
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
             return self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
-        self._push_ret(self._pointer_v)
-        self._pointer_v = self._pointer_at(row)
-        self._outer_interpreting = True
+        self._enter_frame(row)
         try:
             return self._call_inline(row, plan, extra)
         finally:
-            self._outer_interpreting = False
-            saved = self._pop_ret()
-            if not self._flag_bits & C_FLAG_JMP:
-                self._flag_bits &= ~C_FLAG_HLT
-                self._c_rebase_to(saved)
-            self._recycle(saved)
+            self._leave_frame()
+
+    def _enter_frame(self, row):
+        """The first half of `call_sub` of a row: save the pointer and point at the row."""
+        self._push_ret(self._pointer_v)
+        self._pointer_v = self._pointer_at(row)
+        self._outer_interpreting = True
+
+    def _leave_frame(self):
+        """The second half: restore the saved pointer unless the called node jumped."""
+        self._outer_interpreting = False
+        saved = self._pop_ret()
+        if not self._flag_bits & C_FLAG_JMP:
+            self._flag_bits &= ~C_FLAG_HLT
+            self._c_rebase_to(saved)
+        self._recycle(saved)
 
     def _pointer_at(self, row):
         """A new pointer bound to `row`: the recycled one when there is one."""
@@ -2327,20 +2335,13 @@ class InterpreterCore:
         its context."""
         values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None, None)
         func = self._prog_v.funcs[target]
-        self._push_ret(self._pointer_v)
-        self._pointer_v = self._pointer_at(target)
-        self._outer_interpreting = True
+        self._enter_frame(target)
         if plan.names is None:
             raised = call_catching(func, values, None)
         else:
             raised = call_catching(func, (), dict(zip(plan.names, values)))
-        self._outer_interpreting = False
         try:
-            saved = self._pop_ret()
-            if not self._flag_bits & C_FLAG_JMP:
-                self._flag_bits &= ~C_FLAG_HLT
-                self._c_rebase_to(saved)
-            self._recycle(saved)
+            self._leave_frame()
         except BaseException as exc:
             if raised is not None and exc.__context__ is None:
                 exc.__context__ = raised
