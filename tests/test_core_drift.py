@@ -232,3 +232,65 @@ async def test_the_lock_stays_taken_between_steps_while_nobody_waits():
     finally:
         sys.setprofile(None)
     assert len(seen) >= 40 and all(seen)
+
+
+def _program_args(graph) -> list:
+    """The arguments `node.table.build_program` gives `Program` for `graph`, as a list to edit."""
+    from amrita_sense._opcodes import dense_row
+    from amrita_sense.node.table import _walked
+
+    builder = _walked(graph)
+    ops, operands = builder.compile_ops()
+    rows = [dense_row(args) for args in operands]
+    return [
+        graph,
+        builder.nodes,
+        builder.funcs,
+        builder.bits,
+        builder.static_plans,
+        ops,
+        operands,
+        rows,
+        builder.landings(),
+        builder.addrs,
+        builder.row_of,
+        builder.seg_row,
+    ]
+
+
+def _two_node_graph():
+    @Node(wrap_to_async=False)
+    def a():
+        pass
+
+    @Node(wrap_to_async=False)
+    def b():
+        pass
+
+    return (a >> b).render()
+
+
+def test_a_program_checks_its_tables_when_made_on_both_cores():
+    from amrita_sense._core import Program
+
+    graph = _two_node_graph()
+    prog = Program(*_program_args(graph))
+    assert prog.nrows == 2 and type(prog.nodes) is tuple and type(prog.bits) is tuple
+    with pytest.raises(TypeError, match="initialised once"):
+        prog.__init__(*_program_args(graph))
+    short = _program_args(graph)
+    short[3] = short[3][:1]  # bits of one row for two rows
+    with pytest.raises(ValueError, match="every per-row table needs 2 rows"):
+        Program(*short)
+    outside = _program_args(graph)
+    outside[7] = [(5, -1, -1, -1), *outside[7][1:]]  # a dense row naming row 5 of 2
+    with pytest.raises(ValueError, match="row 5 is outside the table of 2 rows"):
+        Program(*outside)
+
+
+def test_rebasing_onto_an_uninitialised_vector_fails_and_keeps_the_pointer():
+    interp = WorkflowInterpreter(_two_node_graph())
+    before = list(interp._pointer)
+    with pytest.raises((TypeError, AttributeError)):
+        interp._rebase_to(PointerVector.__new__(PointerVector))
+    assert list(interp._pointer) == before
