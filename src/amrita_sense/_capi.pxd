@@ -6,6 +6,8 @@ from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.type cimport PyType_IsSubtype
+from cpython.weakref cimport PyWeakref_GetObject
 
 
 cdef extern from "Python.h":
@@ -80,12 +82,25 @@ cdef inline object list_pop(list items):
     return item
 
 
+cdef inline bint is_subclass(object kind, object cls) noexcept:
+    """`issubclass(kind, cls)` of two types, without `__subclasscheck__` (for classes whose metaclass
+    is `type`, the only ones the core asks about)."""
+    return PyType_IsSubtype(<type> kind, <type> cls)
+
+
+cdef inline object weak_target(object ref):
+    """What the weak reference `ref` refers to, or None, without calling it."""
+    return <object> PyWeakref_GetObject(ref)
+
+
 cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs, dict results,
                               dict extra):
     """A plan's argument values: per argument `i`, `pool[cidx[i]]` when `cidx[i] >= 0`, the `use_cache`
     result `results[srcs[i][0]]` when it is `RESULT`, else the keyword `srcs[i]` from `extra` (a call's
     own keywords, None for none) or the keyword pool."""
     cdef Py_ssize_t i, k
+    if n == 0:
+        return ()
     values = []
     for i in range(n):
         k = cidx[i]

@@ -55,7 +55,7 @@ cdef class Stack:
     cdef public list _items
     cdef public Py_ssize_t _limit
 
-    cdef inline object _push(self, object item)
+    cdef inline int _push(self, object item) except -1
     cdef inline object _pop(self)
 
 
@@ -78,7 +78,7 @@ cdef class InterpretLock:
     cdef public list _queue
 
     cdef inline bint _try_take(self, object owner) except -1
-    cdef inline object _release(self)
+    cdef inline int _release(self) except -1
 
 
 cdef class InterpreterCore:
@@ -134,23 +134,25 @@ cdef class InterpreterCore:
     cdef inline bint _c_advance(self, PointerVector ptr) except -1
 
     @cython.locals(other=PointerVector)
-    cdef inline object _c_rebase_to(self, object ptr)
-    cdef inline object _adopt_successor(self)
-    cdef inline object _c_refresh_plans(self)
+    cdef inline int _c_rebase_to(self, object ptr) except -1
+    cdef inline int _adopt_successor(self) except -1
+    cdef inline int _c_refresh_plans(self) except -1
     cdef inline bint _c_mark_jump(self) except -1
-    cdef inline object _move_to(self, object addr)
+    cdef inline int _move_to(self, object addr) except -1
     cdef inline object _check_last_index(self, object value, str method)
 
     @cython.locals(plan=CallPlan)
-    cdef inline object _row_plan(self, Py_ssize_t row)
-    cdef inline object _cached_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _row_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _cached_plan(self, Py_ssize_t row)
 
     @cython.locals(plan=CallPlan)
-    cdef inline object _exc_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _exc_plan(self, Py_ssize_t row)
 
     @cython.locals(plan=CallPlan)
-    cdef inline object _ready_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _ready_plan(self, Py_ssize_t row)
     cdef inline object _plan_args(self, CallPlan plan, object extra)
+
+    @cython.locals(held=dict)
     cdef inline object _results_for(self, CallPlan plan, Py_ssize_t row)
     cdef inline object _call_with_results(self, Py_ssize_t row, CallPlan plan, dict results)
     cdef inline object _call_plan(self, object func, CallPlan plan, object extra)
@@ -161,7 +163,8 @@ cdef class InterpreterCore:
     cdef inline bint _advance_recompiled(self) except -1
 
     @cython.locals(plan=CallPlan, ptr=PointerVector, lock=InterpretLock, prog=Program, following=Py_ssize_t)
-    cdef inline object _batch_successor(self, Py_ssize_t row, object fut)
+    cdef inline Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2
+    cdef inline CallPlan _batch_plan(self, Py_ssize_t row)
 
     @cython.locals(ptr=PointerVector)
     cdef inline bint _still_at(self, Py_ssize_t row) except -1
@@ -174,18 +177,18 @@ cdef class InterpreterCore:
     cdef inline bint _inline_callable(self, Py_ssize_t row) except -1
 
     @cython.locals(plan=CallPlan)
-    cdef inline object _inline_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _inline_plan(self, Py_ssize_t row)
     cdef inline object _callee_plan(self, Py_ssize_t row)
     cdef inline int _run_native_sync(self, Py_ssize_t row, int op) except -1
-    cdef inline object _goto(self, object target)
-    cdef inline object _native_jump(self, object target)
-    cdef inline object _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k)
+    cdef inline int _goto(self, object target) except -1
+    cdef inline int _native_jump(self, object target) except -1
+    cdef inline int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
     cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
 
     @cython.locals(prog=Program)
     cdef inline object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
     cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
-    cdef inline object _resume_at(self, Py_ssize_t row, int k, bint near)
+    cdef inline int _resume_at(self, Py_ssize_t row, int k, bint near) except -1
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
     cdef inline int _native_branch(self, Py_ssize_t row) except -1
@@ -212,27 +215,27 @@ cdef class InterpreterCore:
     cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
 
     @cython.locals(bound=PointerVector)
-    cdef inline object _native_loop_control(self, object operands)
+    cdef inline int _native_loop_control(self, object operands) except -1
 
     @cython.locals(plan=CallPlan)
-    cdef inline object _near_plan(self, Py_ssize_t row, bint with_exc)
-    cdef inline object _catch_for(self, object catches, object exc)
+    cdef inline CallPlan _near_plan(self, Py_ssize_t row, bint with_exc)
+    cdef inline object _catch_for(self, tuple catches, object exc)
+
+    @cython.locals(rows=cython.p_int, at=Py_ssize_t, handler=tuple, catches=tuple)
+    cdef inline object _native_try_now(self, Py_ssize_t row, tuple operands)
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t)
-    cdef inline object _native_try_now(self, Py_ssize_t row, object operands)
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t)
-    cdef inline object _native_callsub(self, Py_ssize_t row)
+    cdef inline int _native_callsub(self, Py_ssize_t row) except -1
     cdef inline object _call_body_catching(self, Py_ssize_t target, CallPlan plan)
 
     @cython.locals(saved=HandledState)
-    cdef inline object _run_handler(self, Py_ssize_t target, CallPlan plan, object raised)
-    cdef inline object _native_ret(self)
-    cdef inline object _enter_frame(self, Py_ssize_t row)
-    cdef inline object _leave_frame(self)
+    cdef inline int _run_handler(self, Py_ssize_t target, CallPlan plan, object raised) except -1
+    cdef inline int _native_ret(self) except -1
+    cdef inline int _enter_frame(self, Py_ssize_t row) except -1
+    cdef inline int _leave_frame(self) except -1
     cdef inline PointerVector _pointer_at(self, Py_ssize_t row)
-    cdef inline object _recycle(self, object ptr)
-    cdef inline object _push_ret(self, object item)
+    cdef inline void _recycle(self, object ptr) noexcept
+    cdef inline int _push_ret(self, object item) except -1
     cdef inline object _pop_ret(self)
     cdef inline bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1
 
@@ -253,6 +256,10 @@ cdef InterpretLock _new_lock()
 cdef Stack _new_stack()
 
 
+cdef object _OBJECT_CLASS, _PLAIN_CLASS
+cdef tuple _last_verdict
+cdef bint _plain_class(type kind) except -1
+cdef bint _is_instance(object obj, object spec) except -1
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)

@@ -24,6 +24,7 @@ import importlib
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from operator import attrgetter
 
@@ -42,15 +43,18 @@ if cython.compiled:
         call_catching,
         call_from_pools,
         end_handling,
+        is_subclass,
         list_pop,
         list_push,
         plan_values,
         start_handling,
+        weak_target,
     )
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
     from cython.cimports.cpython.ref import Py_REFCNT
 
 from amrita_sense import _opcodes, _portable, _unsafe
+from amrita_sense._classmemo import ClassMemo
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
 IMPLEMENTATION = "python"
@@ -817,8 +821,9 @@ class InterpretLock:
             fut.set_result(True)
             self._owner = owner
             waiters.pop(0)
-            return
-        self._owner = None
+            break
+        else:
+            self._owner = None
 
     def _release_held_by(self, holder):
         """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
@@ -940,6 +945,50 @@ def restore_async_library():
         return
     cell[0] = 0
     sniffio.thread_local.name = cell[1]
+
+
+def _reports_itself(kind):
+    """True when instances of `kind` report `kind` as their `__class__` (no override in the MRO)."""
+    descriptor = next(klass.__dict__["__class__"] for klass in kind.__mro__ if "__class__" in klass.__dict__)
+    return descriptor is _OBJECT_CLASS
+
+
+_OBJECT_CLASS = object.__dict__["__class__"]
+_PLAIN_CLASS = ClassMemo(_reports_itself)
+
+# The class `_plain_class` was last asked about (a weak reference) and its verdict.
+_last_verdict = (None, False)
+
+
+def _plain_class(kind):
+    """`_reports_itself(kind)`, remembered for the last class asked about, without keeping it alive."""
+    global _last_verdict
+    ref, verdict = _last_verdict
+    if ref is not None and (weak_target(ref) if cython.compiled else ref()) is kind:
+        return verdict
+    verdict = _PLAIN_CLASS(kind)
+    _last_verdict = (weakref.ref(kind), verdict)
+    return verdict
+
+
+def _is_instance(obj, spec):
+    """`isinstance(obj, spec)`. Compiled, when `obj` reports its own class, classes whose metaclass is
+    `type` (no `__instancecheck__`) are tested as `isinstance` would, without its `__class__` lookup per
+    class that does not match."""
+    if not cython.compiled:
+        return isinstance(obj, spec)
+    kind = type(obj)
+    if not _plain_class(kind):
+        return isinstance(obj, spec)
+    if type(spec) is not tuple:
+        return is_subclass(kind, spec) if type(spec) is type else isinstance(obj, spec)
+    for member in spec:
+        if type(member) is type:
+            if is_subclass(kind, member):
+                return True
+        elif isinstance(obj, member):
+            return True
+    return False
 
 
 def _exc_keywords(exc):
@@ -1529,16 +1578,15 @@ class InterpreterCore:
 
     def _rebase_to(self, ptr):
         """Make the pointer equal to `ptr` (an address or a PointerVector), without a jump mark."""
-        return self._c_rebase_to(ptr)
+        self._c_rebase_to(ptr)
 
     def _c_rebase_to(self, ptr):
-        if isinstance(ptr, PointerVector):
-            other = ptr
-            if other._items is None:
-                other._bound_addr()  # an uninitialised vector raises here
-                self._pointer_v._set_row(other._prog, other._row)
-                return
-        self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
+        other = ptr if isinstance(ptr, PointerVector) else None
+        if other is not None and other._items is None:
+            other._bound_addr()  # an uninitialised vector raises here
+            self._pointer_v._set_row(other._prog, other._row)
+        else:
+            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -1550,7 +1598,7 @@ class InterpreterCore:
 
     def _refresh_plans(self):
         """Take the program's plan table for the pools' shape, or none when plans are off."""
-        return self._c_refresh_plans()
+        self._c_refresh_plans()
 
     def _c_refresh_plans(self):
         shape = self._shape_s
@@ -1842,10 +1890,10 @@ class InterpreterCore:
             _row_outside(prog, row)
         while True:
             result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
-            following = self._batch_successor(row, fut)
-            if following is None:
+            row = self._batch_successor(row, fut)
+            if row < 0:
                 return result
-            row, plan = following
+            plan = self._batch_plan(row)
             self._pointer_v._set_row(prog, row)
 
     def _run_plan_call(self, func, plan):
@@ -1853,12 +1901,12 @@ class InterpreterCore:
         return self._call_plan(func, plan, None)
 
     def _batch_successor(self, row, fut):
-        """`(row, plan)` of the node a batch that just ran `row` runs next, or None: stop here."""
+        """The row a batch that just ran `row` runs next, or -1: stop here."""
         if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
-            return None
+            return -1
         lock = self._interpret_lock_v
         if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & (C_FLAG_JMP | C_FLAG_HLT):
-            return None
+            return -1
         prog = self._prog_v
         ptr = self._pointer_v
         following = row + 1
@@ -1871,13 +1919,18 @@ class InterpreterCore:
             or not prog.cbits[following] & C_ROW_THREAD
             or prog.cops[following] != OP_CALL
         ):
-            return None
-        plan = prog.static_plans[following]
-        if plan is None and self._plans_v is not None:
-            plan = self._plans_v[following]
+            return -1
+        plan = self._batch_plan(following)
         if plan is None or plan.slow:
-            return None
-        return following, plan
+            return -1
+        return following
+
+    def _batch_plan(self, row):
+        """The plan of `row` if its table has one already (a batch never makes plans)."""
+        plan = self._prog_v.static_plans[row]
+        if plan is None and self._plans_v is not None:
+            plan = self._plans_v[row]
+        return plan
 
     # ----- native opcodes: each mirrors its instruction node's Python function ----------
     #
@@ -1999,7 +2052,8 @@ class InterpreterCore:
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
-            return self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
+            self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
+            return None
         self._enter_frame(row)
         try:
             return self._call_inline(row, plan, extra)
@@ -2232,16 +2286,14 @@ class InterpreterCore:
         """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
         entry = self._pop_ret()
         slot, targets = operands
-        if type(entry) is PointerVector:
-            bound = entry
-            if bound._items is None and bound._prog is self._prog_v:
-                target = targets.get(bound._row)
-                if target is None:
-                    addr = [*bound._list()[:-1], slot]
-                    target = targets[bound._row] = (*self._prog_v.locate(addr), addr)
-                self._native_jump(target)
-                return
-        if self._c_mark_jump():
+        bound = entry if type(entry) is PointerVector else None
+        if bound is not None and bound._items is None and bound._prog is self._prog_v:
+            target = targets.get(bound._row)
+            if target is None:
+                addr = [*bound._list()[:-1], slot]
+                target = targets[bound._row] = (*self._prog_v.locate(addr), addr)
+            self._native_jump(target)
+        elif self._c_mark_jump():
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
@@ -2270,10 +2322,10 @@ class InterpreterCore:
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if isinstance(exc, self._exc_ignored_s) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
+        if _is_instance(exc, self._exc_ignored_s) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
             return None
         for exc_type, part in catches:
-            if isinstance(exc, exc_type):
+            if _is_instance(exc, exc_type):
                 return part
         return None
 
