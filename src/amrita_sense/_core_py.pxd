@@ -270,10 +270,15 @@ cdef list _offset_far(list base, list offset)
 cdef object _row_outside(Program prog, Py_ssize_t row)
 cdef object _checked(object value, object kind, str name, str what)
 cdef object _refuse_delete(str name)
+
+
+@cython.locals(row=Py_ssize_t)
 cdef Py_ssize_t _row_index(object value, Py_ssize_t nrows, Py_ssize_t lowest) except? -2
+
+
 cdef dict _row_map(object rows, Py_ssize_t nrows)
 cdef object _checked_int(object value, str what)
-cdef object _ssize(object value)
+cdef Py_ssize_t _ssize(object value) except? -1
 cdef double _checked_seconds(object value, str name) except? -1.0
 cdef object _checked_middleware(object value, str name)
 cdef object _late(str spec)

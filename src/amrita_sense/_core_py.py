@@ -247,6 +247,7 @@ class Program:
         "tables",
     )
 
+    @cython.locals(i=cython.Py_ssize_t, k=cython.Py_ssize_t, nrows=cython.Py_ssize_t)
     def __init__(self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row):
         nrows = len(nodes)
         if getattr(self, "nodes", None) is not None:  # interpreters index the tables they were made with
@@ -260,11 +261,20 @@ class Program:
         # Row layout: `rows[i]` is the dense row of row i, the ROW_WIDTH fields FIRST, SECOND, EXIT, THEN
         # (`_opcodes.dense_row`, built by node.table). Each entry is a row of this table or -1
         # (`_row_index` checks it here), so the native opcodes index the tables with it once they
-        # tested for -1.
-        dense = tuple(tuple(_row_index(rows[i][k], nrows, -1) for k in range(ROW_WIDTH)) for i in range(nrows))
-        for i in range(nrows):
-            _checked_int(bits[i], "Program: a row's bits")
-            _checked_int(ops[i], "Program: a row's opcode")
+        # tested for -1. `cbits` / `cops` / `crows` are what the loop indexes: C arrays in the
+        # single-source build (filled here, before any field is set), tuples in the pure one.
+        if cython.compiled:
+            self._alloc_rows(nrows)
+            for i in range(nrows):
+                self.cbits[i] = _checked_int(bits[i], "Program: a row's bits")
+                self.cops[i] = _checked_int(ops[i], "Program: a row's opcode")
+                for k in range(ROW_WIDTH):
+                    self.crows[ROW_WIDTH * i + k] = _row_index(rows[i][k], nrows, -1)
+        else:
+            dense = tuple(_row_index(rows[i][k], nrows, -1) for i in range(nrows) for k in range(ROW_WIDTH))
+            for i in range(nrows):
+                _checked_int(bits[i], "Program: a row's bits")
+                _checked_int(ops[i], "Program: a row's opcode")
         self.graph = graph
         self.nodes = tuple(nodes)
         self.funcs = tuple(funcs)
@@ -276,25 +286,20 @@ class Program:
         self.addrs = tuple(addrs)
         self.row_of = None if row_of is None else _row_map(row_of, nrows)
         self.seg_row = _row_map(seg_row, nrows)
-        # `cbits` / `cops`: what the loop indexes, C arrays in the single-source build, the tuples here
-        # (`crows`: the dense rows one after another, ROW_WIDTH ints per row)
-        if cython.compiled:
-            self._alloc_rows(nrows)
-            for i in range(nrows):
-                self.cbits[i] = bits[i]
-                self.cops[i] = ops[i]
-                for k in range(ROW_WIDTH):
-                    self.crows[ROW_WIDTH * i + k] = dense[i][k]
-        else:
+        if not cython.compiled:
             self.cbits = self.bits
             self.cops = self.ops
-            self.crows = tuple(entry for row in dense for entry in row)
+            self.crows = dense  # the dense rows one after another, ROW_WIDTH ints per row
         self.nrows = nrows
         self._successor = None
         self.tables = {}
 
     def _alloc_rows(self, nrows):
-        """The C arrays for `nrows` rows (the single-source build)."""
+        """The C arrays for `nrows` rows (the single-source build); those of an initialisation that
+        failed are freed first."""
+        PyMem_Free(self.cbits)
+        PyMem_Free(self.cops)
+        PyMem_Free(self.crows)
         self.cbits = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
         self.cops = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
         self.crows = cython.cast(cython.p_int, PyMem_Malloc((ROW_WIDTH * nrows + 1) * cython.sizeof(cython.int)))
@@ -719,6 +724,8 @@ class Stack:
 
 def _ssize(value):
     """An int as a C `Py_ssize_t` field of the compiled core takes it (`OverflowError` if too large)."""
+    if cython.compiled:
+        return value  # converted to the C Py_ssize_t it returns there, with that OverflowError
     if not -sys.maxsize - 1 <= value <= sys.maxsize:
         raise OverflowError("Python int too large to convert to C ssize_t")
     return int(value)
