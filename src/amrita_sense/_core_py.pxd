@@ -183,10 +183,10 @@ cdef class InterpreterCore:
     cdef inline int _goto(self, object target) except -1
     cdef inline int _native_jump(self, object target) except -1
     cdef inline int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
-    cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra=*)
+    cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra)
 
     @cython.locals(prog=Program)
-    cdef inline object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra=*)
+    cdef inline object _call_inline(self, Py_ssize_t row, CallPlan plan, object extra)
     cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef inline int _resume_at(self, Py_ssize_t row, int k, bint near) except -1
 

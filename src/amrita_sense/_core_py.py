@@ -1560,6 +1560,7 @@ class InterpreterCore:
             raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
         return self._c_advance(ptr)
 
+    @cython.wraparound(False)  # rows are never negative
     def _c_advance(self, ptr):
         if ptr._items is None and ptr._prog is self._prog_v:
             row, exact = ptr._row, True
@@ -1690,6 +1691,7 @@ class InterpreterCore:
 
     # ----- one node -------------------------------------------------------------------
 
+    @cython.wraparound(False)  # rows are never negative
     def _row_plan(self, row):
         """The plan of `row`: its static one, or the shared one for the pools' shape (made on
         first use and kept in the program's table); None when the Python layer resolves it."""
@@ -1710,6 +1712,7 @@ class InterpreterCore:
             return None
         return self._row_plan(row)
 
+    @cython.wraparound(False)  # rows are never negative
     def _exc_plan(self, row):
         """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
         table = self._exc_plans
@@ -1932,6 +1935,7 @@ class InterpreterCore:
             return -1
         return following
 
+    @cython.wraparound(False)  # rows are never negative
     def _batch_plan(self, row):
         """The plan of `row` if its table has one already (a batch never makes plans)."""
         plan = self._prog_v.static_plans[row]
@@ -2055,7 +2059,7 @@ class InterpreterCore:
             else:
                 self._goto(self._prog_v.operands[row][k])
 
-    def _subcall_inline(self, row, plan, extra=None):
+    def _subcall_inline(self, row, plan, extra):
         """`call_sub` of a row with its `_callee_plan` (and `extra` keywords): push the pointer,
         run the node there, restore unless it jumped."""
         if plan is JUMP_CALLEE:
@@ -2098,7 +2102,8 @@ class InterpreterCore:
             if Py_REFCNT(ptr) == 1 and type(ptr) is PointerVector:
                 self._spare_pointer = ptr
 
-    def _call_inline(self, row, plan, extra=None):
+    @cython.wraparound(False)  # rows are never negative
+    def _call_inline(self, row, plan, extra):
         prog = self._prog_v
         if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
@@ -2108,7 +2113,7 @@ class InterpreterCore:
         """`_subcall_inline` of `callee`; if it suspends, the run resumes at the slot in field `k`
         (FIRST_RESUME or SECOND_RESUME) of `row`'s operands (see `_resume_at`)."""
         try:
-            return self._subcall_inline(callee, plan)
+            return self._subcall_inline(callee, plan, None)
         except InterruptKeepContext:
             self._resume_at(row, k, near)
             raise
@@ -2266,7 +2271,7 @@ class InterpreterCore:
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
-        self._subcall_inline(target, plan)
+        self._subcall_inline(target, plan, None)
         return NATIVE_DONE
 
     def _native_loop_head(self, row):
@@ -2367,7 +2372,7 @@ class InterpreterCore:
                     self._run_handler(handler[1], plan, raised)
             else:
                 try:
-                    self._subcall_inline(body_row, plan)
+                    self._subcall_inline(body_row, plan, None)
                 except BaseException as exc_val:
                     handler = self._catch_for(catches, exc_val)
                     if handler is None:
@@ -2496,6 +2501,7 @@ class InterpreterCore:
         last_yield=cython.double,
         now=cython.double,
     )
+    @cython.wraparound(False)  # rows are never negative
     async def _execute(self):
         """Run steps until the workflow ends, a stop is requested, or something raises."""
         # Lock hand-over: the run takes the interpreter lock at the top of the loop and keeps it

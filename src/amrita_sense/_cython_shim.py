@@ -18,6 +18,12 @@ def locals(**types):  # noqa: A001 - Cython's name
     return lambda function: function
 
 
+def wraparound(on):
+    """Whether a function's C-integer indexes may be negative (Python's meaning), to the C compiler;
+    nothing here."""
+    return lambda function: function
+
+
 # the C types the core names in `locals(...)`, as the Python types their values have here
 int = int  # noqa: A001, PLW0127
 Py_ssize_t = int
