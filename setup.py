@@ -7,15 +7,15 @@ pure build (a `py3-none-any` wheel without the core; the twin then loads without
 warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other Python
 implementations than CPython always get the pure build. AMRITA_SENSE_DEBUG_BUILD=1 builds the
 debug core (checks and assertions on, see `_core_build_options`).
-AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 also compiles the pure-Python twin `src/amrita_sense/_core_py.py`
-(Cython's pure Python mode, typed by `src/amrita_sense/_core_py.pxd`) as the extension
-`amrita_sense._core_py`, the single-source candidate of issue 18 (see `_single_source_extension`);
-it is for in-place development builds only and never goes into a wheel.
 
-Layout. The source tree keeps the runtime at `src/amrita_sense/` and the core at
-`src/_sense_core.pyx` (dev mode: `PYTHONPATH=src`, `setup.py build_ext --inplace`
-puts the core at `src/amrita_sense/_sense_core*.so`). The wheel installs nothing
-that the `amrita-sense` distribution also installs:
+One source. The compiled core is `src/amrita_sense/_core_py.py`, the pure build's core, compiled
+by Cython in its pure Python mode with the augmenting `src/amrita_sense/_sense_core.pxd` (the C
+types; the file's `if cython.compiled:` blocks hold the C-API paths) into the extension module
+`amrita_sense._sense_core`. The pure build imports the same file as `amrita_sense._core_py`.
+
+Layout. The source tree keeps the runtime at `src/amrita_sense/` (dev mode: `PYTHONPATH=src`,
+`setup.py build_ext --inplace` puts the core at `src/amrita_sense/_sense_core*.so`). The wheel
+installs nothing that the `amrita-sense` distribution also installs:
 
     amrita_sense_turbo/                  the import hook (`src/amrita_sense_turbo/`)
     amrita_sense_turbo/runtime/amrita_sense/   the runtime, with the compiled core and its stubs
@@ -25,10 +25,10 @@ The compiled core is compiled as the module `amrita_sense._sense_core` (the name
 classes report as `__module__`); only its file moves into the wheel's runtime directory.
 """
 
+import glob
 import os
 import platform
 import re
-import shutil
 import sys
 
 from setuptools import Extension, find_packages, setup
@@ -49,7 +49,7 @@ RUNTIME = "amrita_sense"  # the import name users keep
 HOOK = "amrita_sense_turbo"  # the directory (and hook package) of this distribution
 RUNTIME_PARENT = f"{HOOK}.runtime"  # installed runtime: amrita_sense_turbo/runtime/amrita_sense
 CORE = f"{RUNTIME}._sense_core"
-CORE_SOURCES = {"pyx": "src/_sense_core.pyx", "pxd": "src/_sense_core.pxd", "pyi": "src/_sense_core.pyi"}
+CORE_SOURCES = {"py": f"src/{RUNTIME}/_core_py.py", "pxd": f"src/{RUNTIME}/_sense_core.pxd"}
 PTH_NAME = f"{HOOK}.pth"
 # A path line (so static tools that read .pth files find the runtime) and the hook itself.
 PTH_TEXT = f"{HOOK}/runtime\nimport {HOOK}\n"
@@ -77,8 +77,9 @@ def _is_runtime(package):
 
 
 class LayoutBuildPy(build_py):
-    """Build the packages in their installed layout, ship the core's `.pyi` stub and `.pxd`
-    contract beside it, and write the `.pth` hook at the root of the build."""
+    """Build the packages in their installed layout and write the `.pth` hook at the root of the
+    build. (The core's types are those of `_core_py.py`, which ships as the pure build; its `.pxd`
+    only augments that file for Cython and is not shipped.)"""
 
     def get_package_dir(self, package):
         # build_ext asks where `amrita_sense` lives (for --inplace and editable builds): the source tree.
@@ -88,10 +89,6 @@ class LayoutBuildPy(build_py):
 
     def run(self):
         super().run()
-        core_dir = os.path.join(self.build_lib, *_installed_name(RUNTIME).split("."))
-        self.mkpath(core_dir)  # an editable build maps the packages instead of copying them
-        for kind in ("pyi", "pxd"):
-            self.copy_file(CORE_SOURCES[kind], os.path.join(core_dir, os.path.basename(CORE_SOURCES[kind])))
         pth = os.path.join(self.build_lib, PTH_NAME)
         with open(pth, "w", encoding="utf-8") as out:
             out.write(PTH_TEXT)
@@ -148,14 +145,6 @@ class CoreBuildExt(build_ext):
             raise
         except Exception as exc:  # noqa: BLE001 - any toolchain failure
             _no_core(exc)
-        self._drop_single_source_build_copy()
-
-    def _drop_single_source_build_copy(self):
-        """Remove the compiled single source from the build directory: an in-place build copies it
-        into the source tree from there, and a later wheel build of this tree would package it."""
-        built = os.path.join(self.build_lib, self.get_ext_filename(SINGLE_SOURCE["module"]))
-        if os.path.exists(built):
-            os.remove(built)
 
     def build_extensions(self):
         _drop_build_machine_rpath(self.compiler)
@@ -208,20 +197,13 @@ def _no_core(cause):
     ) from cause
 
 
-def _cython_include_dir():
-    """A directory holding the core's `.pxd` under the dotted name Cython looks for when it compiles
-    `src/_sense_core.pyx` as the module `amrita_sense._sense_core`."""
-    include = os.path.join("build", "cython-include")
-    os.makedirs(include, exist_ok=True)
-    shutil.copy2(CORE_SOURCES["pxd"], os.path.join(include, f"{CORE}.pxd"))
-    return include
-
-
 def _drop_stale_c():
     """Remove a generated C file Cython would wrongly reuse: one compiled under another module name
-    (the core used to be the top-level `_sense_core`), or older than the `.pxd` (which Cython does
-    not track from the include directory)."""
-    c_file = os.path.splitext(CORE_SOURCES["pyx"])[0] + ".c"
+    (an in-place build of the single-source candidate made it as `amrita_sense._core_py`), or older than
+    the `.pxd`."""
+    for leftover in glob.glob(os.path.splitext(CORE_SOURCES["py"])[0] + ".*.so"):
+        os.remove(leftover)  # that candidate's in-place extension: it would shadow the pure build's `.py`
+    c_file = os.path.splitext(CORE_SOURCES["py"])[0] + ".c"
     if not os.path.exists(c_file):
         return
     with open(c_file, encoding="utf-8", errors="replace") as generated:
@@ -234,14 +216,16 @@ def _drop_stale_c():
 def _core_build_options():
     """Cython directives, Extension options and whether to regenerate the C of the compiled core.
 
-    Release: no bounds or None checks on the hot path, the core's assertions compiled out.
-    AMRITA_SENSE_DEBUG_BUILD=1: the debug build, with the same semantics but every list/tuple index
-    bounds-checked, None checked on typed attribute access, the core's assertions and C asserts on,
-    no optimisation and debug symbols. Switching between the two regenerates the C (cythonize does
-    not notice a change of directives).
+    Both builds keep Python's meaning where the `.pxd` does not say otherwise: checked indexing (and
+    negative indexes, except in the functions marked `wraparound(False)`), annotations as
+    documentation (the source has `from __future__ import annotations`; the `.pxd` gives the types).
+    Release: the core's assertions compiled out. AMRITA_SENSE_DEBUG_BUILD=1: the debug build, with
+    None checked on typed attribute access, the core's assertions and C asserts on, no optimisation
+    and debug symbols. Switching between the two regenerates the C (cythonize does not notice a
+    change of directives).
     """
     debug = _env_flag("AMRITA_SENSE_DEBUG_BUILD")
-    directives = {"language_level": "3", "boundscheck": debug, "wraparound": False, "cdivision": True}
+    directives = {"language_level": "3", "annotation_typing": False, "binding": True}
     force = _build_mode_changed("debug" if debug else "release")
     if not debug:
         return directives, {"define_macros": [("CYTHON_WITHOUT_ASSERTIONS", None)]}, force
@@ -264,32 +248,6 @@ def _build_mode_changed(mode):
     return previous != mode
 
 
-SINGLE_SOURCE = {"module": f"{RUNTIME}._core_py", "py": f"src/{RUNTIME}/_core_py.py"}  # + its .pxd beside it
-
-
-def _single_source_extension(cythonize, directives, build_options, force):
-    """The twin compiled by Cython (pure Python mode, augmented by its `.pxd`) as `amrita_sense._core_py`.
-
-    Opt-in (AMRITA_SENSE_BUILD_SINGLE_SOURCE=1) and in place only: the extension file lands beside
-    `_core_py.py`, where Python's import system prefers it, so AMRITA_SENSE_NO_EXTENSIONS=1 then runs the
-    compiled single source. A wheel never carries it (the import would silently change what "the pure
-    build" means), so a build that is not in place refuses the flag.
-    """
-    if "--inplace" not in sys.argv and "-i" not in sys.argv:
-        raise SetupError("AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 is for `setup.py build_ext --inplace` only")
-    # Python's semantics unless the .pxd says otherwise: negative and checked indexing (the twin relies
-    # on both), annotations as documentation (`from __future__ import annotations`); the .pxd types.
-    single = {"language_level": "3", "annotation_typing": False, "binding": True}
-    if directives.get("nonecheck"):  # the debug build
-        single.update(nonecheck=True, initializedcheck=True)
-    return cythonize(
-        [Extension(SINGLE_SOURCE["module"], [SINGLE_SOURCE["py"]], **build_options)],
-        compiler_directives=single,
-        force=force,  # a switch between the release and the debug build regenerates the C, as for the core
-        quiet=True,
-    )
-
-
 def _extensions():
     if SKIP:
         return []
@@ -300,16 +258,14 @@ def _extensions():
     _drop_stale_c()
     directives, build_options, force = _core_build_options()
     try:
-        core = cythonize(
-            [Extension(CORE, [CORE_SOURCES["pyx"]], **build_options)],
-            include_path=[_cython_include_dir()],
+        # `_core_py.py` compiled under the core's module name: Cython takes `amrita_sense/_sense_core.pxd`
+        # (found by that name from the source's package root) as its augmenting declarations
+        return cythonize(
+            [Extension(CORE, [CORE_SOURCES["py"]], **build_options)],
             compiler_directives=directives,
             force=force,
             quiet=True,
         )
-        if _env_flag("AMRITA_SENSE_BUILD_SINGLE_SOURCE"):
-            core += _single_source_extension(cythonize, directives, build_options, force)
-        return core
     except SetupError:
         raise
     except Exception as exc:  # noqa: BLE001 - any Cython failure
@@ -330,6 +286,8 @@ setup(
     packages=_packages(),
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
+    # the sdist carries the core's `.pxd` files (MANIFEST.in); they only build it, so no wheel does
+    exclude_package_data={_installed_name(RUNTIME): ["*.pxd"]},
     ext_modules=_extensions(),
     cmdclass={
         "build_ext": CoreBuildExt,

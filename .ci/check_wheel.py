@@ -76,9 +76,11 @@ def main() -> None:
         fail(f"not manylinux-tagged: {wheel}")
     if not cores:
         fail(f"the wheel holds no compiled core in {RUNTIME}")
-    for stub in ("_sense_core.pyi", "_sense_core.pxd", "py.typed"):
-        if RUNTIME + stub not in names:
-            fail(f"{stub} is not beside the compiled core")
+    for typed in ("_core_py.py", "py.typed"):  # the core's one source: the pure build and the core's types
+        if RUNTIME + typed not in names:
+            fail(f"{typed} is not beside the compiled core")
+    if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):
+        fail("the wheel ships Cython or C sources")
     check_core(archive.read(cores[0]), cores[0])
     print(f"compiled wheel ok: {wheel}")
 

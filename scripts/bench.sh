@@ -41,7 +41,7 @@ source_stamp() {
 import hashlib, pathlib
 digest = hashlib.sha256()
 files = [pathlib.Path(p) for p in ("pyproject.toml", "setup.py", "MANIFEST.in") if pathlib.Path(p).exists()]
-files += [p for p in pathlib.Path("src").rglob("*") if p.suffix in {".py", ".pyx", ".pxd", ".pyi"}]
+files += [p for p in pathlib.Path("src").rglob("*") if p.suffix in {".py", ".pxd"}]
 for path in sorted(files):
     digest.update(str(path).encode() + b"\0" + path.read_bytes())
 print(digest.hexdigest())

@@ -31,8 +31,7 @@ PACKAGE = "amrita_sense"
 COMPILED_CORE = "amrita_sense._sense_core"
 CORES = ("cython", "python")
 CORE_MODULES = {"cython": COMPILED_CORE, "python": "amrita_sense._core_py"}
-"""The module each core lives in; the twin's is an extension module too in the single-source build
-(AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 compiles `_core_py.py` in place)."""
+"""The module each core lives in: `_core_py.py` compiled (setup.py), and that file itself."""
 
 
 def _is_package_module(name: str) -> bool:
@@ -107,7 +106,7 @@ def load_sense(core: str) -> SenseCopy:
 
 def _exceptions_bound_to_core(core_name: str) -> ModuleType | None:
     """The `amrita_sense.exceptions` module an already imported extension module `core_name` (the
-    compiled core, or the twin compiled as the single source) raises from, if any.
+    compiled core) raises from, if any.
 
     An extension module is initialised once per process, so a fresh copy on
     that core has to share that exceptions module for `except` clauses to match.

@@ -51,12 +51,8 @@ def test_core_reason_says_why_this_core_loaded():
     if amrita_sense.IMPLEMENTATION == "cython":
         assert _core.CORE_REASON.startswith("the compiled core (") and "_sense_core" in _core.CORE_REASON
     elif _flag("AMRITA_SENSE_NO_EXTENSIONS"):
-        asked = "the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it"
-        twin_file = _core._impl.__file__
-        if twin_file.endswith(".py"):
-            assert _core.CORE_REASON == asked
-        else:  # the single-source build: the twin compiled in place
-            assert _core.CORE_REASON == f"{asked} (compiled by Cython as the single source: {twin_file})"
+        assert _core.CORE_REASON == "the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it"
+        assert _core._impl.__file__.endswith("_core_py.py")  # the core's one source, run by the interpreter
     else:
         import importlib.util
 

@@ -1,4 +1,4 @@
-# C-level helpers of the single-source core (`_core_py.py`, compiled with `_core_py.pxd`): the few
+# C-level helpers of the compiled core (`_core_py.py`, compiled with `_sense_core.pxd`): the few
 # paths that need the C API. The core cimports them in its `if cython.compiled:` blocks; its `else`
 # blocks hold the Python paths the pure build runs. Nothing imports this at run time.
 
@@ -22,6 +22,15 @@ cdef extern from "Python.h":
     PyObject *PyException_GetTraceback(PyObject *exc)
     void PyErr_GetExcInfo(PyObject **ptype, PyObject **pvalue, PyObject **ptraceback)
     void PyErr_SetExcInfo(PyObject *ptype, PyObject *pvalue, PyObject *ptraceback)
+
+
+cdef extern from *:
+    """
+    #ifndef AMRITA_SENSE_DEBUG
+    #define AMRITA_SENSE_DEBUG 0
+    #endif
+    """
+    int AMRITA_SENSE_DEBUG  # 1 in the debug build (setup.py defines it), else 0
 
 
 cdef enum:

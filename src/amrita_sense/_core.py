@@ -1,5 +1,8 @@
 """Pick the core: the compiled `amrita_sense._sense_core`, or the pure-Python twin.
 
+Both are `_core_py.py`: the compiled core is that file compiled by Cython (with `_sense_core.pxd`),
+the twin the file itself, imported as `amrita_sense._core_py`.
+
 AMRITA_SENSE_NO_EXTENSIONS=1 forces the twin; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
 makes a missing compiled core an error instead of a fallback. A fallback nobody asked
 for (CPython without a loadable compiled core) warns once, at import: the twin is about
@@ -26,8 +29,6 @@ def _flag(name: str) -> bool:
 def _twin(reason: str):
     from amrita_sense import _core_py as core
 
-    if not core.__file__.endswith(".py"):  # AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 compiled it in place (setup.py)
-        reason += f" (compiled by Cython as the single source: {core.__file__})"
     return core, reason
 
 

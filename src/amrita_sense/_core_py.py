@@ -1,14 +1,11 @@
-"""Pure-Python twin of the compiled core `_sense_core`, written to be compiled itself.
+"""The core, once: the pure build runs this file, and the compiled core is this file compiled.
 
-Same classes, same algorithms, same behaviour as `src/_sense_core.pyx`; it is
-the readable reference and the fallback when no compiler is available.
-A fix in one core needs the matching fix in the other.
-
-It is also the single source (issue 18): Cython compiles this file in pure Python
-mode with the augmenting `_core_py.pxd` (C types, C methods, C-typed locals) into
-a C core (`make build-single`). The `if cython.compiled:` blocks hold the C-API
-paths (helpers cimported from `_capi.pxd`); their `else` blocks are what this
-build runs. `_cython_shim` stands in for `cython` where Cython is not installed.
+Cython compiles it in pure Python mode with the augmenting `_sense_core.pxd` (C types,
+C methods, C-typed locals) into the extension module `amrita_sense._sense_core`
+(`make build`); the pure build imports it as `amrita_sense._core_py`. The
+`if cython.compiled:` blocks hold the C-API paths (helpers cimported from `_capi.pxd`);
+their `else` blocks are what the pure build runs. `_cython_shim` stands in for `cython`
+where Cython is not installed.
 
 The core owns the hot path: the flat node table (`Program`), the program
 counter (`PointerVector`, a lazy view over a table row), the return stack
@@ -37,6 +34,7 @@ except ModuleNotFoundError:  # a pure build without Cython installed
 
 if cython.compiled:
     from cython.cimports.amrita_sense._capi import (
+        AMRITA_SENSE_DEBUG,
         KEYWORD,
         MAX_STACK_ARGS,
         RESULT,
@@ -57,8 +55,8 @@ from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense._classmemo import ClassMemo
 from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
 
-IMPLEMENTATION = "python"
-DEBUG_BUILD = False  # the compiled core says whether it is its debug build
+IMPLEMENTATION = "cython" if cython.compiled else "python"
+DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG) if cython.compiled else False  # the compiled core's debug build
 
 FLAG_IF = 1
 FLAG_HLT = 2
@@ -88,7 +86,7 @@ _CHECK_CLOCK_EVERY = 64
 _TABLES_PER_PROGRAM = 64
 
 # The opcodes and the operand record's fields, from the one table (`amrita_sense/_opcodes.py`); C ints
-# in the single-source build (`_core_py.pxd`), as are the other constants the loop reads.
+# in the compiled core (`_sense_core.pxd`), as are the other constants the loop reads.
 EXIT = _opcodes.EXIT
 EXTRA = _opcodes.EXTRA
 FIRST = _opcodes.FIRST
@@ -112,7 +110,7 @@ SECOND = _opcodes.SECOND
 SECOND_RESUME = _opcodes.SECOND_RESUME
 THEN = _opcodes.THEN
 
-# The exported constants above, as the loop reads them (C ints in the single-source build).
+# The exported constants above, as the loop reads them (C ints in the compiled core).
 ROW_WIDTH = _opcodes.ROW_WIDTH
 
 C_FLAG_IF = FLAG_IF
@@ -262,7 +260,7 @@ class Program:
         # (`_opcodes.dense_row`, built by node.table). Each entry is a row of this table or -1
         # (`_row_index` checks it here), so the native opcodes index the tables with it once they
         # tested for -1. `cbits` / `cops` / `crows` are what the loop indexes: C arrays in the
-        # single-source build (filled here, before any field is set), tuples in the pure one.
+        # compiled core (filled here, before any field is set), tuples in the pure build.
         if cython.compiled:
             self._alloc_rows(nrows)
             for i in range(nrows):
@@ -295,7 +293,7 @@ class Program:
         self.tables = {}
 
     def _alloc_rows(self, nrows):
-        """The C arrays for `nrows` rows (the single-source build); those of an initialisation that
+        """The C arrays for `nrows` rows (the compiled core); those of an initialisation that
         failed are freed first."""
         PyMem_Free(self.cbits)
         PyMem_Free(self.cops)
@@ -1260,7 +1258,7 @@ class InterpreterCore:
         self._interpret_lock_v = _new_lock()
         self._signal_v = NEVER_PENDING
         self._yield_interval_v = 0.001
-        if not cython.compiled:  # the single-source build's C fields start as None, 0 and False
+        if not cython.compiled:  # the compiled core's C fields start as None, 0 and False
             self._flag_bits = 0
             self._spare_pointer = None
             self._native_rest = None
@@ -1459,8 +1457,8 @@ class InterpreterCore:
         waiter = self._waiter_s
         if waiter is RUNNING or (waiter is not None and not waiter.done()):
             raise IllegalState("Cannot start a new workflow while one is already running")
-        # The claim is one step, also for runs started from two threads at once: in the single-source
-        # build no Python code runs between the test and the write (the GIL), here a lock holds both.
+        # The claim is one step, also for runs started from two threads at once: in the compiled
+        # core no Python code runs between the test and the write (the GIL), here a lock holds both.
         if cython.compiled:
             if self._waiter_s is not waiter:
                 raise IllegalState("Cannot start a new workflow while one is already running")
@@ -2096,7 +2094,7 @@ class InterpreterCore:
         return ptr
 
     def _recycle(self, ptr):
-        """Keep a popped pointer nobody else holds for `_pointer_at` (the single-source build: ours
+        """Keep a popped pointer nobody else holds for `_pointer_at` (the compiled core: ours
         is then the only reference)."""
         if cython.compiled:
             if Py_REFCNT(ptr) == 1 and type(ptr) is PointerVector:
@@ -2393,7 +2391,7 @@ class InterpreterCore:
         return None
 
     def _call_body_catching(self, target, plan):
-        """`_subcall_inline` of a Try body (the single-source build): None, or the exception the body
+        """`_subcall_inline` of a Try body (the compiled core): None, or the exception the body
         raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
         (the body emptied the return stack) is what the block catches then, the body's exception as
         its context."""
@@ -2413,7 +2411,7 @@ class InterpreterCore:
         return raised
 
     def _run_handler(self, target, plan, raised):
-        """A CATCH handler run inline while `raised` is the exception being handled (the single-source
+        """A CATCH handler run inline while `raised` is the exception being handled (the compiled
         build; the pure build runs it inside its `except` block)."""
         exc_kwargs = _exc_keywords(raised) if plan.keyed else None
         saved = start_handling(raised)

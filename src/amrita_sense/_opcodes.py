@@ -1,6 +1,6 @@
 """The native instruction set: opcode numbers and the operand layout, defined once.
 
-Both cores (`_sense_core.pyx` loads these into C ints at import, `_core_py.py`) and the
+The core (`_core_py.py`; C ints in the compiled core, `_sense_core.pxd`) and the
 compile rules (each built-in instruction's `_native_op`, see `node/native.py`) import
 from here, and nothing else: this module imports nothing from the package.
 

@@ -342,8 +342,6 @@ def run_loop(
 def _describe(hello: dict) -> str:
     impl = hello.get("implementation")
     core = f"{impl} core"
-    if impl == "python" and not str(hello.get("core_file", ".py")).endswith(".py"):
-        core += ", compiled by Cython as the single source"  # AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 (setup.py)
     what = f"amrita-sense {hello.get('version')}" if impl == "reference" else f"amrita-sense-turbo ({core})"
     return f"{what}, Python {hello.get('python')} ({hello.get('executable')})"
 

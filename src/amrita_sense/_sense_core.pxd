@@ -1,5 +1,5 @@
-# Augments src/amrita_sense/_core_py.py when Cython compiles it as the single-source core
-# (AMRITA_SENSE_BUILD_SINGLE_SOURCE=1 python setup.py build_ext --inplace; see setup.py). The pure
+# Augments src/amrita_sense/_core_py.py when Cython compiles it into the compiled core, the module
+# `amrita_sense._sense_core` (this file's name is how Cython finds it; see setup.py). The pure
 # build never reads this file. A class declared here becomes an extension type with these fields in
 # place of its __slots__: what a field may hold is what the pure build's code stores there (a typed
 # field refuses anything else with a TypeError, as the compiled core's fields do).
@@ -64,9 +64,10 @@ cdef class SuspendFlag:
 
 
 cdef class PointerVector:
-    cdef public object _items
-    cdef public Program _prog
-    cdef public Py_ssize_t _row
+    # the view fields: written by the core's C code only (Python sees them read-only)
+    cdef readonly object _items
+    cdef readonly Program _prog
+    cdef readonly Py_ssize_t _row
 
     cdef inline list _list(self)
     cdef inline object _bound_addr(self)
@@ -240,7 +241,7 @@ cdef class InterpreterCore:
     cdef inline bint _keeps_lock(self, InterpretLock lock, Py_ssize_t steps) except -1
 
 
-# module-level C functions (no Python module attribute in the single-source build)
+# module-level C functions (no Python module attribute in the compiled core)
 
 
 @cython.locals(vec=PointerVector)
