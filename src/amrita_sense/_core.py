@@ -41,7 +41,7 @@ def _load():
             raise ImportError("the compiled core was required but this interpreter cannot load it")
         return _twin(f"the pure-Python twin: {platform.python_implementation()} cannot load the compiled core")
     try:
-        from amrita_sense import _sense_core as core  # type: ignore[attr-defined,unused-ignore]  # stub beside the built core only
+        from amrita_sense import _sense_core as core  # type: ignore[attr-defined,unused-ignore]  # no stub: typed as _core_py
     except ImportError as exc:
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise
