@@ -1694,15 +1694,15 @@ class InterpreterCore:
         """The plan of `row`: its static one, or the shared one for the pools' shape (made on
         first use and kept in the program's table); None when the Python layer resolves it."""
         plan = self._prog_v.static_plans[row]
-        if plan is not None:
-            return plan
-        table = self._plans_v
-        if table is None:
-            return None
-        plan = table[row]
         if plan is None:
-            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))
-        return plan
+            table = self._plans_v
+            if table is None:
+                return None
+            plan = table[row]
+            if plan is None:
+                plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))
+        # unchecked: both tables hold CallPlans only (the Program checks its static plans when made)
+        return cython.cast(CallPlan, plan)
 
     def _cached_plan(self, row):
         """The plan of `row` (providers included) unless a suspend signal is pending."""

@@ -142,7 +142,6 @@ cdef class InterpreterCore:
     cdef inline int _move_to(self, object addr) except -1
     cdef inline object _check_last_index(self, object value, str method)
 
-    @cython.locals(plan=CallPlan)
     cdef inline CallPlan _row_plan(self, Py_ssize_t row)
     cdef inline CallPlan _cached_plan(self, Py_ssize_t row)
 
@@ -259,6 +258,7 @@ cdef Stack _new_stack()
 
 cdef object _OBJECT_CLASS, _PLAIN_CLASS
 cdef tuple _last_verdict
+cdef dict _LATE
 cdef bint _plain_class(type kind) except -1
 cdef bint _is_instance(object obj, object spec) except -1
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
