@@ -294,3 +294,24 @@ def test_rebasing_onto_an_uninitialised_vector_fails_and_keeps_the_pointer():
     with pytest.raises((TypeError, AttributeError)):
         interp._rebase_to(PointerVector.__new__(PointerVector))
     assert list(interp._pointer) == before
+
+
+# ----- the core's view of the running task ------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_core_sees_the_task_asyncio_reports_in_and_out_of_tasks():
+    import asyncio
+
+    from amrita_sense import _core
+
+    current = _core._impl._current_task
+    assert current() is asyncio.current_task() is not None
+
+    async def report():
+        return current(), asyncio.current_task()
+
+    seen, expected = await asyncio.create_task(report())
+    assert seen is expected and seen is not asyncio.current_task()
+    # outside any running loop: None, as the lock and the run start expect
+    assert await asyncio.get_running_loop().run_in_executor(None, current) is None

@@ -868,10 +868,31 @@ def _new_stack():
     return stack
 
 
+def _task_table():
+    """asyncio's table of each running loop's current task when `asyncio.current_task` is the Python
+    function that only reads it (Python 3.10 and 3.11; from 3.12 it is C code, called as it is), else None."""
+    table = getattr(asyncio.tasks, "_current_tasks", None)
+    reader = asyncio.current_task
+    if (
+        type(table) is dict
+        and getattr(reader, "__code__", None) is not None
+        and reader.__globals__.get("_current_tasks") is table
+    ):
+        return table
+    return None
+
+
+_TASK_TABLE = _task_table()
+_running_loop = asyncio.get_running_loop
+
+
 def _current_task():
-    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised)."""
+    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised):
+    `asyncio.current_task()`, without its Python frame where it has one (`_task_table`)."""
     try:
-        return asyncio.current_task()
+        if _TASK_TABLE is None:
+            return asyncio.current_task()
+        return _TASK_TABLE.get(_running_loop())
     except RecursionError:
         raise
     except RuntimeError:
@@ -916,6 +937,8 @@ class _PinState(threading.local):
 
 
 _pin_state = _PinState()
+_sniffio_local = sniffio.thread_local  # sniffio's own per-thread answer, an object it never replaces
+_sniffio_cvar = sniffio.current_async_library_cvar
 
 
 def pin_async_library(task):
@@ -928,10 +951,10 @@ def pin_async_library(task):
     depth = cell[0]
     cell[0] = depth + 1
     if depth == 0:
-        tlocal = sniffio.thread_local
+        tlocal = _sniffio_local
         previous = cell[1] = tlocal.name
         if previous is None:
-            name = sniffio.current_async_library_cvar.get()
+            name = _sniffio_cvar.get()
             if name is None and task is not None:
                 name = "asyncio"
             if name is None:
@@ -949,7 +972,7 @@ def restore_async_library():
         cell[0] -= 1
         return
     cell[0] = 0
-    sniffio.thread_local.name = cell[1]
+    _sniffio_local.name = cell[1]
 
 
 def _reports_itself(kind):

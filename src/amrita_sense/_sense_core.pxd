@@ -258,7 +258,8 @@ cdef Stack _new_stack()
 
 cdef object _OBJECT_CLASS, _PLAIN_CLASS
 cdef tuple _last_verdict
-cdef dict _LATE
+cdef dict _LATE, _TASK_TABLE
+cdef object _running_loop, _sniffio_local, _sniffio_cvar
 cdef bint _plain_class(type kind) except -1
 cdef bint _is_instance(object obj, object spec) except -1
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
