@@ -18,7 +18,7 @@ Layout. The source tree keeps the runtime at `src/amrita_sense/` (dev mode: `PYT
 installs nothing that the `amrita-sense` distribution also installs:
 
     amrita_sense_turbo/                  the import hook (`src/amrita_sense_turbo/`)
-    amrita_sense_turbo/runtime/amrita_sense/   the runtime, with the compiled core and its stubs
+    amrita_sense_turbo/runtime/amrita_sense/   the runtime, with the compiled core
     amrita_sense_turbo.pth               puts the hook in front of the import system at start-up
 
 The compiled core is compiled as the module `amrita_sense._sense_core` (the name its
