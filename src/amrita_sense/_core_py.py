@@ -2168,10 +2168,7 @@ class InterpreterCore:
             self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
         self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
-        if self._left_unmarked(row):
-            self._prog_v.nodes[row]._after_body(self)
-        else:
-            self._jump_at(then_row, row, THEN)
+        self._leave_body(row, then_row, THEN, None)
         return NATIVE_DONE
 
     def _native_else(self, row):
@@ -2183,11 +2180,20 @@ class InterpreterCore:
         if body_plan is None:
             return NATIVE_NOT_READY
         self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
-        if self._left_unmarked(row):
+        self._leave_body(row, then_row, THEN, None)
+        return NATIVE_DONE
+
+    def _leave_body(self, row, target_row, k, broke):
+        """After a body the opcode of `row` called, go where the node's own function would: on to
+        `target_row` (field `k`) unless the body moved the pointer without a jump mark; then the node's
+        `_after_body` finishes from there (a loop's is told whether the body broke out: `broke`, None
+        for a branch)."""
+        if not self._left_unmarked(row):
+            self._jump_at(target_row, row, k)
+        elif broke is None:
             self._prog_v.nodes[row]._after_body(self)
         else:
-            self._jump_at(then_row, row, THEN)
-        return NATIVE_DONE
+            self._prog_v.nodes[row]._after_body(self, broke)
 
     def _native_while(self, row):
         rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
@@ -2208,15 +2214,9 @@ class InterpreterCore:
         try:
             self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
         except BreakLoop:
-            if self._left_unmarked(row):
-                self._prog_v.nodes[row]._after_body(self, True)
-            else:
-                self._jump_at(exit_row, row, EXIT)
+            self._leave_body(row, exit_row, EXIT, True)
             return NATIVE_DONE
-        if self._left_unmarked(row):
-            self._prog_v.nodes[row]._after_body(self, False)
-        else:
-            self._jump_at(checkup_row, row, THEN)
+        self._leave_body(row, checkup_row, THEN, False)
         return NATIVE_DONE
 
     def _native_do(self, row):
@@ -2231,15 +2231,9 @@ class InterpreterCore:
         try:
             self._call_resuming(body, body_plan, row, FIRST_RESUME, True)
         except BreakLoop:
-            if self._left_unmarked(row):
-                self._prog_v.nodes[row]._after_body(self, True)
-            else:
-                self._jump_at(exit_row, row, EXIT)
+            self._leave_body(row, exit_row, EXIT, True)
             return NATIVE_DONE
-        if self._left_unmarked(row):
-            self._prog_v.nodes[row]._after_body(self, False)
-        else:
-            self._jump_at(check_row, row, THEN)
+        self._leave_body(row, check_row, THEN, False)
         return NATIVE_DONE
 
     def _native_do_check(self, row):
@@ -2281,10 +2275,7 @@ class InterpreterCore:
             self._jump_at(then_row, row, THEN)
             return NATIVE_DONE
         self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
-        if self._left_unmarked(row):
-            self._prog_v.nodes[row]._after_body(self)
-        else:
-            self._jump_at(then_row, row, THEN)
+        self._leave_body(row, then_row, THEN, None)
         return NATIVE_DONE
 
     def _native_invoke(self, row):

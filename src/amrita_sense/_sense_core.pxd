@@ -172,6 +172,7 @@ cdef class InterpreterCore:
     @cython.locals(ptr=PointerVector)
     cdef inline bint _left_unmarked(self, Py_ssize_t row) except -1
     cdef inline int _finish_with(self, object rest) except -1
+    cdef inline int _leave_body(self, Py_ssize_t row, Py_ssize_t target_row, int k, object broke) except -1
 
     @cython.locals(bits=int)
     cdef inline bint _inline_callable(self, Py_ssize_t row) except -1
