@@ -151,13 +151,21 @@ def every_slot_program() -> dict[str, dict]:
 
 def differs_from_113_by_design(program: dict) -> bool:
     """True when a documented difference from 1.1.3 applies (README, compatibility): an INVOKE
-    target that moves the pointer, or a NATIVE_IF compose body followed by another branch."""
+    target or a Try part that moves the pointer, or a NATIVE_IF compose body followed by another
+    branch."""
     return any(_documented_difference(part) for part in _lists(program["body"]))
+
+
+def _moves(slot: list | None) -> bool:
+    return slot is not None and slot[0] == "mover" and slot[1] in JUMPING_MOVERS
 
 
 def _documented_difference(stmt: list) -> bool:
     if stmt and stmt[0] == "invoke":
-        return stmt[1][0] == "mover" and stmt[1][1] in JUMPING_MOVERS
+        return _moves(stmt[1])
+    if stmt and stmt[0] == "try":
+        _, body, catches, then, final = stmt
+        return any(_moves(part) for part in (body, then, final, *(handler for _, handler in catches)))
     if stmt and stmt[0] == "nif":
         branches, otherwise = stmt[1], stmt[2]
         return any(

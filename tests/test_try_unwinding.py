@@ -13,7 +13,10 @@ from amrita_sense.instructions import (
     FN,
     FUN_BLOCK,
     INVOKE,
+    JMP,
     NATIVE_WHILE,
+    PUSH_RET,
+    RET,
     SUSPEND,
     WHILE,
     Try,
@@ -212,3 +215,101 @@ async def test_exception_in_a_sub_interpreter_reaches_the_parent_try():
     await interp.run()
     assert [entry[0] for entry in log] == ["s", "child a", "child b", "h", "end"]
     assert interp.get_exception() is None and not interp._ret_addr_stack
+
+
+# ----- a part that moves the pointer: FINALLY still runs, then the run goes on from there -------
+
+
+async def _pass_through(pc):
+    return await pc._call()
+
+
+async def _run_in(mode: str, graph) -> WorkflowInterpreter:
+    """A fresh interpreter over `graph`, run with `run()` (the native opcodes), `run_step_by()`
+    (the TryNode's own function) or `run()` under a pass-through middleware."""
+    interp = WorkflowInterpreter(graph.render(), middleware=_pass_through if mode == "generic" else None)
+    if mode == "steps":
+        async for _ in interp.run_step_by():
+            pass
+    else:
+        await interp.run()
+    return interp
+
+
+def _names(log: list) -> list:
+    return [entry[0] for entry in log]
+
+
+MODES = ["run", "steps", "generic"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_finally_runs_when_the_body_returns_from_a_called_routine(mode):
+    log: list = []
+    routine = Try(RET()).FINALLY(probe(log, "fin"))
+    graph = probe(log, "a") >> CALL("f") >> probe(log, "after") >> FN("f", routine) >> probe(log, "end")
+    interp = await _run_in(mode, graph)
+    # FINALLY ran at its own slot (as a sub-call, after RET emptied the stack), then the run went on past the CALL
+    assert log == [("a", [0], 0), ("fin", [3, 2, 2], 1), ("after", [2], 0), ("end", [4], 0)]
+    assert len(interp._ret_addr_stack) == 0
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_finally_runs_when_the_body_pushes_a_return_address(mode):
+    log: list = []
+    graph = (
+        probe(log, "a")
+        >> PUSH_RET("L")
+        >> Try(PUSH_RET("L")).FINALLY(probe(log, "fin"))
+        >> probe(log, "skipped")
+        >> ALIAS(probe(log, "L"), "L")
+        >> probe(log, "end")
+    )
+    await _run_in(mode, graph)
+    # the body's frame pops the entry the body pushed and moves to it (1.1.3's call_sub): FINALLY runs,
+    # then the run goes on after L, as after a RET to L
+    assert _names(log) == ["a", "fin", "end"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_jump_out_of_the_body_runs_then_and_finally_and_is_taken(mode):
+    log: list = []
+    graph = (
+        probe(log, "a")
+        >> Try(JMP("L")).CATCH(KeyError, probe(log, "h")).THEN(probe(log, "then")).FINALLY(probe(log, "fin"))
+        >> probe(log, "skipped")
+        >> ALIAS(probe(log, "L"), "L")
+        >> probe(log, "end")
+    )
+    await _run_in(mode, graph)
+    assert _names(log) == ["a", "then", "fin", "L", "end"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_handler_that_returns_runs_finally_first(mode):
+    log: list = []
+    routine = Try(probe(log, "x", ValueError("boom"))).CATCH(ValueError, RET()).FINALLY(probe(log, "fin"))
+    graph = probe(log, "a") >> CALL("f") >> probe(log, "after") >> FN("f", routine) >> probe(log, "end")
+    await _run_in(mode, graph)
+    assert _names(log) == ["a", "x", "fin", "after", "end"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_jump_in_finally_wins_over_the_body_s_return(mode):
+    log: list = []
+    routine = Try(RET()).FINALLY(JMP("L"))
+    graph = (
+        probe(log, "a")
+        >> CALL("f")
+        >> probe(log, "after")
+        >> FN("f", routine)
+        >> ALIAS(probe(log, "L"), "L")
+        >> probe(log, "end")
+    )
+    await _run_in(mode, graph)
+    assert _names(log) == ["a", "L", "end"]

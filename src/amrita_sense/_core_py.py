@@ -124,6 +124,12 @@ C_STEP_RAN = STEP_RAN
 C_STEP_SKIPPED = STEP_SKIPPED
 C_STEP_END = STEP_END
 
+SUBCALL_DEPTH_FLOOR = 32
+"""Nested sub-calls of one interpreter that never need the limit check (see `_check_subcall_depth`)."""
+FRAMES_PER_SUBCALL = 12
+"""Python frames one nested sub-call may take, with room for the node's own (the pure build takes
+5 to 7 per level, the compiled core 4 to 6, a middleware one more)."""
+
 
 class CallPlan:
     """A shared injection plan as the core runs it: where each argument comes from.
@@ -1132,6 +1138,17 @@ def _checked_graph(value, name):
     return value
 
 
+def _check_subcall_depth(depth):
+    """`RecursionError` when `depth` nested sub-calls exceed `sys.getrecursionlimit() //
+    FRAMES_PER_SUBCALL`: a run that recurses through sub-calls stops at the same depth on both
+    builds, before either reaches Python's own limit (where each build would stop elsewhere)."""
+    limit = sys.getrecursionlimit() // FRAMES_PER_SUBCALL
+    if depth > limit and depth > SUBCALL_DEPTH_FLOOR:
+        raise RecursionError(
+            f"sub-calls nested {depth} deep: more than sys.getrecursionlimit() // {FRAMES_PER_SUBCALL} ({limit})"
+        )
+
+
 def _row_outside(prog, row):
     """For the coroutines Python can call with a row (as the compiled core checks it)."""
     raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
@@ -1260,6 +1277,7 @@ class InterpreterCore:
         "_signal_v",
         "_spare_pointer",
         "_squashed_loops_v",
+        "_subcalls",
         "_sub_interpreters_s",
         "_sub_interpreters_all_s",
         "_top_interpreter_s",
@@ -1287,6 +1305,7 @@ class InterpreterCore:
             self._native_rest = None
             self._outer_interpreting = False
             self._pending_stop = False
+            self._subcalls = 0
             self._plans_v = None
             self._exc_plans = None
             self._plans_valid_v = False
@@ -2094,18 +2113,30 @@ class InterpreterCore:
 
     def _enter_frame(self, row):
         """The first half of `call_sub` of a row: save the pointer and point at the row."""
+        depth = self._subcalls + 1
+        if depth > SUBCALL_DEPTH_FLOOR:
+            _check_subcall_depth(depth)
         self._push_ret(self._pointer_v)
+        self._subcalls = depth
         self._pointer_v = self._pointer_at(row)
         self._outer_interpreting = True
 
     def _leave_frame(self):
         """The second half: restore the saved pointer unless the called node jumped."""
+        self._subcalls -= 1
         self._outer_interpreting = False
         saved = self._pop_ret()
         if not self._flag_bits & C_FLAG_JMP:
             self._flag_bits &= ~C_FLAG_HLT
             self._c_rebase_to(saved)
         self._recycle(saved)
+
+    def _enter_subcall(self):
+        """Count a sub-call about to start (`call_sub`); `RecursionError` past the depth limit."""
+        depth = self._subcalls + 1
+        if depth > SUBCALL_DEPTH_FLOOR:
+            _check_subcall_depth(depth)
+        self._subcalls = depth
 
     def _pointer_at(self, row):
         """A new pointer bound to `row`: the recycled one when there is one."""
@@ -2337,12 +2368,41 @@ class InterpreterCore:
         return None if plan is None or plan.slow else plan
 
     async def _near_call(self, row, part, exc_kwargs):
-        """`call_near` of a part `(slot, row)` of the Try block at `row`, inline when it can be."""
+        """A sub-call of the part `(slot, row)` of the Try block at `row`, at its own slot (as
+        `TryNode`'s `call_part`): inline when the pointer is still on the block and the part can
+        run now."""
         slot, target = part
-        plan = self._near_plan(target, exc_kwargs is not None) if self._still_at(row) else None
+        if not self._still_at(row):
+            return await self._call_part_away(row, slot, exc_kwargs)
+        plan = self._near_plan(target, exc_kwargs is not None)
         if plan is not None:
             return self._subcall_inline(target, plan, exc_kwargs)
         return await self.call_near(slot, **(exc_kwargs or {}))
+
+    async def _call_part_away(self, row, slot, exc_kwargs):
+        """The part at `slot` of the Try block at `row` once an earlier part moved the pointer: a
+        sub-call at the part's own slot; a jump marked before stays marked (the call restores its
+        target) unless this part moves the pointer itself."""
+        marked = self._flag_bits & C_FLAG_JMP
+        self._flag_bits &= ~C_FLAG_JMP
+        before = list(self._pointer_v._list()) if marked else None
+        home = list(self._prog_v.addrs[row])
+        home[-1] = slot
+        try:
+            return await self.call_sub(home, **(exc_kwargs or {}))
+        finally:
+            if marked and not self._flag_bits & C_FLAG_JMP and self._pointer_v._list() == before:
+                self._c_mark_jump()
+
+    def _left_block(self, row):
+        """True when a part of the Try block at `row` moved the pointer: a jump is marked, or the
+        pointer designates another address (`TryNode`'s `_moved`)."""
+        if self._flag_bits & C_FLAG_JMP:
+            return True
+        ptr = self._pointer_v
+        if ptr._items is None:
+            return ptr._row != row if ptr._prog is self._prog_v else ptr._bound_addr() != self._prog_v.addrs[row]
+        return tuple(ptr._items) != self._prog_v.addrs[row]
 
     def _catch_for(self, catches, exc):
         """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
@@ -2395,13 +2455,11 @@ class InterpreterCore:
                     # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
                     self._subcall_inline(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
         except InterruptKeepContext:
-            _support().resume_near(self, escape_slot)
+            if not self._left_block(row):
+                _support().resume_near(self, escape_slot)
             raise
-        if not as_subcall:
-            if self._left_unmarked(row):
-                self.jump_near(escape_slot)
-            else:
-                self._jump_at(escape_row, row, THEN)
+        if not as_subcall and not self._left_block(row):
+            self._jump_at(escape_row, row, THEN)
         return None
 
     def _call_body_catching(self, target, plan):
@@ -2459,13 +2517,11 @@ class InterpreterCore:
                 if on_exit is not None:
                     await self._near_call(row, on_exit, None)
         except InterruptKeepContext:
-            _support().resume_near(self, escape_slot)
+            if not self._left_block(row):
+                _support().resume_near(self, escape_slot)
             raise
-        if not as_subcall:
-            if self._left_unmarked(row):
-                self.jump_near(escape_slot)
-            else:
-                self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
+        if not as_subcall and not self._left_block(row):
+            self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
 
     def _native_callsub(self, row):
         """CALL: push the return address (compiled to a row when it is one) and jump."""

@@ -11,7 +11,7 @@ from amrita_sense._capi cimport HandledState
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
-cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH
+cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH, SUBCALL_DEPTH_FLOOR, FRAMES_PER_SUBCALL
 
 
 cdef class CallPlan:
@@ -92,6 +92,7 @@ cdef class InterpreterCore:
     cdef public object _middleware_v
     cdef public object _native_rest
     cdef public bint _outer_interpreting
+    cdef public Py_ssize_t _subcalls  # sub-calls running now, nested (inline frames and `call_sub`)
     cdef public bint _pending_stop
     cdef public InterpretLock _interpret_lock_v
     cdef public list _plans_v
@@ -171,6 +172,9 @@ cdef class InterpreterCore:
 
     @cython.locals(ptr=PointerVector)
     cdef inline bint _left_unmarked(self, Py_ssize_t row) except -1
+
+    @cython.locals(ptr=PointerVector)
+    cdef inline bint _left_block(self, Py_ssize_t row) except -1
     cdef inline int _finish_with(self, object rest) except -1
     cdef inline int _leave_body(self, Py_ssize_t row, Py_ssize_t target_row, int k, object broke) except -1
 
@@ -232,6 +236,8 @@ cdef class InterpreterCore:
     @cython.locals(saved=HandledState)
     cdef inline int _run_handler(self, Py_ssize_t target, CallPlan plan, object raised) except -1
     cdef inline int _native_ret(self) except -1
+
+    @cython.locals(depth=Py_ssize_t)
     cdef inline int _enter_frame(self, Py_ssize_t row) except -1
     cdef inline int _leave_frame(self) except -1
     cdef inline PointerVector _pointer_at(self, Py_ssize_t row)
@@ -271,6 +277,7 @@ cdef object _check_index(object value, str what)
 cdef object _checked_items(object items, str what)
 cdef list _offset_far(list base, list offset)
 cdef object _row_outside(Program prog, Py_ssize_t row)
+cdef int _check_subcall_depth(Py_ssize_t depth) except -1
 cdef object _checked(object value, object kind, str name, str what)
 cdef object _refuse_delete(str name)
 

@@ -11,6 +11,11 @@ otherwise the first CATCH whose type matches runs with the extra keyword
 arguments `exc_type`, `exc_val` and `exc_tb`, and an unmatched exception keeps
 propagating. THEN runs when the body succeeded, FINALLY always runs, and the
 node then jumps to the closing NOP.
+
+Every part runs at its own slot of the block, wherever an earlier part moved
+the pointer (a RET, a jump, a rebase in the body): FINALLY runs on every way
+out. When a part moved the pointer, the run goes on from there once the block
+is done, instead of at the closing NOP.
 """
 
 from __future__ import annotations
@@ -91,30 +96,32 @@ class TryNode(BaseNode):
         # caller's call_sub restores the pointer; jumping to the escape slot would
         # strand the caller inside this segment.
         as_subcall = pc.outer_interpreting
+        home = list(pc._pointer.base_addr)
         try:
-            await self._run_block(pc)
+            await self._run_block(pc, home)
         except InterruptKeepContext:
-            # FINALLY has run: a resumed run continues after the block.
-            resume_near(pc, self._escape_addr)
+            # FINALLY has run: a resumed run continues after the block (or where a part moved it).
+            if not _moved(pc, home):
+                resume_near(pc, self._escape_addr)
             raise
-        if not as_subcall:
+        if not as_subcall and not _moved(pc, home):
             pc.jump_near(self._escape_addr)
 
-    async def _run_block(self, pc: WorkflowInterpreter) -> None:
+    async def _run_block(self, pc: WorkflowInterpreter, home: list[int]) -> None:
         try:
-            await pc.call_near(self._do_node_addr)
+            await call_part(pc, home, self._do_node_addr)
         except BaseException as exc_val:
             handler = self._handler_for(pc, exc_val)
             if handler is None:
                 raise
             exc_type, _, exc_tb = sys.exc_info()
-            await pc.call_near(handler, exc_type=exc_type, exc_val=exc_val, exc_tb=exc_tb)
+            await call_part(pc, home, handler, exc_type=exc_type, exc_val=exc_val, exc_tb=exc_tb)
         else:
             if self._else_addr is not None:
-                await pc.call_near(self._else_addr)
+                await call_part(pc, home, self._else_addr)
         finally:
             if self._finally_addr is not None:
-                await pc.call_near(self._finally_addr)
+                await call_part(pc, home, self._finally_addr)
 
     def _native_op(self, addr: tuple, locate: Locate) -> NativeOp | None:
         """OP_TRY: FIRST the body's row, THEN the escape slot (also FIRST_RESUME, where a suspended
@@ -136,6 +143,27 @@ class TryNode(BaseNode):
             first_resume=self._escape_addr,
             extra=(body, on_success, on_exit, catches),
         )
+
+
+def _moved(pc: WorkflowInterpreter, home: list[int]) -> bool:
+    """True when a part of the block at `home` moved the pointer (a jump, a return, a rebase)."""
+    return pc.jump_marked or pc._pointer.base_addr != home
+
+
+async def call_part(pc: WorkflowInterpreter, home: list[int], slot: int, **exc_kwargs: Any) -> Any:
+    """`call_sub` of the part at `slot` of the block whose TryNode is at `home`, wherever an
+    earlier part moved the pointer: every part runs at its own slot, so FINALLY runs on every way
+    out of the body. A jump an earlier part marked stays the block's way out (its target is what
+    this call restores) unless this part moves the pointer itself."""
+    marked = pc.jump_marked
+    if marked:
+        pc.unmarkup()
+    before = list(pc._pointer.base_addr) if marked else None
+    try:
+        return await pc.call_sub([*home[:-1], slot], **exc_kwargs)
+    finally:
+        if marked and not pc.jump_marked and pc._pointer.base_addr == before:
+            pc._mark_jump()
 
 
 def _exc_name(exc: _ExcSpec) -> str:

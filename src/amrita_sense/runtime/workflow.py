@@ -109,7 +109,7 @@ def _flag_bits(value: Any, name: str) -> int:
 class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
-    __slots__ = ("__weakref__", "_checkpoints", "_node_calls", "_parked_tag", "_stepped", "_subcalls")
+    __slots__ = ("__weakref__", "_checkpoints", "_node_calls", "_parked_tag", "_stepped")
 
     def __init__(
         self,
@@ -140,7 +140,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             self.object_io = object_io
         # Where the run stands, for `snapshot()`: sub-calls and `_call()`s in progress, the gate
         # parked at, a `run_step_by()` yield; `_checkpoints` is the automatic-checkpoint policy.
-        self._subcalls = self._node_calls = 0
+        self._node_calls = 0
         self._parked_tag: str | None = None
         self._stepped = False
         self._checkpoints = None
@@ -474,10 +474,14 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
                 lock.async_release()
 
     async def _run_subroutine(self, addr: PointerVector, extra_arg: tuple, extra_kwargs: dict) -> Any:
-        self._ret_addr_stack.push(self._pointer)
+        self._enter_subcall()
+        try:
+            self._ret_addr_stack.push(self._pointer)
+        except BaseException:
+            self._subcalls -= 1
+            raise
         self._pointer = addr
         self._outer_interpreting = True
-        self._subcalls += 1
         try:
             if self._middleware is not None:
                 return await self._middleware(self)
