@@ -59,7 +59,7 @@ class Api:
 #
 # A program is {"place": "fn" | "loop" | "top", "body": [statement, ...]}.
 # A slot (one node): ["rec"] | ["cond", k] (truthy on its first k calls) | ["raise", exc] |
-#   ["mover", name].
+#   ["mover", name]; a WHILE / DO body may also be a Try block (["try", ...], below).
 # A statement: a slot, or
 #   ["if", [[cond, body], ...], else | None]           IF / ELIF / ELSE (slots)
 #   ["while", cond, body] | ["do", body, cond]          WHILE / DO (slots)
@@ -129,6 +129,10 @@ SLOTS: dict[str, Callable[[list], list]] = {
     "Try.handler (CATCH only)": lambda m: ["try", X, [["ValueError", m]], None, None],
     "Try.THEN": lambda m: ["try", R, [["KeyError", R]], m, R],
     "Try.FINALLY": lambda m: ["try", R, [["KeyError", R]], None, m],
+    "WHILE.body Try.body": lambda m: ["while", C2, ["try", m, [["ValueError", R]], None, None]],
+    "WHILE.body Try.handler": lambda m: ["while", C2, ["try", X, [["ValueError", m]], None, None]],
+    "WHILE.body Try.FINALLY": lambda m: ["while", C2, ["try", X, [["ValueError", R]], None, m]],
+    "DO.body Try.body": lambda m: ["do", ["try", m, [["KeyError", R], ["ValueError", R]], None, None], C1],
     "INVOKE": lambda m: ["invoke", m],
 }
 PLACES = ("fn", "loop", "top")
@@ -223,6 +227,10 @@ class _Picker:
         PUSH_CONTEXT body the loop would never reach the budget)."""
         return self.slot(tuple(m for m in MOVERS if m != "pop_ctx"))
 
+    def loop_body(self) -> list:
+        """A WHILE / DO body: a slot, or now and then a Try block (which runs as the loop's sub-call)."""
+        return self.try_block() if self.choose([False, False, False, True]) else self.slot()
+
     def block(self, depth: int, in_loop: bool = False) -> list:
         """Statements; directly in a native loop's body (`in_loop`) also BREAK_LOOP and CONTINUE."""
         return [self.statement(depth, in_loop) for _ in range(self.choose([1, 1, 2, 3]))]
@@ -245,9 +253,9 @@ class _Picker:
             branches = [[self.slot(), self.slot()] for _ in range(self.choose([1, 2]))]
             return ["if", branches, self.optional(self.slot)]
         if kind == "while":
-            return ["while", self.loop_condition(), self.slot()]
+            return ["while", self.loop_condition(), self.loop_body()]
         if kind == "do":
-            return ["do", self.slot(), self.loop_condition()]
+            return ["do", self.loop_body(), self.loop_condition()]
         if kind == "nif":
             return self.native_if(depth)
         if kind == "nwhile":
@@ -337,6 +345,8 @@ class Builder:
             return self.cond(spec[1])
         if kind == "raise":
             return self.raising(spec[1])
+        if kind == "try":
+            return self._stmt_try(*spec[1:])
         if spec[1] in INSTRUCTION_MOVERS:
             name, *operands = INSTRUCTION_MOVERS[spec[1]]
             return getattr(self.api.ins, name)(*operands)

@@ -75,6 +75,9 @@ NATIVE_AWAIT = 2
 
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
+TRY_CALLEE = ("try",)
+"""The plan `_callee_plan` gives a called Try block whose parts can all run inline (`_try_ready`):
+the core runs the block in the frame (`_native_try_now`), not the TryNode's coroutine."""
 NOT_NOW = ("not now",)
 """What `_invoke_with_factories_now` returns when it did nothing: call `_invoke_with_factories`."""
 
@@ -1138,6 +1141,21 @@ def _checked_graph(value, name):
     return value
 
 
+def _finish_now(outcome):
+    """Finish the outcome of a planned `_native_try_now` (None, or a coroutine that runs the block
+    from where it stopped) without the event loop. A coroutine appears only when the interpreter's
+    pools changed within the calling opcode, so a part's plan is no longer ready; it then has
+    nothing to wait for unless such a part is a coroutine or a provider's."""
+    if outcome is None:
+        return None
+    try:
+        outcome.send(None)
+    except StopIteration:
+        return None
+    outcome.close()
+    raise RuntimeError("a Try block called inline had to wait: its parts changed within the calling step")
+
+
 def _check_subcall_depth(depth):
     """`RecursionError` when `depth` nested sub-calls exceed `sys.getrecursionlimit() //
     FRAMES_PER_SUBCALL`: a run that recurses through sub-calls stops at the same depth on both
@@ -2044,11 +2062,36 @@ class InterpreterCore:
             return plan
         return None
 
+    def _planned_plan(self, row):
+        """`_inline_plan` of `row` for a callee its opcode planned already: a suspend request made
+        since does not stop it (the loop honours it after the opcode)."""
+        plan = self._row_plan(row)
+        if plan is None or plan.slow or not self._inline_callable(row):
+            return None
+        return plan
+
     def _callee_plan(self, row):
-        """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, or None."""
-        if self._prog_v.cops[row] == OP_JUMP:
+        """What `_subcall_inline` needs to run `row` now: its plan, `JUMP_CALLEE`, `TRY_CALLEE`, or None."""
+        op = self._prog_v.cops[row]
+        if op == OP_JUMP:
             return JUMP_CALLEE
+        if op == OP_TRY:
+            return TRY_CALLEE if self._try_ready(row) else None
         return self._inline_plan(row)
+
+    def _try_ready(self, row):
+        """True when the Try block at `row` can run as a sub-call without a coroutine: CATCH
+        handlers only, and its body and every handler ready to run inline now."""
+        prog = self._prog_v
+        _, on_success, on_exit, catches = prog.operands[row][EXTRA]
+        if on_success is not None or on_exit is not None or prog.cbits[row] & C_ROW_PRECHECK:
+            return False
+        if self._near_plan(prog.crows[ROW_WIDTH * row + FIRST], False) is None:
+            return False
+        for _, handler in catches:
+            if self._near_plan(handler[1], True) is None:
+                return False
+        return True
 
     def _run_native_sync(self, row, op):
         """Run the opcode of `row` (not TRY): a NATIVE_* status."""
@@ -2107,7 +2150,9 @@ class InterpreterCore:
             return None
         self._enter_frame(row)
         try:
-            return self._call_inline(row, plan, extra)
+            if plan is TRY_CALLEE:
+                return _finish_now(self._native_try_now(row, self._prog_v.operands[row], True))
+            return self._call_inline(row, cython.cast(CallPlan, plan), extra)
         finally:
             self._leave_frame()
 
@@ -2352,13 +2397,17 @@ class InterpreterCore:
             self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
-        """The plan for running `call_near` of the Try part at `row` inline (`with_exc`: as a CATCH
-        handler, with the exception keywords), or None when it is not ready. Valid only while the
-        pointer is on the Try row (`_still_at`), as it is when the body starts."""
+        """The plan for running the Try part at `row` inline (`with_exc`: as a CATCH handler, with
+        the exception keywords), or None when it is not ready now."""
         if not with_exc:
             return self._inline_plan(row)
-        bits = self._prog_v.cbits[row]
-        if bits & C_ROW_CORO or (bits & C_ROW_THREAD and not self._force_inline_v) or self._signal_v.pending:
+        if self._signal_v.pending:
+            return None
+        return self._exc_ready_plan(row)
+
+    def _exc_ready_plan(self, row):
+        """The plan for running the CATCH handler at `row` inline, or None when it cannot be."""
+        if not self._inline_callable(row):
             return None
         plan = self._prog_v.static_plans[row]
         if plan is None:
@@ -2369,15 +2418,27 @@ class InterpreterCore:
 
     async def _near_call(self, row, part, exc_kwargs):
         """A sub-call of the part `(slot, row)` of the Try block at `row`, at its own slot (as
-        `TryNode`'s `call_part`): inline when the pointer is still on the block and the part can
-        run now."""
+        `TryNode`'s `call_part`): inline when the part can run now."""
         slot, target = part
-        if not self._still_at(row):
-            return await self._call_part_away(row, slot, exc_kwargs)
         plan = self._near_plan(target, exc_kwargs is not None)
         if plan is not None:
-            return self._subcall_inline(target, plan, exc_kwargs)
+            return self._run_part(target, plan, exc_kwargs)
+        if not self._still_at(row):
+            return await self._call_part_away(row, slot, exc_kwargs)
         return await self.call_near(slot, **(exc_kwargs or {}))
+
+    def _run_part(self, target, plan, extra):
+        """`_subcall_inline` of the Try part at `target`; a jump an earlier part marked stays
+        marked (the frame restores its target) unless this part moves the pointer itself."""
+        if not self._flag_bits & C_FLAG_JMP:
+            return self._subcall_inline(target, plan, extra)
+        self._flag_bits &= ~C_FLAG_JMP
+        before = list(self._pointer_v._list())
+        try:
+            return self._subcall_inline(target, plan, extra)
+        finally:
+            if not self._flag_bits & C_FLAG_JMP and self._pointer_v._list() == before:
+                self._c_mark_jump()
 
     async def _call_part_away(self, row, slot, exc_kwargs):
         """The part at `slot` of the Try block at `row` once an earlier part moved the pointer: a
@@ -2413,9 +2474,12 @@ class InterpreterCore:
                 return part
         return None
 
-    def _native_try_now(self, row, operands):
+    def _native_try_now(self, row, operands, planned):
         """A Try block with CATCH handlers only, run without a coroutine: None when done, an
-        awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done)."""
+        awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done).
+        `planned`: a sub-call `_try_ready` found ready when the calling opcode started; then always
+        None (its parts run with their plans even if a suspend request came since, as every
+        opcode runs the callees it planned)."""
         escape_slot = operands[FIRST_RESUME]
         _, on_success, on_exit, catches = operands[EXTRA]
         rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
@@ -2424,9 +2488,9 @@ class InterpreterCore:
         escape_row = rows[at + THEN]
         if on_success is not None or on_exit is not None:
             return NOT_NOW
-        plan = self._near_plan(body_row, False)
+        plan = self._near_plan(body_row, False) if not planned else self._planned_plan(body_row)
         if plan is None:
-            return NOT_NOW
+            return self._native_try(row, None, self._outer_interpreting) if planned else NOT_NOW
         as_subcall = self._outer_interpreting
         try:
             if cython.compiled and not self._prog_v.cbits[body_row] & C_ROW_PRECHECK:
@@ -2438,7 +2502,7 @@ class InterpreterCore:
                     handler = self._catch_for(catches, raised)
                     if handler is None:
                         raise raised
-                    plan = self._near_plan(handler[1], True) if self._still_at(row) else None
+                    plan = self._exc_ready_plan(handler[1]) if planned else self._near_plan(handler[1], True)
                     if plan is None:
                         return self._native_try(row, raised, as_subcall)
                     self._run_handler(handler[1], plan, raised)
@@ -2449,11 +2513,11 @@ class InterpreterCore:
                     handler = self._catch_for(catches, exc_val)
                     if handler is None:
                         raise
-                    plan = self._near_plan(handler[1], True) if self._still_at(row) else None
+                    plan = self._exc_ready_plan(handler[1]) if planned else self._near_plan(handler[1], True)
                     if plan is None:
                         return self._native_try(row, exc_val, as_subcall)
                     # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
-                    self._subcall_inline(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
+                    self._run_part(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
         except InterruptKeepContext:
             if not self._left_block(row):
                 _support().resume_near(self, escape_slot)
@@ -2488,7 +2552,7 @@ class InterpreterCore:
         exc_kwargs = _exc_keywords(raised) if plan.keyed else None
         saved = start_handling(raised)
         try:
-            self._subcall_inline(target, plan, exc_kwargs)
+            self._run_part(target, plan, exc_kwargs)
         finally:
             end_handling(saved)
 
@@ -2607,7 +2671,7 @@ class InterpreterCore:
                                 if op == OP_NOP:
                                     pass
                                 elif op == OP_TRY:
-                                    outcome = self._native_try_now(row, prog.operands[row])
+                                    outcome = self._native_try_now(row, prog.operands[row], False)
                                     if outcome is NOT_NOW:
                                         await self._native_try(row, None, self._outer_interpreting)
                                     elif outcome is not None:

@@ -184,6 +184,12 @@ cdef class InterpreterCore:
     @cython.locals(plan=CallPlan)
     cdef inline CallPlan _inline_plan(self, Py_ssize_t row)
     cdef inline object _callee_plan(self, Py_ssize_t row)
+
+    @cython.locals(plan=CallPlan)
+    cdef inline CallPlan _planned_plan(self, Py_ssize_t row)
+
+    @cython.locals(prog=Program, catches=tuple, handler=tuple)
+    cdef inline bint _try_ready(self, Py_ssize_t row) except -1
     cdef inline int _run_native_sync(self, Py_ssize_t row, int op) except -1
     cdef inline int _goto(self, object target) except -1
     cdef inline int _native_jump(self, object target) except -1
@@ -222,12 +228,15 @@ cdef class InterpreterCore:
     @cython.locals(bound=PointerVector)
     cdef inline int _native_loop_control(self, object operands) except -1
 
-    @cython.locals(plan=CallPlan)
     cdef inline CallPlan _near_plan(self, Py_ssize_t row, bint with_exc)
+
+    @cython.locals(plan=CallPlan)
+    cdef inline CallPlan _exc_ready_plan(self, Py_ssize_t row)
+    cdef inline object _run_part(self, Py_ssize_t target, CallPlan plan, object extra)
     cdef inline object _catch_for(self, tuple catches, object exc)
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t, handler=tuple, catches=tuple)
-    cdef inline object _native_try_now(self, Py_ssize_t row, tuple operands)
+    cdef inline object _native_try_now(self, Py_ssize_t row, tuple operands, bint planned)
 
     @cython.locals(rows=cython.p_int, at=Py_ssize_t)
     cdef inline int _native_callsub(self, Py_ssize_t row) except -1
@@ -278,6 +287,7 @@ cdef object _checked_items(object items, str what)
 cdef list _offset_far(list base, list offset)
 cdef object _row_outside(Program prog, Py_ssize_t row)
 cdef int _check_subcall_depth(Py_ssize_t depth) except -1
+cdef object _finish_now(object outcome)
 cdef object _checked(object value, object kind, str name, str what)
 cdef object _refuse_delete(str name)
 
