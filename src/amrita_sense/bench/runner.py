@@ -619,7 +619,7 @@ def render_table(rows: list[dict], builds: list[Build], primary: str | None, tar
     return "\n\n".join(out) + "\n\n" + _legend(columns, labels, primary)
 
 
-SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "twin": "amrita-sense-turbo, pure", "ref": "amrita-sense"}
+SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "twin": "amrita-sense-turbo, pure"}
 
 
 def render_peers(rows: list[dict], builds: list[Build]) -> str:
@@ -647,7 +647,7 @@ def render_peers(rows: list[dict], builds: list[Build]) -> str:
 
 def _peer_row(build: Build, works: list[str], by_work: dict) -> list[str]:
     version = build.info.get("version") or ""
-    cells = [build.label if build.peer else SYSTEM_NAMES.get(build.key, build.label), str(version)]
+    cells = [_system_name(build), str(version)]
     for work in works:
         row = by_work.get(work) or {"builds": {}}
         cell = row["builds"].get(build.key)
@@ -660,6 +660,14 @@ def _peer_row(build: Build, works: list[str], by_work: dict) -> list[str]:
 
 
 _STATUS = {"n/a": "n/a", "fail": "FAIL", "error": "ERR"}
+
+
+def _system_name(build: Build) -> str:
+    if build.peer:
+        return build.label
+    if build.key == "ref":  # amrita-sense itself, or another build of this package (--against)
+        return "amrita-sense" if build.info.get("implementation") in (None, "reference") else f"ref: {build.label}"
+    return SYSTEM_NAMES.get(build.key, build.label)
 
 
 def _legend(columns: list[tuple], labels: dict, primary: str | None) -> str:
@@ -1092,15 +1100,9 @@ def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
 
 def _print_results(rows: list[dict], builds: list[Build], targets: bool) -> None:
     ours = [b for b in builds if not b.peer]
-    if any(r["kind"] != "peer" for r in rows):
-        print(render_table(rows, ours, _overall_primary(rows), targets) + "\n")
-    peer_table = render_peers(rows, builds)
-    if peer_table:
-        print(peer_table + "\n")
-        print(render_peer_versions(builds))
-    notes = render_notes(rows, builds)
-    if notes:
-        print("\n" + notes)
+    main = render_table(rows, ours, _overall_primary(rows), targets) if any(r["kind"] != "peer" for r in rows) else ""
+    parts = [main, render_peers(rows, builds), render_peer_versions(builds), render_notes(rows, builds)]
+    print("\n\n".join(part for part in parts if part))
 
 
 def report(args: argparse.Namespace) -> int:
@@ -1160,6 +1162,7 @@ def _meta(
                 "label": b.label,
                 "python": b.python,
                 "version": b.info.get("version"),
+                "implementation": b.info.get("implementation"),
                 "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops},
                 **_peer_meta(b),
             }
@@ -1177,6 +1180,8 @@ def _peer_meta(build: Build) -> dict:
 
 def render_peer_versions(builds: list[Build]) -> str:
     """What each peer ran: its pinned requirements' versions and how its telemetry stood."""
+    if not any(build.peer for build in builds):
+        return ""
     lines = ["peers measured (pinned in amrita_sense/bench/peers/__init__.py):"]
     for build in builds:
         if not build.peer:
