@@ -36,6 +36,10 @@ def check_common(names: list[str], read) -> None:
             fail(f"entry point missing: {wanted}")
     if RUNTIME + "bench/_worker.py" not in names:
         fail("the benchmark worker script is not in the wheel")
+    peer_files = ("__init__", "venvs", "langgraph_peer", "pydantic_graph_peer", "burr_peer", "llamaindex_peer")
+    missing = [f for f in peer_files if f"{RUNTIME}bench/peers/{f}.py" not in names]
+    if missing:
+        fail(f"the benchmark's peers are not all in the wheel: {missing} missing")
 
 
 def check_core(data: bytes, name: str) -> None:

@@ -111,3 +111,15 @@ def test_event_request(bench_scenario):
 
 def test_thread_request(bench_scenario):
     bench_scenario("thread_request")
+
+
+def test_peer_chain(bench_scenario):
+    bench_scenario("peer_chain")
+
+
+def test_peer_agent(bench_scenario):
+    bench_scenario("peer_agent")
+
+
+def test_peer_if_else(bench_scenario):
+    bench_scenario("peer_if_else")

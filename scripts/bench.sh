@@ -9,17 +9,23 @@
 # then runs the comparison runner on the default scenario set:
 #   .venv/bin/python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
 #
-# Options: --rebuild  reinstall both environments.
+# With --peers (or --peers langgraph,burr) it runs the side-by-side comparison with the other
+# runtimes instead of the scenarios: each peer gets its own environment, made by the runner on
+# first use and reused later: .venv-peers/<name> (pip, versions pinned in
+# src/amrita_sense/bench/peers/__init__.py); add --scenarios ... to run scenarios as well.
+#
+# Options: --rebuild  reinstall both environments (and the peers' with --peers).
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
 #          --loop asyncio, --repeats 9, --targets, --plot bench-results.png (installs matplotlib),
-#          --workflow mymodule:factory, --profile-nodes, --help.
+#          --workflow mymodule:factory, --profile-nodes, --peers [LIST], --help.
 # Environment: PYTHON (default python3), VENV (default .venv), REF_VENV (default .venv-ref),
-#              BENCH_JSON (default bench-results.json).
+#              PEERS_DIR (default .venv-peers), BENCH_JSON (default bench-results.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
 REF_VENV="${REF_VENV:-.venv-ref}"
+PEERS_DIR="${PEERS_DIR:-.venv-peers}"
 JSON="${BENCH_JSON:-bench-results.json}"
 STAMP_FILE="$VENV/.amrita-sense-bench-stamp"
 unset PYTHONPATH AMRITA_SENSE_NO_EXTENSIONS AMRITA_SENSE_REQUIRE_EXTENSIONS  # measure what is installed
@@ -28,7 +34,7 @@ REBUILD=0
 RUNNER_ARGS=()
 for arg in "$@"; do
     case "$arg" in
-        --rebuild) REBUILD=1 ;;
+        --rebuild) REBUILD=1; RUNNER_ARGS+=(--peers-rebuild) ;;
         *) RUNNER_ARGS+=("$arg") ;;
     esac
 done
@@ -99,4 +105,4 @@ esac
 
 say "running the benchmarks (progress below, then the table); JSON goes to $JSON"
 exec "$VENV/bin/python" -m amrita_sense.bench --against "$REF_VENV/bin/python" --loop both --json "$JSON" \
-    ${RUNNER_ARGS[@]+"${RUNNER_ARGS[@]}"}
+    --peers-dir "$PEERS_DIR" ${RUNNER_ARGS[@]+"${RUNNER_ARGS[@]}"}

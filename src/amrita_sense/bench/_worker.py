@@ -3,7 +3,10 @@
 Started as a script, by path (`python .../amrita_sense/bench/_worker.py --loop asyncio
 --expect cython`), so it also runs under a foreign Python whose `amrita_sense` has no
 `bench` package (the 1.1.3 reference venv): it loads its sibling `scenarios.py` by path
-too, so every build runs the very same scenario code. Protocol: one JSON
+too, so every build runs the very same scenario code. With `--expect peer --peer NAME` it runs
+in a peer's environment (no amrita_sense at all) and serves the peers' work
+(`scenarios.PEER_WORKS`) with that peer's module from `peers/`, loaded by path as well, after
+switching the peer's telemetry off. Protocol: one JSON
 command per line on stdin, one JSON reply per line on the original stdout. The
 process's own stdout (fd 1) is sent to /dev/null before anything is imported, so
 log output of the package under test cannot corrupt the protocol.
@@ -30,17 +33,17 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_sibling(name: str):
-    """Import `HERE/<name>.py` under a private module name (registered, so dataclasses and
-    pickles defined in it resolve their module)."""
+def load_sibling(name: str, path: str = ""):
+    """Import `HERE/<name>.py` (or `path`) under a private module name (registered, so
+    dataclasses and pickles defined in it resolve their module)."""
     import importlib.util
 
     module_name = f"_amrita_sense_bench_{name}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, os.path.join(HERE, f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(module_name, path or os.path.join(HERE, f"{name}.py"))
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {name}.py from {HERE}")
+        raise ImportError(f"cannot load {path or name + '.py'} from {HERE}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
@@ -109,11 +112,42 @@ def _describe_build(expect: str) -> dict:
     return info
 
 
+def _load_peer(name: str) -> tuple:
+    """The registry entry of peer `name` and its module (both loaded by path)."""
+    registry = load_sibling("peers", os.path.join(HERE, "peers", "__init__.py"))
+    if name not in registry.PEERS:
+        raise RuntimeError(f"unknown peer {name!r}")
+    entry = registry.PEERS[name]
+    return entry, load_sibling(f"peer_{entry.module}", entry.path)
+
+
+def _describe_peer(entry: Any, module: Any) -> dict:
+    """The peer's versions and how its telemetry stands; switches it off first."""
+    import platform
+
+    os.environ.update(module.TELEMETRY_OFF)  # before the library is imported (telemetry() imports it)
+    telemetry = module.telemetry()
+    versions = {dist: _distribution_version(dist) for dist in entry.reported}
+    return {
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "implementation": "peer",
+        "peer": entry.name,
+        "label": entry.label,
+        "version": versions[entry.reported[0]],
+        "versions": versions,
+        "requirements": list(entry.install),
+        "telemetry": telemetry,
+    }
+
+
 class Worker:
-    def __init__(self, loop_name: str, expect: str, paths: list) -> None:
+    def __init__(self, loop_name: str, expect: str, paths: list, peer: str = "") -> None:
         self.loop_name = loop_name
         self.expect = expect
         self.paths = paths
+        self.peer_name = peer
+        self.peer: Any = None  # with --peer: that peer's module (its `build(work, scenarios)`)
         self.loop: Any = None
         self.scenarios: Any = None  # scenarios.py and workload.py, loaded by path by hello
         self.workload: Any = None
@@ -126,7 +160,11 @@ class Worker:
         except ImportError as exc:
             return {"status": "n/a", "reason": f"{self.loop_name} is not installed here ({exc})"}
         try:
-            info = _describe_build(self.expect)
+            if self.peer_name:
+                entry, self.peer = _load_peer(self.peer_name)
+                info = _describe_peer(entry, self.peer)
+            else:
+                info = _describe_build(self.expect)
         except Exception as exc:  # noqa: BLE001 - any import failure makes the build unavailable
             return {"status": "n/a", "reason": f"{type(exc).__name__}: {exc}"}
         self.scenarios = load_sibling("scenarios")
@@ -178,6 +216,15 @@ class Worker:
             self.cached = None
         return reply
 
+    def plan(self, name: str, size: Any) -> Any:
+        """Scenario `name` on this build; on a peer, that peer's version of the peers' work."""
+        if self.peer is None:
+            return self.scenarios.build(name, size)
+        if name not in self.scenarios.PEER_WORKS:
+            raise self.scenarios.Unavailable(f"a peer runs the peers' work only, not {name}")
+        size = size or self.scenarios.SCENARIOS[name].size
+        return self.scenarios.peer_plan(name, size, self.peer.build(name, self.scenarios))
+
     async def _trace(self, spec: str) -> dict:
         return {"trace": await self.workflow(spec).trace()}
 
@@ -190,7 +237,7 @@ class Worker:
         budget = float(cmd.get("budget") or 0.0)
         if op == "run":
             name, size = cmd["scenario"], cmd.get("size")
-            return self.measure(("run", name, size), lambda: self.scenarios.build(name, size), budget)
+            return self.measure(("run", name, size), lambda: self.plan(name, size), budget)
         spec, runs = cmd.get("spec", ""), int(cmd.get("runs") or 0)
         if op == "trace":
             return self.answer(lambda: self._trace(spec))
@@ -205,7 +252,8 @@ class Worker:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loop", default="asyncio")
-    parser.add_argument("--expect", required=True, choices=["cython", "python", "reference"])
+    parser.add_argument("--expect", required=True, choices=["cython", "python", "reference", "peer"])
+    parser.add_argument("--peer", default="", help="with --expect peer: the peer's name (peers.PEERS)")
     parser.add_argument(
         "--path",
         action="append",
@@ -216,7 +264,9 @@ def main() -> None:
     channel = _protocol_channel()
     # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
-    worker = Worker(args.loop, args.expect, args.path)
+    if (args.expect == "peer") != bool(args.peer):
+        parser.error("--expect peer and --peer NAME go together")
+    worker = Worker(args.loop, args.expect, args.path, args.peer)
     for line in sys.stdin:
         if not line.strip():
             continue

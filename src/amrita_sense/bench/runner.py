@@ -4,6 +4,9 @@ Each build runs in its own worker process (one per build and event loop):
   compiled  amrita-sense-turbo with the compiled core (AMRITA_SENSE_REQUIRE_EXTENSIONS=1)
   twin      amrita-sense-turbo with the pure-Python twin (AMRITA_SENSE_NO_EXTENSIONS=1)
   ref       amrita-sense 1.1.3 under another Python (--against /path/to/venv/bin/python)
+  peers     with --peers: LangGraph, pydantic-graph, Burr, LlamaIndex Workflows, each in its
+            own virtual environment (created on first use under --peers-dir), on the peers'
+            work only: a 20-node request chain, a 10-iteration agent loop, an IF/ELSE
 Measurements are interleaved: for every scenario, each repetition visits every
 build (in rotating order), so machine noise hits all builds alike. One
 measurement is the best of the runs that fit in --budget seconds; the table
@@ -14,6 +17,8 @@ Examples:
   python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
   python -m amrita_sense.bench --scenarios sync_chain,while_loop --repeats 9
   python -m amrita_sense.bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
+  python -m amrita_sense.bench --peers --against .venv-ref/bin/python --loop both
+  python -m amrita_sense.bench --peers langgraph,burr --quick
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from amrita_sense.bench import charts
+from amrita_sense.bench import charts, peers
 from amrita_sense.bench import scenarios as S
 from amrita_sense.bench import workload as W
+from amrita_sense.bench.peers import venvs
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 BUILD_ORDER = ("compiled", "twin", "ref")
@@ -50,16 +56,28 @@ WORKFLOW_PREFIX = "workflow:"
 
 @dataclass
 class Build:
-    """One column of the table: which Python runs which amrita_sense."""
+    """One column of the table: which Python runs which amrita_sense (or, for a peer, which
+    other runtime); `problem` says why it cannot run at all (its environment failed)."""
 
     key: str
     python: str
     env: dict
     label: str = ""
     info: dict = field(default_factory=dict)
+    peer: bool = False
+    problem: str = ""
 
     def __post_init__(self) -> None:
         self.label = self.label or {"compiled": "compiled", "twin": "twin", "ref": "1.1.3"}[self.key]
+
+    def worker_args(self) -> list[str]:
+        if self.peer:
+            return ["--expect", "peer", "--peer", self.key]
+        return ["--expect", EXPECT[self.key]]
+
+    def serves(self, job: Job) -> bool:
+        """A peer runs the peers' work only."""
+        return not self.peer or job.kind == "peer"
 
 
 def _build_env(key: str, overrides: dict | None = None) -> dict:
@@ -70,7 +88,7 @@ def _build_env(key: str, overrides: dict | None = None) -> dict:
         env["AMRITA_SENSE_REQUIRE_EXTENSIONS"] = "1"
     elif key == "twin":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"
-    else:  # the other environment must not see this one's sources; its workers get the user's module by path
+    else:  # another environment (the reference, a peer) must not see this one's sources
         env.pop("PYTHONPATH", None)
     env.update(overrides or {})
     env["PYTHONUNBUFFERED"] = "1"
@@ -115,7 +133,7 @@ class WorkerProcess:
         self.stderr_file: Any = None
 
     def start(self, timeout: float) -> dict:
-        args = [self.build.python, WORKER, "--loop", self.loop, "--expect", EXPECT[self.build.key]]
+        args = [self.build.python, WORKER, "--loop", self.loop, *self.build.worker_args()]
         for path in self.extra_paths:
             args += ["--path", path]
         self.stderr_file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
@@ -316,6 +334,9 @@ def run_loop(
     extra_paths = args.workflow_paths
     try:
         for build in builds:
+            if build.problem:
+                build_info[(loop, build.key)] = {"status": "n/a", "reason": build.problem}
+                continue
             worker = WorkerProcess(build, loop, extra_paths)
             hello = worker.start(args.timeout)
             build_info[(loop, build.key)] = hello
@@ -332,7 +353,8 @@ def run_loop(
         }
         for job in jobs:
             if job.name.startswith(WORKFLOW_PREFIX):
-                results[(loop, job.name)] = compare_traces(loop, job, builds, workers, args, progress)
+                ours = [b for b in builds if b.serves(job)]
+                results[(loop, job.name)] = compare_traces(loop, job, ours, workers, args, progress)
             _run_job(loop, job, builds, workers, missing, args, progress, results)
     finally:
         for worker in workers.values():
@@ -341,6 +363,9 @@ def run_loop(
 
 def _describe(hello: dict) -> str:
     impl = hello.get("implementation")
+    if impl == "peer":
+        versions = ", ".join(f"{dist} {v}" for dist, v in hello.get("versions", {}).items())
+        return f"{versions}, Python {hello.get('python')} ({hello.get('executable')}); {hello.get('telemetry')}"
     core = f"{impl} core"
     what = f"amrita-sense {hello.get('version')}" if impl == "reference" else f"amrita-sense-turbo ({core})"
     return f"{what}, Python {hello.get('python')} ({hello.get('executable')})"
@@ -356,6 +381,7 @@ def _run_job(
     progress: Progress,
     results: dict,
 ) -> None:
+    builds = [b for b in builds if b.serves(job)]
     cells = results.setdefault((loop, job.name), {b.key: Cell() for b in builds})
     order = [b for b in builds if b.key in workers]
     for b in builds:
@@ -487,6 +513,8 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "vs_ref": ratio("ref", primary),
         "twin_vs_ref": ratio("ref", "twin"),
     }
+    if job.kind == "peer":  # every system's time as a multiple of the primary build's
+        ratios["x_primary"] = {key: _ratio(medians.get(key), medians.get(primary or "")) for key in cells}
     verdicts = _verdicts(job, medians, ratios, primary)
     return {
         "loop": loop,
@@ -580,6 +608,7 @@ def render_table(rows: list[dict], builds: list[Build], primary: str | None, tar
     columns += [("targets met", "met")] if targets else []
     header = ["scenario", "per"] + [labels[k] for k in keys] + [title for title, _ in columns]
     out = []
+    rows = [r for r in rows if r["kind"] != "peer"]  # the peers' table has those
     for loop in dict.fromkeys(r["loop"] for r in rows):
         body = [_table_row(r, keys, columns) for r in rows if r["loop"] == loop and r["kind"] != "floor"]
         floors = [_table_row(r, keys, columns) for r in rows if r["loop"] == loop and r["kind"] == "floor"]
@@ -588,6 +617,57 @@ def render_table(rows: list[dict], builds: list[Build], primary: str | None, tar
         out.append(title)
         out.append(_grid(header, body + shown_floors, split=len(body), text_last=targets))
     return "\n\n".join(out) + "\n\n" + _legend(columns, labels, primary)
+
+
+SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "twin": "amrita-sense-turbo, pure"}
+
+
+def render_peers(rows: list[dict], builds: list[Build]) -> str:
+    """The peers' table, one section per loop: a row per system, per work its time per request
+    and that time as a multiple of the primary build's."""
+    rows = [r for r in rows if r["kind"] == "peer"]
+    if not rows:
+        return ""
+    works = list(dict.fromkeys(r["scenario"] for r in rows))
+    header = ["system", "version"] + [h for work in works for h in (work, "x")]
+    out = []
+    for loop in dict.fromkeys(r["loop"] for r in rows):
+        by_work = {r["scenario"]: r for r in rows if r["loop"] == loop}
+        primary = next((r["primary"] for r in by_work.values() if r["primary"]), None)
+        shown = [b for b in builds if any(b.key in r["builds"] for r in by_work.values())]
+        body = [_peer_row(b, works, by_work) for b in shown]
+        fast = dict((b.key, b.label) for b in builds).get(primary or "", "the first")
+        out.append(f"peers, event loop: {loop}   (per request; x: times the {fast} build's time)")
+        split = sum(1 for b in shown if not b.peer)
+        out.append(_grid(header, body, split=split))
+    titles = "; ".join(f"{work}: {S.PEER_WORKS[work].title}" for work in works if work in S.PEER_WORKS)
+    notes = "each request a new run (interpreter, graph run, application) with its result checked"
+    return "\n\n".join(out) + f"\n\n{titles}\n{notes}"
+
+
+def _peer_row(build: Build, works: list[str], by_work: dict) -> list[str]:
+    version = build.info.get("version") or ""
+    cells = [_system_name(build), str(version)]
+    for work in works:
+        row = by_work.get(work) or {"builds": {}}
+        cell = row["builds"].get(build.key)
+        if cell is None:
+            cells += ["", ""]
+            continue
+        shown = format_value(cell["median"], "time") if cell["status"] == "ok" else _STATUS.get(cell["status"], "-")
+        cells += [shown, _fmt_ratio(row["ratios"].get("x_primary", {}).get(build.key))]
+    return cells
+
+
+_STATUS = {"n/a": "n/a", "fail": "FAIL", "error": "ERR"}
+
+
+def _system_name(build: Build) -> str:
+    if build.peer:
+        return build.label
+    if build.key == "ref":  # amrita-sense itself, or another build of this package (--against)
+        return "amrita-sense" if build.info.get("implementation") in (None, "reference") else f"ref: {build.label}"
+    return SYSTEM_NAMES.get(build.key, build.label)
 
 
 def _legend(columns: list[tuple], labels: dict, primary: str | None) -> str:
@@ -807,6 +887,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="LIST",
         help="comma list of compiled,twin,ref (default: compiled,twin, plus ref with --against)",
     )
+    parser.add_argument(
+        "--peers",
+        metavar="LIST",
+        nargs="?",
+        const="all",
+        help="compare with other runtimes on the peers' work (peer_chain, peer_agent, peer_if_else): "
+        f"all, or a comma list of {', '.join(peers.PEERS)}; each runs in its own virtual environment, "
+        "created with pip on first use (pins: amrita_sense/bench/peers/__init__.py). Without "
+        "--scenarios only the peers' work runs",
+    )
+    parser.add_argument(
+        "--peers-dir",
+        metavar="DIR",
+        default=".venv-peers",
+        help="where the peers' environments are kept (default: .venv-peers in the current directory)",
+    )
+    parser.add_argument("--peers-rebuild", action="store_true", help="re-create the peers' environments first")
     parser.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="asyncio")
     parser.add_argument("--scenarios", metavar="LIST", help="comma list of scenarios (see --list)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
@@ -867,6 +964,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--repeats must be >= 1 and --warmup >= 0")
     if args.profile_nodes and not args.workflow:
         parser.error("--profile-nodes profiles your workflow: give --workflow module:factory")
+    args.peer_list = ()
+    if args.peers is not None:
+        if args.profile_nodes:
+            parser.error("--profile-nodes profiles your workflow on this project's builds: drop --peers")
+        try:
+            args.peer_list = peers.select(args.peers)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.plot:
         problem = charts.plot_problem(args.plot)
         if problem:
@@ -881,13 +986,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def select_scenarios(args: argparse.Namespace) -> list[str]:
+    """The chosen scenarios (by default all but the floors and the peers' work), then, with
+    --peers, the peers' work."""
+    peer_work = list(S.PEER_WORKS) if args.peer_list else []
     if not args.scenarios:
-        return [] if args.workflow else [n for n, s in S.SCENARIOS.items() if s.kind != "floor"]
+        if args.workflow or peer_work:
+            return peer_work
+        return [n for n, s in S.SCENARIOS.items() if s.kind not in ("floor", "peer")]
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     unknown = [n for n in names if n not in S.SCENARIOS]
     if unknown:
         raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}; see --list")
-    return names
+    return list(dict.fromkeys(names + peer_work))
 
 
 def select_builds(args: argparse.Namespace) -> list[Build]:
@@ -913,6 +1023,21 @@ def select_builds(args: argparse.Namespace) -> list[Build]:
     return builds
 
 
+def peer_builds(args: argparse.Namespace, say: Any) -> list[Build]:
+    """A column per chosen peer, its environment made ready first (one that cannot be made is
+    kept as a column that says why)."""
+    out = []
+    for peer in args.peer_list:
+        python, problem = "", ""
+        try:
+            python = venvs.ensure(peer, os.path.abspath(args.peers_dir), args.python, args.peers_rebuild, say)
+        except (venvs.PeerEnvError, OSError, subprocess.CalledProcessError) as exc:
+            problem = f"its environment could not be made: {exc}"
+            say(f"{peer.label} unavailable: {problem}")
+        out.append(Build(peer.name, python, _build_env("peer"), peer.label, peer=True, problem=problem))
+    return out
+
+
 def list_scenarios() -> str:
     lines = []
     for name, spec in S.SCENARIOS.items():
@@ -933,7 +1058,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile_nodes:
         return profile_nodes(args, builds, loops)
     jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
-    total = len(loops) * len(jobs) * len(builds) * (args.repeats + args.warmup)
+    builds += peer_builds(args, lambda text: sys.stderr.write(f"peers: {text}\n"))
+    visits = sum(1 for job in jobs for build in builds if build.serves(job))
+    total = len(loops) * visits * (args.repeats + args.warmup)
     progress = Progress(total)
     progress.note(
         f"{len(jobs)} scenarios x {len(builds)} builds x {len(loops)} loop(s), "
@@ -957,13 +1084,13 @@ def main(argv: list[str] | None = None) -> int:
         progress.note(f"JSON written to {args.json}")
     if args.plot:
         progress.note(charts.speedups(args.plot, rows, meta))
-    ours_broken = any(
-        row["builds"][k]["status"] in ("fail", "error")
-        for row in rows
-        for k in ("compiled", "twin")
-        if k in row["builds"]
-    )
-    return 1 if ours_broken else 0
+    return 1 if broken(rows, builds) else 0
+
+
+def broken(rows: list[dict], builds: list[Build]) -> bool:
+    """Did our builds, or a peer (its version of the work is ours too), fail or crash anywhere?"""
+    checked = ["compiled", "twin"] + [b.key for b in builds if b.peer]
+    return any(row["builds"][k]["status"] in ("fail", "error") for row in rows for k in checked if k in row["builds"])
 
 
 def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
@@ -972,10 +1099,10 @@ def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
 
 
 def _print_results(rows: list[dict], builds: list[Build], targets: bool) -> None:
-    print(render_table(rows, builds, _overall_primary(rows), targets))
-    notes = render_notes(rows, builds)
-    if notes:
-        print("\n" + notes)
+    ours = [b for b in builds if not b.peer]
+    main = render_table(rows, ours, _overall_primary(rows), targets) if any(r["kind"] != "peer" for r in rows) else ""
+    parts = [main, render_peers(rows, builds), render_peer_versions(builds), render_notes(rows, builds)]
+    print("\n\n".join(part for part in parts if part))
 
 
 def report(args: argparse.Namespace) -> int:
@@ -984,7 +1111,10 @@ def report(args: argparse.Namespace) -> int:
         with open(args.report, encoding="utf-8") as handle:
             doc = json.load(handle)
         rows, meta = doc["results"], doc["meta"]
-        builds = [Build(key, b.get("python", ""), {}, b.get("label", "")) for key, b in meta["builds"].items()]
+        builds = [
+            Build(key, b.get("python", ""), {}, b.get("label", ""), info=b, peer=bool(b.get("peer")))
+            for key, b in meta["builds"].items()
+        ]
     except (OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"cannot read {args.report}: {exc}") from None
     _print_results(rows, builds, args.targets)
@@ -1032,11 +1162,34 @@ def _meta(
                 "label": b.label,
                 "python": b.python,
                 "version": b.info.get("version"),
+                "implementation": b.info.get("implementation"),
                 "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops},
+                **_peer_meta(b),
             }
             for b in builds
         },
     }
+
+
+def _peer_meta(build: Build) -> dict:
+    if not build.peer:
+        return {}
+    keys = ("versions", "requirements", "telemetry")
+    return {"peer": True, **{key: build.info.get(key) for key in keys}, "problem": build.problem or None}
+
+
+def render_peer_versions(builds: list[Build]) -> str:
+    """What each peer ran: its pinned requirements' versions and how its telemetry stood."""
+    if not any(build.peer for build in builds):
+        return ""
+    lines = ["peers measured (pinned in amrita_sense/bench/peers/__init__.py):"]
+    for build in builds:
+        if not build.peer:
+            continue
+        versions = ", ".join(f"{dist} {v}" for dist, v in (build.info.get("versions") or {}).items())
+        what = f"{versions}; {build.info.get('telemetry')}" if versions else "not measured"
+        lines.append(f"  {build.label}: {what}")
+    return "\n".join(lines)
 
 
 def _cpu_model() -> str:
