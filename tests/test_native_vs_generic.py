@@ -1,10 +1,13 @@
 """Native opcodes are an optimisation only: every random program gives the same trace with them
 (`run()`, the fast path) and without them (`run_step_by()`, and `run()` under a pass-through
 middleware, run each node's own Python function), also when a condition, body, handler, THEN,
-FINALLY or ELSE moves the pointer or the stacks (`movers`).
+FINALLY or ELSE moves the pointer or the stacks (`movers`), and when it is an `async def` node that
+finishes at once or suspends (a native opcode starts it inline and parks when it suspends).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -53,9 +56,11 @@ class Builder:
         self.count += 1
         return f"{kind}{self.count}"
 
-    def rec(self, style: str = "sync"):
+    def rec(self, style: str | None = None):
+        """A recording node; without a `style`, sync, async or suspending ("yield") in turn."""
         name = self.name("n")
         trace = self.trace
+        style = style or ("sync", "async", "yield")[self.count % 3]
         if style == "static":  # no parameters: its plan is known before the first call
 
             def body():
@@ -66,6 +71,14 @@ class Builder:
 
             async def body(pc: WorkflowInterpreter):
                 trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+                return name
+
+        elif style == "yield":
+
+            async def body(pc: WorkflowInterpreter):
+                trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+                await asyncio.sleep(0)
+                trace.append((name, "resumed", list(pc._pointer), len(pc._ret_addr_stack)))
                 return name
 
         else:
@@ -89,7 +102,17 @@ class Builder:
             trace.append((name,))
             return queue.pop(0) if queue else False
 
-        return Node(wrap_to_async=False, tag=name)(static_cond if self.count % 2 else cond)
+        async def async_cond(pc: WorkflowInterpreter):
+            trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+            return queue.pop(0) if queue else False
+
+        async def yielding_cond(pc: WorkflowInterpreter):
+            trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
+            await asyncio.sleep(0)
+            return queue.pop(0) if queue else False
+
+        kinds = (static_cond, cond, async_cond, yielding_cond)
+        return Node(wrap_to_async=False, tag=name)(kinds[self.count % 4])
 
     def loop_body(self, mode: str, limit: int):
         name = self.name("b")
@@ -102,7 +125,11 @@ class Builder:
             if mode == "break" and runs[0] >= limit:
                 raise BreakLoop()
 
-        return Node(wrap_to_async=False, tag=name)(body)
+        async def yielding_body(pc: WorkflowInterpreter):
+            await asyncio.sleep(0)
+            body(pc)
+
+        return Node(wrap_to_async=False, tag=name)(yielding_body if self.count % 2 else body)
 
     def item(self, spec):
         kind = spec[0]

@@ -1141,6 +1141,53 @@ def _checked_graph(value, name):
     return value
 
 
+class Parked(Exception):
+    """Raised through a native opcode when a coroutine node it called inline suspended: `rest`
+    awaits the rest of that node (and leaves its frame); the opcode hands it to the loop with what
+    it does after that callee (`_cond_later`, `_body_later`). Never leaves the core."""
+
+    def __init__(self, rest):
+        self.rest = rest
+
+
+class _Resumed:
+    """The awaitable rest of a coroutine that was started with `send(None)` and yielded
+    `yielded`: awaiting it goes on exactly where `await coroutine` would have."""
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro, yielded):
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self):
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.send(None)
+
+    def send(self, value):
+        yielded = self._yielded
+        if yielded is not _SENT:
+            self._yielded = _SENT
+            return yielded
+        return self._coro.send(value)
+
+    def throw(self, *exc):
+        self._yielded = _SENT
+        return self._coro.throw(*exc)
+
+    def close(self):
+        self._coro.close()
+
+
+_SENT = object()
+"""`_Resumed._yielded` once the first yield went up to the task."""
+
+
 def _finish_now(outcome):
     """Finish the outcome of a planned `_native_try_now` (None, or a coroutine that runs the block
     from where it stopped) without the event loop. A coroutine appears only when the interpreter's
@@ -2077,6 +2124,8 @@ class InterpreterCore:
             return JUMP_CALLEE
         if op == OP_TRY:
             return TRY_CALLEE if self._try_ready(row) else None
+        if self._prog_v.cbits[row] & C_ROW_CORO:
+            return self._ready_plan(row)  # started inline, parked if it suspends (`_subcall_inline`)
         return self._inline_plan(row)
 
     def _try_ready(self, row):
@@ -2149,10 +2198,27 @@ class InterpreterCore:
             self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
             return None
         self._enter_frame(row)
+        parked = False
         try:
             if plan is TRY_CALLEE:
                 return _finish_now(self._native_try_now(row, self._prog_v.operands[row], True))
-            return self._call_inline(row, cython.cast(CallPlan, plan), extra)
+            result = self._call_inline(row, cython.cast(CallPlan, plan), extra)
+            if not self._prog_v.cbits[row] & C_ROW_CORO:
+                return result
+            try:  # the coroutine node runs here until it finishes or first suspends, as `await` runs it
+                yielded = result.send(None)
+            except StopIteration as done:
+                return done.value
+            parked = True
+            raise Parked(self._in_frame(_Resumed(result, yielded)))
+        finally:
+            if not parked:
+                self._leave_frame()
+
+    async def _in_frame(self, rest):
+        """Await the rest of a parked callee, then leave its frame (`_subcall_inline`)."""
+        try:
+            return await rest
         finally:
             self._leave_frame()
 
@@ -2214,6 +2280,37 @@ class InterpreterCore:
         except InterruptKeepContext:
             self._resume_at(row, k, near)
             raise
+        except Parked as parked:
+            parked.rest = self._resuming(parked.rest, row, k, near)
+            raise
+
+    async def _resuming(self, rest, row, k, near):
+        """`rest` of a parked callee, resuming as `_call_resuming` does if it suspends the run."""
+        try:
+            return await rest
+        except InterruptKeepContext:
+            self._resume_at(row, k, near)
+            raise
+
+    async def _cond_later(self, row, rest):
+        """The opcode of `row` once its parked condition finishes: the node's own continuation."""
+        after = self._prog_v.nodes[row]._after_condition(self, await rest)
+        if after is not None:
+            await after
+
+    async def _body_later(self, row, rest, target_row, exit_row, loop):
+        """The opcode of `row` once its parked body finishes: `_leave_body` to `target_row` (THEN),
+        or a loop's to `exit_row` (EXIT) when the body broke out."""
+        if not loop:
+            await rest
+            self._leave_body(row, target_row, THEN, None)
+            return
+        try:
+            await rest
+        except BreakLoop:
+            self._leave_body(row, exit_row, EXIT, True)
+            return
+        self._leave_body(row, target_row, THEN, False)
 
     def _resume_at(self, row, k, near):
         """A called node suspended: resume at the slot in field `k` of `row`'s operands (near: a slot of
@@ -2237,13 +2334,19 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
+        try:
+            taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
+        except Parked as parked:
+            return self._finish_with(self._cond_later(row, parked.rest))
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
             self._jump_at(false_row, row, EXIT)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+        try:
+            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
         self._leave_body(row, then_row, THEN, None)
         return NATIVE_DONE
 
@@ -2255,7 +2358,10 @@ class InterpreterCore:
         body_plan = self._callee_plan(body)
         if body_plan is None:
             return NATIVE_NOT_READY
-        self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
+        try:
+            self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
+        except Parked as parked:
+            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
         self._leave_body(row, then_row, THEN, None)
         return NATIVE_DONE
 
@@ -2281,7 +2387,10 @@ class InterpreterCore:
         cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
         if cond_plan is None or body_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        try:
+            truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._cond_later(row, parked.rest))
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:
@@ -2292,6 +2401,8 @@ class InterpreterCore:
         except BreakLoop:
             self._leave_body(row, exit_row, EXIT, True)
             return NATIVE_DONE
+        except Parked as parked:
+            return self._finish_with(self._body_later(row, parked.rest, checkup_row, exit_row, True))
         self._leave_body(row, checkup_row, THEN, False)
         return NATIVE_DONE
 
@@ -2309,6 +2420,8 @@ class InterpreterCore:
         except BreakLoop:
             self._leave_body(row, exit_row, EXIT, True)
             return NATIVE_DONE
+        except Parked as parked:
+            return self._finish_with(self._body_later(row, parked.rest, check_row, exit_row, True))
         self._leave_body(row, check_row, THEN, False)
         return NATIVE_DONE
 
@@ -2321,7 +2434,10 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        again = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        try:
+            again = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._cond_later(row, parked.rest))
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, again))
         if again:
@@ -2341,7 +2457,10 @@ class InterpreterCore:
         body_plan = self._callee_plan(body) if body >= 0 else None
         if cond_plan is None or (body >= 0 and body_plan is None):
             return NATIVE_NOT_READY
-        taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        try:
+            taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._cond_later(row, parked.rest))
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
         if not taken:
@@ -2350,7 +2469,10 @@ class InterpreterCore:
         if body < 0:  # a compose body is entered by a jump
             self._jump_at(then_row, row, THEN)
             return NATIVE_DONE
-        self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+        try:
+            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
         self._leave_body(row, then_row, THEN, None)
         return NATIVE_DONE
 
@@ -2359,7 +2481,10 @@ class InterpreterCore:
         plan = self._callee_plan(target)
         if plan is None:
             return NATIVE_NOT_READY
-        self._subcall_inline(target, plan, None)
+        try:
+            self._subcall_inline(target, plan, None)
+        except Parked as parked:
+            return self._finish_with(parked.rest)
         return NATIVE_DONE
 
     def _native_loop_head(self, row):
@@ -2372,7 +2497,10 @@ class InterpreterCore:
         cond_plan = self._callee_plan(cond)
         if cond_plan is None:
             return NATIVE_NOT_READY
-        truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        try:
+            truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+        except Parked as parked:
+            return self._finish_with(self._cond_later(row, parked.rest))
         if not self._still_at(row):
             return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
         if not truthy:

@@ -194,6 +194,8 @@ cdef class InterpreterCore:
     cdef inline int _goto(self, object target) except -1
     cdef inline int _native_jump(self, object target) except -1
     cdef inline int _jump_at(self, Py_ssize_t target_row, Py_ssize_t row, int k) except -1
+
+    @cython.locals(parked=bint)
     cdef inline object _subcall_inline(self, Py_ssize_t row, object plan, object extra)
 
     @cython.locals(prog=Program)
