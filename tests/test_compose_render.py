@@ -100,6 +100,46 @@ def test_rendered_graph_refused_on_compose_rshift():
         NodeCompose(make("x")) >> rendered
 
 
+class _DuckRendered:
+    """Not an AbstractCompose, but says it is a rendered graph (the duck test reads the class)."""
+
+    __rendered_compose__ = True
+
+
+class _DynamicDuck:
+    """Says so only through `__getattr__`, per object."""
+
+    def __init__(self, rendered: bool):
+        self.rendered = rendered
+
+    def __getattr__(self, name):
+        if name == "__rendered_compose__":
+            return self.rendered
+        raise AttributeError(name)
+
+
+@pytest.mark.parametrize("shape", ["constructor", "node >>", "compose >>", "among many"])
+@pytest.mark.parametrize("bad", [_DuckRendered, lambda: _DynamicDuck(True)], ids=["class", "getattr"])
+def test_duck_rendered_graphs_are_refused_in_every_way_of_composing(shape, bad):
+    item = bad()
+    with pytest.raises(TypeError, match="rendered composition"):
+        if shape == "constructor":
+            NodeCompose(make("x"), item)
+        elif shape == "node >>":
+            make("x") >> item
+        elif shape == "compose >>":
+            NodeCompose(make("x")) >> item
+        else:
+            NodeCompose(*[make(f"n{i}") for i in range(50)], item, make("y"))
+
+
+def test_an_object_whose_getattr_denies_being_rendered_is_accepted_once_per_object():
+    # the verdict of a class with `__getattr__` is taken per object, never cached for the class
+    assert len(NodeCompose(make("x"), _DynamicDuck(False))._graph) == 2
+    with pytest.raises(TypeError, match="rendered composition"):
+        NodeCompose(make("x"), _DynamicDuck(True))
+
+
 # ----- self-compiling instructions --------------------------------------------------------
 
 

@@ -125,23 +125,56 @@ else:
             return self.func
 
 
+_REFUSE, _ACCEPT, _CHECK = "refuse", "accept", "check"
+_MISSING = object()
+
+
+def _source_verdict(cls: type) -> str:
+    """Whether a source compose may hold instances of `cls`: never (a compose, a rendered graph),
+    always (the class has no `__rendered_compose__` and no `__getattr__` that could give one), or
+    per object. (An instance attribute `__rendered_compose__` is not looked for: rendered graphs
+    carry it on their class.)"""
+    flag = getattr(cls, "__rendered_compose__", _MISSING)
+    if flag is True or issubclass(cls, AbstractCompose):
+        return _REFUSE
+    if flag is _MISSING and not hasattr(cls, "__getattr__"):
+        return _ACCEPT
+    return _CHECK
+
+
+_SOURCE_VERDICTS = ClassMemo(_source_verdict)
+_ACCEPTED = _SOURCE_VERDICTS.forever
+"""The verdicts of the package's own and builtin classes: `>>` reads it first (one dict lookup)."""
+
+
+def _refuse_rendered(node: Any) -> None:
+    """`TypeError` for what a source composition cannot hold (a compose or a rendered graph)."""
+    verdict = _SOURCE_VERDICTS(type(node))
+    if verdict is _ACCEPT:
+        return
+    if verdict is _REFUSE or isinstance(node, AbstractCompose) or is_rendered_compose(node):
+        raise TypeError("A rendered composition cannot be used in a source composition")
+
+
 class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
     """A mutable source sequence; `>>` appends in place and returns the same compose."""
 
     __slots__ = ("_graph",)
 
     def __init__(self, *nodes: Any):
-        for node in nodes:
-            if isinstance(node, AbstractCompose) or is_rendered_compose(node):
-                raise TypeError("A rendered composition cannot be used in a source composition")
+        for kind in set(map(type, nodes)):  # per class: a long chain is mostly one class
+            if _SOURCE_VERDICTS(kind) is not _ACCEPT:
+                for node in nodes:
+                    if type(node) is kind:
+                        _refuse_rendered(node)
         self._graph = list(nodes)
 
     def __iter__(self):
         return iter(self._graph)
 
     def __rshift__(self, other: Any) -> NodeCompose:
-        if isinstance(other, AbstractCompose) or is_rendered_compose(other):
-            raise TypeError("A rendered composition cannot be used in a source composition")
+        if _ACCEPTED.get(type(other)) is not _ACCEPT:
+            _refuse_rendered(other)
         self._graph.append(other)
         return self
 
@@ -221,6 +254,9 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
 
     def _render_children(self, nodes: list, path: list[int], top: NodeComposeRendered) -> None:
         graph = self._graph
+        if all(_KINDS(kind) is _PLAIN for kind in set(map(type, nodes))):
+            graph.extend(nodes)  # plain nodes only: they render as themselves
+            return
         hooks = top._collected_hooks
         for idx, node in enumerate(nodes):
             kind = _KINDS.forever.get(type(node)) or _KINDS(type(node))
