@@ -2,7 +2,9 @@
 (`run()`, the fast path) and without them (`run_step_by()`, and `run()` under a pass-through
 middleware, run each node's own Python function), also when a condition, body, handler, THEN,
 FINALLY or ELSE moves the pointer or the stacks (`movers`), and when it is an `async def` node that
-finishes at once or suspends (a native opcode starts it inline and parks when it suspends).
+finishes at once or suspends (a native opcode starts it inline and parks when it suspends), and
+when it is a default `@Node()` sync node (a worker thread runs it, in a batch with the opcodes and
+nodes around it that can run there).
 """
 
 from __future__ import annotations
@@ -57,10 +59,11 @@ class Builder:
         return f"{kind}{self.count}"
 
     def rec(self, style: str | None = None):
-        """A recording node; without a `style`, sync, async or suspending ("yield") in turn."""
+        """A recording node; without a `style`, sync, async, suspending ("yield") or run by a
+        worker thread ("thread") in turn."""
         name = self.name("n")
         trace = self.trace
-        style = style or ("sync", "async", "yield")[self.count % 3]
+        style = style or ("sync", "async", "yield", "thread")[self.count % 4]
         if style == "static":  # no parameters: its plan is known before the first call
 
             def body():
@@ -87,7 +90,7 @@ class Builder:
                 trace.append((name, list(pc._pointer), len(pc._ret_addr_stack)))
                 return name
 
-        return Node(wrap_to_async=False, tag=name)(body)
+        return Node(wrap_to_async=style == "thread", tag=name)(body)
 
     def answers(self, values: list[bool]):
         name = self.name("c")
@@ -111,8 +114,9 @@ class Builder:
             await asyncio.sleep(0)
             return queue.pop(0) if queue else False
 
-        kinds = (static_cond, cond, async_cond, yielding_cond)
-        return Node(wrap_to_async=False, tag=name)(kinds[self.count % 4])
+        kinds = (static_cond, cond, async_cond, yielding_cond, cond)
+        kind = self.count % 5
+        return Node(wrap_to_async=kind == 4, tag=name)(kinds[kind])  # the last: on a worker thread
 
     def loop_body(self, mode: str, limit: int):
         name = self.name("b")
@@ -129,7 +133,8 @@ class Builder:
             await asyncio.sleep(0)
             body(pc)
 
-        return Node(wrap_to_async=False, tag=name)(yielding_body if self.count % 2 else body)
+        kind = self.count % 3
+        return Node(wrap_to_async=kind == 2, tag=name)(yielding_body if kind == 1 else body)
 
     def item(self, spec):
         kind = spec[0]

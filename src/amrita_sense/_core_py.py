@@ -75,6 +75,10 @@ NATIVE_AWAIT = 2
 
 JUMP_CALLEE = ("jump",)
 """The plan `_callee_plan` gives a called jump row: the core runs its jump, not its function."""
+BATCH_NOT_RUN = ("batch not run",)
+"""What a batch that starts at an opcode returns when the opcode could not run there: the loop runs it."""
+BATCH_AWAIT = ("batch await",)
+"""What a batch returns when its last opcode left a continuation in `_native_rest` for the loop."""
 TRY_CALLEE = ("try",)
 """The plan `_callee_plan` gives a called Try block whose parts can all run inline (`_try_ready`):
 the core runs the block in the frame (`_native_try_now`), not the TryNode's coroutine."""
@@ -1310,6 +1314,7 @@ class InterpreterCore:
 
     __slots__ = (
         "_args_hash_s",
+        "_batch_ctx",
         "_context_stack_v",
         "_dep_store_s",
         "_di_cache_s",
@@ -1367,6 +1372,7 @@ class InterpreterCore:
         if not cython.compiled:  # the compiled core's C fields start as None, 0 and False
             self._flag_bits = 0
             self._spare_pointer = None
+            self._batch_ctx = None
             self._native_rest = None
             self._outer_interpreting = False
             self._pending_stop = False
@@ -1995,50 +2001,124 @@ class InterpreterCore:
     # loop would; the last node's pointer is left for the loop to advance. Each body runs in
     # its own copy of the caller's context, as it would when handed over alone.
 
-    @cython.locals(prog=Program, row=cython.Py_ssize_t)
+    @cython.locals(prog=Program, row=cython.Py_ssize_t, status=cython.int)
     def _batch_in_worker(self, row, plan, base, fut):
-        """In a worker thread: run `row`'s node, then the thread nodes after it while the batch
-        may go on (`fut`: the future the run awaits). Returns the last node's result."""
-        _checked_call_plan(plan)
+        """In a worker thread: run `row` (its node with `plan`, or with None its opcode, whose
+        callees are worker-thread nodes), then what follows while the batch may go on (`fut`: the
+        future the run awaits). Returns the last node's result, `BATCH_NOT_RUN` (the first
+        opcode could not run here) or `BATCH_AWAIT` (an opcode left a continuation)."""
+        if plan is not None:
+            _checked_call_plan(plan)
         prog = self._prog_v
         if row < 0 or row >= prog.nrows:
             _row_outside(prog, row)
-        while True:
-            result = base.copy().run(self._run_plan_call, prog.funcs[row], plan)
-            row = self._batch_successor(row, fut)
-            if row < 0:
-                return result
-            plan = self._batch_plan(row)
-            self._pointer_v._set_row(prog, row)
+        self._batch_ctx = base
+        try:
+            result = None
+            first = True
+            while True:
+                if plan is not None:
+                    result = base.copy().run(self._run_plan_call, prog.funcs[row], plan, None)
+                else:
+                    status = self._run_native_sync(row, prog.cops[row])
+                    if status == NATIVE_AWAIT:
+                        return BATCH_AWAIT
+                    if status == NATIVE_NOT_READY:
+                        if first:
+                            return BATCH_NOT_RUN
+                        self._flag_bits |= C_FLAG_JMP  # as if jumped to: the loop runs `row` next
+                        return result
+                    result = None
+                first = False
+                row = self._batch_next(row, fut)
+                if row < 0:
+                    return result
+                plan = self._batch_plan(row) if prog.cops[row] == OP_CALL else None
+        finally:
+            self._batch_ctx = None
 
-    def _run_plan_call(self, func, plan):
+    async def _run_not_ready(self, row):
+        """An opcode whose callees cannot run inline now: in a worker-thread batch when they are
+        all worker-thread nodes, else the node's own function (`_run_row`)."""
+        if self._force_inline_v or not self._batchable(row, True):
+            return await self._run_row(row)
+        outcome = await self._offload_batch(
+            functools.partial(self._batch_in_worker, row, None, contextvars.copy_context())
+        )
+        if outcome is BATCH_NOT_RUN:
+            await self._run_row(row)
+        elif outcome is BATCH_AWAIT:
+            rest, self._native_rest = self._native_rest, None
+            await rest
+
+    def _run_plan_call(self, func, plan, extra):
         """`_call_plan` for the worker thread's context run (a Python-callable method)."""
-        return self._call_plan(func, plan, None)
+        return self._call_plan(func, plan, extra)
 
-    def _batch_successor(self, row, fut):
-        """The row a batch that just ran `row` runs next, or -1: stop here."""
+    def _batch_next(self, row, fut):
+        """The row a batch that just ran `row` runs next, the pointer moved there as the loop would
+        move it (the jump taken, else the next row); or -1: stop here, the loop goes on as after
+        any step."""
         if fut.done() or self._signal_v.pending or self._pending_stop or self._middleware_v is not None:
             return -1
         lock = self._interpret_lock_v
-        if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & (C_FLAG_JMP | C_FLAG_HLT):
+        if lock._queue or lock._owner is not self._run_task_v or self._flag_bits & C_FLAG_HLT:
             return -1
         prog = self._prog_v
         ptr = self._pointer_v
-        following = row + 1
-        if (
-            not _still_at(ptr, prog, row)
-            or prog._successor is not None
-            or following >= prog.nrows
-            or prog.landings[following] is not None
-            or prog.cbits[following] & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) != 0
-            or not prog.cbits[following] & C_ROW_THREAD
-            or prog.cops[following] != OP_CALL
-        ):
+        if prog._successor is not None:
             return -1
-        plan = self._batch_plan(following)
-        if plan is None or plan.slow:
+        if self._flag_bits & C_FLAG_JMP:
+            if ptr._items is not None or ptr._prog is not prog:
+                return -1
+            following = ptr._row
+        else:
+            if not _still_at(ptr, prog, row):  # moved without a mark (RET, a rebase): the loop advances
+                return -1
+            following = row + 1
+            if following >= prog.nrows or prog.landings[following] is not None:
+                return -1
+        if not self._batchable(following, False):
             return -1
+        ptr._set_row(prog, following)
+        self._flag_bits &= ~C_FLAG_JMP
         return following
+
+    def _batchable(self, row, make_plans):
+        """True when a worker-thread batch may run `row`: a plain worker-thread node, an opcode
+        that only moves the pointer, or one whose callees are all worker-thread nodes (never an
+        inline node: those run on the loop's thread). A batch never makes plans (`make_plans`:
+        the loop's thread, about to start one, makes the first opcode's callees' plans)."""
+        prog = self._prog_v
+        op = prog.cops[row]
+        if op == OP_CALL:
+            return self._worker_callee(row, make_plans)
+        if prog.cbits[row] & (C_ROW_PRECHECK | C_ROW_EMPTY):  # (an opcode's row is a coroutine node: its own function)
+            return False
+        if op == OP_NOP or op == OP_JUMP or op == OP_CALLSUB or op == OP_RET or op == OP_LOOP_CONTROL:
+            return True
+        at = ROW_WIDTH * row
+        if op == OP_BRANCH or op == OP_NATIVE_IF or (op == OP_WHILE and not self._squashed_loops_v):
+            second = prog.crows[at + SECOND]
+            if second >= 0 and not self._worker_callee(second, make_plans):
+                return False
+        elif not (op == OP_ELSE or op == OP_DO or op == OP_DO_CHECK or op == OP_LOOP_HEAD or op == OP_INVOKE):
+            return False
+        if op == OP_DO and self._squashed_loops_v:
+            return False
+        return self._worker_callee(prog.crows[at + FIRST], make_plans)
+
+    def _worker_callee(self, row, make_plans):
+        """True when `row` can run in a worker-thread batch: a jump, or a worker-thread node whose
+        plan is ready (`make_plans`: made now if missing)."""
+        prog = self._prog_v
+        if prog.cops[row] == OP_JUMP:
+            return True
+        bits = prog.cbits[row]
+        if not bits & C_ROW_THREAD or bits & (C_ROW_CORO | C_ROW_PRECHECK | C_ROW_EMPTY) or prog.cops[row] != OP_CALL:
+            return False
+        plan = self._ready_plan(row) if make_plans else self._batch_plan(row)
+        return plan is not None and not plan.slow
 
     @cython.wraparound(False)  # rows are never negative
     def _batch_plan(self, row):
@@ -2100,7 +2180,9 @@ class InterpreterCore:
     def _inline_callable(self, row):
         """The node of `row` can be called here and now: not a coroutine function, not one for a worker thread."""
         bits = self._prog_v.cbits[row]
-        return not (bits & C_ROW_CORO) and (not (bits & C_ROW_THREAD) or self._force_inline_v)
+        return not (bits & C_ROW_CORO) and (
+            not (bits & C_ROW_THREAD) or self._force_inline_v or self._batch_ctx is not None
+        )
 
     def _inline_plan(self, row):
         """The plan of `row` when it can run synchronously right now, else None."""
@@ -2270,6 +2352,8 @@ class InterpreterCore:
         prog = self._prog_v
         if prog.cbits[row] & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
+        if prog.cbits[row] & C_ROW_THREAD and self._batch_ctx is not None:  # in a batch: its own context copy
+            return self._batch_ctx.copy().run(self._run_plan_call, prog.funcs[row], plan, extra)
         return self._call_plan(prog.funcs[row], plan, extra)
 
     def _call_resuming(self, callee, plan, row, k, near):
@@ -2807,7 +2891,7 @@ class InterpreterCore:
                                 else:
                                     status = self._run_native_sync(row, op)
                                     if status == NATIVE_NOT_READY:
-                                        await self._run_row(row)
+                                        await self._run_not_ready(row)
                                     elif status == NATIVE_AWAIT:
                                         rest, self._native_rest = self._native_rest, None
                                         await rest

@@ -101,6 +101,7 @@ cdef class InterpreterCore:
     cdef public object _run_task_v
     cdef public SuspendFlag _signal_v
     cdef PointerVector _spare_pointer
+    cdef object _batch_ctx  # while a worker-thread batch runs: the caller's context (`_batch_in_worker`)
     cdef public bint _force_inline_v
     cdef public bint _squashed_loops_v
     cdef public double _yield_interval_v
@@ -163,8 +164,14 @@ cdef class InterpreterCore:
     cdef inline bint _c_leave_step(self) except -1
     cdef inline bint _advance_recompiled(self) except -1
 
-    @cython.locals(plan=CallPlan, ptr=PointerVector, lock=InterpretLock, prog=Program, following=Py_ssize_t)
-    cdef inline Py_ssize_t _batch_successor(self, Py_ssize_t row, object fut) except -2
+    @cython.locals(ptr=PointerVector, lock=InterpretLock, prog=Program, following=Py_ssize_t)
+    cdef inline Py_ssize_t _batch_next(self, Py_ssize_t row, object fut) except -2
+
+    @cython.locals(prog=Program, op=int, at=Py_ssize_t, second=Py_ssize_t)
+    cdef inline bint _batchable(self, Py_ssize_t row, bint make_plans) except -1
+
+    @cython.locals(prog=Program, bits=int, plan=CallPlan)
+    cdef inline bint _worker_callee(self, Py_ssize_t row, bint make_plans) except -1
     cdef inline CallPlan _batch_plan(self, Py_ssize_t row)
 
     @cython.locals(ptr=PointerVector)
