@@ -1202,7 +1202,7 @@ _FIELD_CHECKS = {
     "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
     "_args_hash": _optional_of(int, "an int"),
     "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
-    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
+    "_di_record": _optional_of("amrita_sense.runtime.dicache:DIRecord", "a DIRecord"),
     "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
     "_graph": lambda interp, value, name: _checked_graph(value, name),
     "_interpreter_id": _optional_of(str, "a string"),
@@ -1230,7 +1230,7 @@ class InterpreterCore:
         "_args_hash_s",
         "_context_stack_v",
         "_dep_store_s",
-        "_di_cache_s",
+        "_di_record_s",
         "_exc_ignored_s",
         "_exc_plans",
         "_flag_bits",
@@ -1296,7 +1296,7 @@ class InterpreterCore:
             # the Python layer's fields (`_layer_init` fills some)
             self._args_hash_s = None
             self._dep_store_s = None
-            self._di_cache_s = None
+            self._di_record_s = None
             self._glob_lock_s = None
             self._graph_s = None
             self._interpreter_id_s = None
@@ -1452,7 +1452,7 @@ class InterpreterCore:
     # write checked (`_FIELD_CHECKS`), deletes refused.
     _args_hash = _checked_field("_args_hash_s", "_args_hash", _FIELD_CHECKS["_args_hash"])
     _dep_store_v = _checked_field("_dep_store_s", "_dep_store_v", _FIELD_CHECKS["_dep_store_v"])
-    _di_cache = _checked_field("_di_cache_s", "_di_cache", _FIELD_CHECKS["_di_cache"])
+    _di_record = _checked_field("_di_record_s", "_di_record", _FIELD_CHECKS["_di_record"])
     _glob_lock_v = _checked_field("_glob_lock_s", "_glob_lock_v", _FIELD_CHECKS["_glob_lock_v"])
     _graph = _checked_field("_graph_s", "_graph", _FIELD_CHECKS["_graph"])
     _interpreter_id = _checked_field("_interpreter_id_s", "_interpreter_id", _FIELD_CHECKS["_interpreter_id"])

@@ -46,11 +46,12 @@ from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.runtime.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
-from amrita_sense.types import DICache, PointerVector, Stack
+from amrita_sense.types import DICache, LRUCache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -500,12 +501,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
                 row = self._descend_current()
                 if not (extra_args or extra_kwargs or no_cache):
+                    if not self._plans_valid_v:
+                        self._note_uncached_call(self._prog.nodes[row])
                     return await self._run_row(row)
                 node = self._prog.nodes[row]
             else:
                 node = self._descend_with(addr_getter)
                 if node is None:
                     return None
+                if not (extra_args or extra_kwargs or no_cache or self._plans_valid_v):
+                    self._note_uncached_call(node)
             if self._signal.pending:
                 await self._gate(node.tag)
             if self._has_pre_check(node):
@@ -582,13 +587,18 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._ava_kwargs_v = value
 
     def _untrust_di(self) -> None:
+        """Bypass the plans until `rehash_args()`. `args_hash` keeps the fingerprint of the pools
+        being replaced (1.1.3's, which `rehash_args()` compares); it is taken now unless a run is
+        starting with no `_di_cache` read yet (then nothing compares it)."""
+        if self._args_hash is None and (self._di_record is not None or not self.is_running):
+            self._args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
         self._shape = None
-        self._args_hash = None
         self._refresh_plans()
 
     @property
     def args_hash(self) -> int:
-        """Fingerprint of the type names in the injection pools (part of the DI cache key)."""
+        """Fingerprint of the type names in the injection pools as of the last `rehash_args()`
+        (part of 1.1.3's DI cache key)."""
         if self._args_hash is None:
             self._args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
         return self._args_hash
@@ -598,26 +608,190 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """False after the pools were reassigned, until `rehash_args()`; the DI cache is bypassed meanwhile."""
         return self._shape is not None
 
-    @property
-    def _dicache(self) -> DICache:
-        """The record of plans this interpreter keeps for itself (those that cannot be shared)."""
-        cache = self._di_cache
-        if cache is None:
-            cache = self._di_cache = DICache(args_hash=0, hash_trustable=True)
-        cache.args_hash = self.args_hash
-        cache.hash_trustable = self._shape is not None
-        return cache
-
     def rehash_args(self) -> None:
-        """Take the pools' shape again and trust the plans; forget the `use_cache` results if it moved."""
+        """Take the pools' shape again and trust the plans; forget the `use_cache` results if it
+        moved, and what `_di_cache` lists if the fingerprint changed (1.1.3 clears its payload)."""
+        before = self._args_hash
         shape = self._shape = shape_of(self._ava_args_v, self._ava_kwargs_v)
         self._args_hash = None
         if self._values_key is not None and shape.key != self._values_key:
             self._values_key = None
             self._provider_values = None
-            if self._di_cache is not None:
-                self._di_cache.payload.clear()
+            if self._di_record is not None:
+                self._di_record.own_plans.clear()
         self._refresh_plans()
+        if before is not None and self.args_hash != before:
+            self._forget_di_listing()
+
+    # ----- `_di_cache`: 1.1.3's DI cache record, a view (amrita_sense.runtime.dicache) ---------
+
+    def _own_di_record(self) -> DIRecord:
+        record = self._di_record
+        if record is None:
+            record = self._di_record = DIRecord()
+        return record
+
+    @property
+    def _dicache(self) -> LRUCache:
+        """The plans this interpreter keeps for itself (those that cannot be shared)."""
+        return self._own_di_record().own_plans
+
+    @property
+    def _di_cache(self) -> DICache:
+        """1.1.3's DI cache record of this interpreter, computed when read (`DICacheView`)."""
+        record = self._own_di_record()
+        view = record.view
+        if view is None:
+            view = record.view = DICacheView(self)
+        return view
+
+    @_di_cache.setter
+    def _di_cache(self, value: DICache) -> None:
+        if not isinstance(value, DICache):
+            raise TypeError(f"_di_cache must be a DICache, not {type(value).__name__}")
+        if value is self._di_record_view():
+            return
+        self._adopt_di_payload(value.payload)
+        self._set_di_trust(value.hash_trustable)
+
+    @_di_cache.deleter
+    def _di_cache(self) -> None:
+        raise AttributeError("_di_cache cannot be deleted")
+
+    def _di_record_view(self) -> DICacheView | None:
+        record = self._di_record
+        return None if record is None else record.view
+
+    def _di_payload(self) -> dict:
+        """What 1.1.3's payload would hold: an entry per node resolved through the cache since it
+        was last cleared (every node of the graph once a run started with the cache on or the
+        preload ran, else those `_call()` resolved), then the entries written into the view."""
+        record = self._di_record
+        if self._plans_valid_v or (record is not None and record.preloaded):
+            nodes: Any = self._nodes_by_function()
+        elif record is not None and record.called:
+            nodes = list(record.called.values())
+        else:
+            nodes = ()
+        code = self.args_hash
+        entries: dict = {}
+        for node in nodes:
+            found = self._di_entry(node)
+            if found is not None:
+                entries[hash((id(node.func), code))] = found
+        if record is not None and record.written:
+            entries.update(record.written)
+        return entries
+
+    def _nodes_by_function(self) -> list:
+        """The graph's nodes in order, the first of each function (what the preload warms)."""
+        nodes: dict[int, BaseNode] = {}
+        for node in program_of(self._graph).nodes:
+            if isinstance(node, BaseNode) and id(node.func) not in nodes:
+                if len(nodes) >= _PRELOAD_LIMIT:
+                    break
+                nodes[id(node.func)] = node
+        return list(nodes.values())
+
+    def _di_entry(self, node: BaseNode) -> tuple[dict, dict] | None:
+        """1.1.3's `(static_kwargs, per_call_factories)` for `node` from the current pools: the matched
+        values and this interpreter's `use_cache` results (None while it has none: 1.1.3 makes the
+        entry when it runs them), and the per-call providers. None when the node does not resolve."""
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        try:
+            entry, _ = self._plan_entry(node, args, kwargs, None, None, False)
+        except Exception:  # 1.1.3 has no entry for a node it cannot resolve
+            return None
+        results = None
+        if entry.cached_group is not None:
+            held = self._provider_values
+            results = held.get(entry) if held is not None else None
+            if results is None:
+                return None
+        return entry.values(args, kwargs, results), dict(entry.group or {})
+
+    def _note_uncached_call(self, node: BaseNode) -> None:
+        """`_call()` outside a run with the cache on: 1.1.3 would add the node's entry."""
+        if self._shape is not None and not __flags__.WORKFLOW_DI_NO_CACHE:
+            self._own_di_record().note_call(node)
+
+    def _write_di_entry(self, key: Any, value: Any) -> None:
+        record = self._own_di_record()
+        if record.written is None:
+            record.written = LRUCache(PAYLOAD_SIZE)
+        record.written[key] = value
+
+    def _delete_di_entry(self, key: Any) -> None:
+        """Forget one entry of the view; a listed node's `use_cache` results go with it."""
+        record = self._own_di_record()
+        if record.written is not None and key in record.written:
+            del record.written[key]
+            return
+        code = self.args_hash
+        nodes = (
+            self._nodes_by_function()
+            if self._plans_valid_v or record.preloaded
+            else list((record.called or {}).values())
+        )
+        node = next((n for n in nodes if hash((id(n.func), code)) == key), None)
+        if node is None or self._di_entry(node) is None:
+            raise KeyError(key)
+        self._forget_provider_values(node)
+        if self._plans_valid_v or record.preloaded:
+            if self.is_running:
+                return  # the run lists every node again
+            self._drop_run_listing()
+            record.preloaded = False
+            record.called = {id(n.func): n for n in nodes if n is not node}
+        elif record.called:
+            record.called.pop(id(node.func), None)
+
+    def _forget_provider_values(self, node: BaseNode) -> None:
+        held = self._provider_values
+        if held is None:
+            return
+        try:
+            entry, _ = self._plan_entry(node, self._ava_args_v, self._ava_kwargs_v, None, None, False)
+        except Exception:
+            return
+        held.pop(entry, None)
+
+    def _clear_di_cache(self) -> None:
+        """`_di_cache.payload.clear()`: forget the listing and the `use_cache` results (1.1.3
+        resolves everything again)."""
+        self._provider_values = None
+        self._values_key = None
+        self._forget_di_listing()
+
+    def _forget_di_listing(self) -> None:
+        record = self._di_record
+        if record is not None:
+            record.forget()
+        if not self.is_running:
+            self._drop_run_listing()
+
+    def _drop_run_listing(self) -> None:
+        """Between runs: the plans of the last run are not in use (what `_plans_valid_v` says), so
+        the next run (or `_call()`) marks what it resolves again. Nothing else changes: a call
+        between runs takes its plan through `_make_plan` instead of the table, the same plan."""
+        if self._plans_valid_v:
+            self._plans_valid_v = False
+            self._refresh_plans()
+
+    def _adopt_di_payload(self, payload: Any) -> None:
+        """Assigning a payload (or a whole `DICache`): its entries replace the listing, as written ones."""
+        items = list(payload.items())
+        self._clear_di_cache()
+        for key, value in items:
+            self._write_di_entry(key, value)
+
+    def _set_di_trust(self, trusted: bool) -> None:
+        if not trusted:
+            self._untrust_di()
+        elif self._shape is None:
+            self._shape = shape_of(self._ava_args_v, self._ava_kwargs_v)
+            self._args_hash = None
+            self._refresh_plans()
 
     def _pools(self, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple[tuple, dict]:
         args = self._ava_args_v + tuple(extra_args) if extra_args else self._ava_args_v
@@ -662,7 +836,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         entry = shape.entry(node.func, meta, args, shape.name_map)
         if entry is not None:
             return entry, True
-        payload = self._dicache.payload
+        payload = self._dicache
         key = (getattr(node.func, "__func__", node.func), shape)
         entry = payload.get(key)
         if entry is None or entry.meta is not meta:
@@ -895,6 +1069,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         (needs a trusted args hash)."""
         if self._shape is None:
             raise DependsResolveFailed("Args hash is not trustable! Call `rehash_args()` first.")
+        if not self._plans_valid_v:  # in a run with the cache on, `_di_cache` lists every node anyway
+            self._own_di_record().preloaded = True
         args, kwargs = self._ava_args_v, self._ava_kwargs_v
         size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH))
         plans: list = []
