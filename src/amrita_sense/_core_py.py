@@ -53,7 +53,15 @@ if cython.compiled:
 
 from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense._classmemo import ClassMemo
-from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
+from amrita_sense.exceptions import (
+    BreakLoop,
+    IllegalState,
+    InterruptKeepContext,
+    InterruptNotice,
+    InvalidMiddleware,
+    InvalidOperand,
+    NullPointerException,
+)
 
 IMPLEMENTATION = "cython" if cython.compiled else "python"
 DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG) if cython.compiled else False  # the compiled core's debug build
@@ -390,7 +398,7 @@ _EMPTY_POINTER = (
 
 def _check_index(value, what):
     if not isinstance(value, int):
-        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+        raise InvalidOperand(f"{what} needs an int, not {type(value).__name__}")
 
 
 def _refuse_delete(name):
@@ -400,7 +408,7 @@ def _refuse_delete(name):
 def _checked_items(items, what):
     for item in items:
         if not isinstance(item, int):
-            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+            raise InvalidOperand(f"{what}: an address holds ints, not {type(item).__name__}")
     return items
 
 
@@ -411,7 +419,7 @@ def address_list(value, what):
         return _checked_items(list(cython.cast(PointerVector, value)._list()), what)
     if isinstance(value, (list, tuple)):
         return _checked_items(list(value), what)
-    raise TypeError(
+    raise InvalidOperand(
         f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
     )
 
@@ -543,12 +551,12 @@ class PointerVector:
 
     def __add__(self, other):
         if not isinstance(other, PointerVector):
-            return NotImplemented
+            raise InvalidOperand(f"PointerVector + needs a PointerVector, not {type(other).__name__}")
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
         if not isinstance(other, PointerVector):
-            return NotImplemented
+            raise InvalidOperand(f"PointerVector - needs a PointerVector, not {type(other).__name__}")
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -599,7 +607,7 @@ def _bound_pointer(prog, row):
 
 def _check_bindable(prog, row):
     if not isinstance(prog, Program):
-        raise TypeError(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
+        raise InvalidOperand(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
     _check_index(row, "PointerVector._at_row(row)")
     if not 0 <= row < prog.nrows:
         raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
@@ -636,7 +644,7 @@ class Stack:
     @stack.setter
     def stack(self, value):
         if not isinstance(value, list):
-            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+            raise InvalidOperand(f"Stack.stack must be a list, not {type(value).__name__}")
         self._items = value
 
     @stack.deleter
@@ -1033,19 +1041,19 @@ def _clashes(kwargs):
 def _checked(value, kind, name, what):
     """`value` if it is a `kind`, else `TypeError` naming `name`."""
     if not isinstance(value, kind):
-        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be {what}, not {type(value).__name__}")
     return value
 
 
 def _checked_seconds(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a number of seconds, not {type(value).__name__}")
     return float(value)
 
 
 def _checked_middleware(value, name):
     if value is not None and not callable(value):
-        raise TypeError(
+        raise InvalidMiddleware(
             f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
             f"or None, not {type(value).__name__}"
         )
@@ -1070,7 +1078,7 @@ def _late(spec):
 def _optional(value, kind, name, what):
     """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
     if value is not None and not isinstance(value, kind):
-        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be {what} or None, not {type(value).__name__}")
     return value
 
 
@@ -1080,11 +1088,11 @@ def args_pool(value, name):
     if type(value) is tuple:
         return value
     if value is None or isinstance(value, (str, bytes, dict)):
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}")
     try:
         return tuple(value)
     except TypeError:
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}") from None
 
 
 def kwargs_pool(value, name):
@@ -1093,7 +1101,7 @@ def kwargs_pool(value, name):
     if type(value) is dict:
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a dict of values by name, not {type(value).__name__}")
     return dict(value)
 
 
@@ -1102,7 +1110,7 @@ def exception_types(value, name):
     kinds = args_pool(value, name)
     for kind in kinds:
         if not (isinstance(kind, type) and issubclass(kind, BaseException)):
-            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+            raise InvalidOperand(f"{name} holds exception classes, not {kind!r}")
     return kinds
 
 
@@ -1112,7 +1120,7 @@ def check_stream(stream, name):
     if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) and not callable(
         getattr(stream, "_wait_for_continue", None)
     ):
-        raise TypeError(
+        raise InvalidOperand(
             f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
             f"not {type(stream).__name__}"
         )
@@ -1122,13 +1130,13 @@ def check_stream(stream, name):
 def _checked_waiter(value):
     """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
     if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
-        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+        raise InvalidOperand(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
     return value
 
 
 def _checked_graph(value, name):
     if getattr(value, "__rendered_compose__", False) is not True:
-        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a rendered graph, not {type(value).__name__}")
     return value
 
 
@@ -1406,7 +1414,7 @@ class InterpreterCore:
     @_panic_exc.setter
     def _panic_exc(self, value):
         if value is not None and not isinstance(value, BaseException):
-            raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
+            raise InvalidOperand(f"_panic_exc must be an exception or None, not {type(value).__name__}")
         self._panic_exc_v = value
 
     @_panic_exc.deleter
@@ -1578,7 +1586,7 @@ class InterpreterCore:
         if ptr is None:
             ptr = self._pointer_v
         elif not isinstance(ptr, PointerVector):
-            raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
+            raise InvalidOperand(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
         return self._c_advance(ptr)
 
     @cython.wraparound(False)  # rows are never negative

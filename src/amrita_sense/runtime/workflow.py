@@ -27,6 +27,9 @@ from amrita_sense.exceptions import (
     IllegalState,
     InterruptKeepContext,
     InterruptNotice,
+    InvalidFlags,
+    InvalidMiddleware,
+    InvalidOperand,
 )
 from amrita_sense.hook._inject import (
     FactoryGroup,
@@ -74,7 +77,7 @@ def _rendered(graph: Any) -> Any:
         rendered = graph.extract().render()
         if is_rendered_compose(rendered):
             return rendered
-    raise TypeError(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
+    raise InvalidOperand(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
 
 
 def _current_task() -> asyncio.Task | None:
@@ -88,7 +91,7 @@ def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
     """The options of a forked interpreter (FUN_BLOCK, BATCH_RUN, `fork_interpreter`): `middleware`
     UNSET (inherit), None or a callable; `object_io` None (the parent's stream) or a stream."""
     if middleware is not UNSET and middleware is not None and not callable(middleware):
-        raise TypeError(
+        raise InvalidMiddleware(
             f"{what}: middleware must be a callable taking a WorkflowInterpreter and returning an awaitable, "
             f"not {type(middleware).__name__}"
         )
@@ -101,9 +104,9 @@ _ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
 
 def _flag_bits(value: Any, name: str) -> int:
     if not isinstance(value, int):
-        raise TypeError(f"{name} must be Flags (an int), not {type(value).__name__}")
+        raise InvalidFlags(f"{name} must be Flags (an int), not {type(value).__name__}")
     if value & ~_ALL_FLAGS or value < 0:
-        raise ValueError(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
+        raise InvalidFlags(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
     return int(value)
 
 
@@ -150,7 +153,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
         if not isinstance(parent, WorkflowInterpreter):
-            raise TypeError(f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}")
+            raise InvalidOperand(
+                f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}"
+            )
         self._parent_interpreter = parent
         top = parent.top_interpreter
         self._top_interpreter = top
@@ -325,14 +330,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
         Everything is checked before anything is restored, so a bad snapshot changes nothing."""
         if not isinstance(ctx, InterpreterContext):
-            raise TypeError(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
+            raise InvalidOperand(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
         ptr = ctx.ptr if isinstance(ctx.ptr, PointerVector) else address_list(ctx.ptr, "the context's ptr")
         ignored = _core.exception_types(ctx.exception_ignored, "the context's exception_ignored")
         stack = ctx.stack or self._ret_addr_stack
         if not isinstance(stack, Stack):
-            raise TypeError(f"the context's stack must be a Stack, not {type(stack).__name__}")
+            raise InvalidOperand(f"the context's stack must be a Stack, not {type(stack).__name__}")
         if ctx.exception is not None and not isinstance(ctx.exception, BaseException):
-            raise TypeError(f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}")
+            raise InvalidOperand(
+                f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}"
+            )
         bits = _flag_bits(ctx.flags, "the context's flags")
         pools = None
         if ctx.s_args and ctx.s_kwargs:
@@ -427,7 +434,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     @checkpointing.setter
     def checkpointing(self, policy: Any) -> None:
         if policy is not None and not callable(getattr(policy, "run", None)):
-            raise TypeError("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
+            raise InvalidOperand("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
         self._checkpoints = policy
 
     # ----- navigation -----------------------------------------------------------------
@@ -648,7 +655,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     @_di_cache.setter
     def _di_cache(self, value: DICache) -> None:
         if not isinstance(value, DICache):
-            raise TypeError(f"_di_cache must be a DICache, not {type(value).__name__}")
+            raise InvalidOperand(f"_di_cache must be a DICache, not {type(value).__name__}")
         if value is self._di_record_view():
             return
         self._adopt_di_payload(value.payload)
@@ -1235,7 +1242,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     @_waiter_fut.setter
     def _waiter_fut(self, fut: asyncio.Future | None) -> None:
         if fut is not None and not isinstance(fut, asyncio.Future):
-            raise TypeError(f"_waiter_fut must be an asyncio.Future or None, not {type(fut).__name__}")
+            raise InvalidOperand(f"_waiter_fut must be an asyncio.Future or None, not {type(fut).__name__}")
         self._waiter = fut
 
     @property
