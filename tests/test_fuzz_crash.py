@@ -147,6 +147,7 @@ KEPT_ATTRIBUTES = [
     "_waiter",
     "_plans",
     "_di_cache",
+    "_di_record",
     "_args_hash",
     "_dep_store_v",
     "_glob_lock_v",

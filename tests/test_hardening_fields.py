@@ -16,9 +16,9 @@ import pytest
 from amrita_sense import NodeCompose, WorkflowInterpreter, _core
 from amrita_sense.di import DependencyStore
 from amrita_sense.node.wrapper import Node
+from amrita_sense.runtime.dicache import DIRecord
 from amrita_sense.runtime.plans import shape_of
 from amrita_sense.streaming import SuspendObjectStream
-from amrita_sense.types import DICache
 from dual import Recorder
 
 
@@ -37,7 +37,7 @@ FIELDS = {
     "_ava_kwargs_v": ([1], lambda: [{"a": 1}]),
     "_args_hash": ("x", lambda: [None, 7]),
     "_dep_store_v": ({}, lambda: [None, DependencyStore()]),
-    "_di_cache": ({}, lambda: [None, DICache(args_hash=0, hash_trustable=True)]),
+    "_di_record": ({}, lambda: [None, DIRecord()]),
     "_glob_lock_v": (object(), lambda: [None, _core.InterpretLock()]),
     "_graph": (5, lambda: [graph()]),
     "_interpreter_id": (5, lambda: [None, "an-id"]),

@@ -11,6 +11,7 @@ import pytest
 
 from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter
 from amrita_sense._core import InterpretLock
+from amrita_sense.exceptions import InvalidOperand
 from amrita_sense.node.wrapper import Node
 from dual import Recorder
 
@@ -171,10 +172,10 @@ def test_item_assignment_checks_the_value():
 
 
 @pytest.mark.parametrize("other", [5, [1], None])
-def test_arithmetic_with_a_non_vector_is_a_type_error(other):
-    with pytest.raises(TypeError, match="unsupported operand"):
+def test_arithmetic_with_a_non_vector_is_a_type_error_and_1_1_3s_attribute_error(other):
+    with pytest.raises(InvalidOperand, match=r"PointerVector \+ needs a PointerVector"):
         PointerVector([1]) + other
-    with pytest.raises(TypeError, match="unsupported operand"):
+    with pytest.raises(AttributeError, match="PointerVector - needs a PointerVector"):
         PointerVector([1]) - other
 
 

@@ -53,7 +53,15 @@ if cython.compiled:
 
 from amrita_sense import _opcodes, _portable, _unsafe
 from amrita_sense._classmemo import ClassMemo
-from amrita_sense.exceptions import BreakLoop, IllegalState, InterruptKeepContext, InterruptNotice, NullPointerException
+from amrita_sense.exceptions import (
+    BreakLoop,
+    IllegalState,
+    InterruptKeepContext,
+    InterruptNotice,
+    InvalidMiddleware,
+    InvalidOperand,
+    NullPointerException,
+)
 
 IMPLEMENTATION = "cython" if cython.compiled else "python"
 DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG) if cython.compiled else False  # the compiled core's debug build
@@ -403,7 +411,7 @@ _EMPTY_POINTER = (
 
 def _check_index(value, what):
     if not isinstance(value, int):
-        raise TypeError(f"{what} needs an int, not {type(value).__name__}")
+        raise InvalidOperand(f"{what} needs an int, not {type(value).__name__}")
 
 
 def _refuse_delete(name):
@@ -413,7 +421,7 @@ def _refuse_delete(name):
 def _checked_items(items, what):
     for item in items:
         if not isinstance(item, int):
-            raise TypeError(f"{what}: an address holds ints, not {type(item).__name__}")
+            raise InvalidOperand(f"{what}: an address holds ints, not {type(item).__name__}")
     return items
 
 
@@ -424,7 +432,7 @@ def address_list(value, what):
         return _checked_items(list(cython.cast(PointerVector, value)._list()), what)
     if isinstance(value, (list, tuple)):
         return _checked_items(list(value), what)
-    raise TypeError(
+    raise InvalidOperand(
         f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
     )
 
@@ -556,12 +564,12 @@ class PointerVector:
 
     def __add__(self, other):
         if not isinstance(other, PointerVector):
-            return NotImplemented
+            raise InvalidOperand(f"PointerVector + needs a PointerVector, not {type(other).__name__}")
         return self.copy().offset_far(other.base_addr)
 
     def __sub__(self, other):
         if not isinstance(other, PointerVector):
-            return NotImplemented
+            raise InvalidOperand(f"PointerVector - needs a PointerVector, not {type(other).__name__}")
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
@@ -612,7 +620,7 @@ def _bound_pointer(prog, row):
 
 def _check_bindable(prog, row):
     if not isinstance(prog, Program):
-        raise TypeError(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
+        raise InvalidOperand(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
     _check_index(row, "PointerVector._at_row(row)")
     if not 0 <= row < prog.nrows:
         raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
@@ -649,7 +657,7 @@ class Stack:
     @stack.setter
     def stack(self, value):
         if not isinstance(value, list):
-            raise TypeError(f"Stack.stack must be a list, not {type(value).__name__}")
+            raise InvalidOperand(f"Stack.stack must be a list, not {type(value).__name__}")
         self._items = value
 
     @stack.deleter
@@ -1046,19 +1054,19 @@ def _clashes(kwargs):
 def _checked(value, kind, name, what):
     """`value` if it is a `kind`, else `TypeError` naming `name`."""
     if not isinstance(value, kind):
-        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be {what}, not {type(value).__name__}")
     return value
 
 
 def _checked_seconds(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a number of seconds, not {type(value).__name__}")
     return float(value)
 
 
 def _checked_middleware(value, name):
     if value is not None and not callable(value):
-        raise TypeError(
+        raise InvalidMiddleware(
             f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
             f"or None, not {type(value).__name__}"
         )
@@ -1083,7 +1091,7 @@ def _late(spec):
 def _optional(value, kind, name, what):
     """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
     if value is not None and not isinstance(value, kind):
-        raise TypeError(f"{name} must be {what} or None, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be {what} or None, not {type(value).__name__}")
     return value
 
 
@@ -1093,11 +1101,11 @@ def args_pool(value, name):
     if type(value) is tuple:
         return value
     if value is None or isinstance(value, (str, bytes, dict)):
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}")
     try:
         return tuple(value)
     except TypeError:
-        raise TypeError(f"{name} must be a tuple of values, not {type(value).__name__}") from None
+        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}") from None
 
 
 def kwargs_pool(value, name):
@@ -1106,7 +1114,7 @@ def kwargs_pool(value, name):
     if type(value) is dict:
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict of values by name, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a dict of values by name, not {type(value).__name__}")
     return dict(value)
 
 
@@ -1115,7 +1123,7 @@ def exception_types(value, name):
     kinds = args_pool(value, name)
     for kind in kinds:
         if not (isinstance(kind, type) and issubclass(kind, BaseException)):
-            raise TypeError(f"{name} holds exception classes, not {kind!r}")
+            raise InvalidOperand(f"{name} holds exception classes, not {kind!r}")
     return kinds
 
 
@@ -1125,7 +1133,7 @@ def check_stream(stream, name):
     if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) and not callable(
         getattr(stream, "_wait_for_continue", None)
     ):
-        raise TypeError(
+        raise InvalidOperand(
             f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
             f"not {type(stream).__name__}"
         )
@@ -1135,13 +1143,13 @@ def check_stream(stream, name):
 def _checked_waiter(value):
     """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
     if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
-        raise TypeError(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
+        raise InvalidOperand(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
     return value
 
 
 def _checked_graph(value, name):
     if getattr(value, "__rendered_compose__", False) is not True:
-        raise TypeError(f"{name} must be a rendered graph, not {type(value).__name__}")
+        raise InvalidOperand(f"{name} must be a rendered graph, not {type(value).__name__}")
     return value
 
 
@@ -1288,7 +1296,7 @@ _FIELD_CHECKS = {
     "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
     "_args_hash": _optional_of(int, "an int"),
     "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
-    "_di_cache": _optional_of("amrita_sense.types:DICache", "a DICache"),
+    "_di_record": _optional_of("amrita_sense.runtime.dicache:DIRecord", "a DIRecord"),
     "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
     "_graph": lambda interp, value, name: _checked_graph(value, name),
     "_interpreter_id": _optional_of(str, "a string"),
@@ -1317,7 +1325,7 @@ class InterpreterCore:
         "_batch_ctx",
         "_context_stack_v",
         "_dep_store_s",
-        "_di_cache_s",
+        "_di_record_s",
         "_exc_ignored_s",
         "_exc_plans",
         "_flag_bits",
@@ -1386,7 +1394,7 @@ class InterpreterCore:
             # the Python layer's fields (`_layer_init` fills some)
             self._args_hash_s = None
             self._dep_store_s = None
-            self._di_cache_s = None
+            self._di_record_s = None
             self._glob_lock_s = None
             self._graph_s = None
             self._interpreter_id_s = None
@@ -1496,7 +1504,7 @@ class InterpreterCore:
     @_panic_exc.setter
     def _panic_exc(self, value):
         if value is not None and not isinstance(value, BaseException):
-            raise TypeError(f"_panic_exc must be an exception or None, not {type(value).__name__}")
+            raise InvalidOperand(f"_panic_exc must be an exception or None, not {type(value).__name__}")
         self._panic_exc_v = value
 
     @_panic_exc.deleter
@@ -1542,7 +1550,7 @@ class InterpreterCore:
     # write checked (`_FIELD_CHECKS`), deletes refused.
     _args_hash = _checked_field("_args_hash_s", "_args_hash", _FIELD_CHECKS["_args_hash"])
     _dep_store_v = _checked_field("_dep_store_s", "_dep_store_v", _FIELD_CHECKS["_dep_store_v"])
-    _di_cache = _checked_field("_di_cache_s", "_di_cache", _FIELD_CHECKS["_di_cache"])
+    _di_record = _checked_field("_di_record_s", "_di_record", _FIELD_CHECKS["_di_record"])
     _glob_lock_v = _checked_field("_glob_lock_s", "_glob_lock_v", _FIELD_CHECKS["_glob_lock_v"])
     _graph = _checked_field("_graph_s", "_graph", _FIELD_CHECKS["_graph"])
     _interpreter_id = _checked_field("_interpreter_id_s", "_interpreter_id", _FIELD_CHECKS["_interpreter_id"])
@@ -1668,7 +1676,7 @@ class InterpreterCore:
         if ptr is None:
             ptr = self._pointer_v
         elif not isinstance(ptr, PointerVector):
-            raise TypeError(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
+            raise InvalidOperand(f"advance_pointer(ptr) needs a PointerVector, not {type(ptr).__name__}")
         return self._c_advance(ptr)
 
     @cython.wraparound(False)  # rows are never negative

@@ -111,7 +111,7 @@ cdef class InterpreterCore:
     # the Python layer's fields (each behind a checked property of its name without `_s`)
     cdef public object _args_hash_s
     cdef public object _dep_store_s
-    cdef public object _di_cache_s
+    cdef public object _di_record_s
     cdef public object _exc_ignored_s
     cdef public object _glob_lock_s
     cdef public object _graph_s

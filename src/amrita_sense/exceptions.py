@@ -59,3 +59,26 @@ class StreamStateError(Exception):
 
 class AliasNotFoundError(Exception):
     """A jump, call or invoke names an alias that the graph does not define."""
+
+
+# ----- refusing bad input early (not in 1.1.3) ----------------------------------------------------
+# A check added for robustness raises where 1.1.3 accepted the value and failed later, or failed
+# differently. Each class derives from what 1.1.3 raises for such input, so `except` clauses
+# written for 1.1.3 keep catching it.
+
+
+class InvalidOperand(TypeError, AttributeError):
+    """A value of the wrong kind: an argument, an instruction operand or a field value.
+
+    A `TypeError`, and an `AttributeError` because that is what 1.1.3 raises for most such values,
+    at the call or later, when it first looks up an attribute the value does not have.
+    """
+
+
+class InvalidMiddleware(InvalidOperand, AssertionError):
+    """A middleware that is not callable (1.1.3 asserts that it is: an `AssertionError`)."""
+
+
+class InvalidFlags(InvalidOperand, ValueError):
+    """A status register value that is not an int, or has bits other than IF / HLT / JMP (1.1.3's
+    `int()` of a non-numeric string is a `ValueError`)."""

@@ -32,7 +32,7 @@ from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from amrita_sense._core import SuspendFlag
-from amrita_sense.exceptions import StreamStateError
+from amrita_sense.exceptions import InvalidOperand, StreamStateError
 
 ObjectTypeT = TypeVar("ObjectTypeT")
 
@@ -363,14 +363,14 @@ class _Reader(AsyncGenerator[Any, None]):
 
 def _check_tag(tag: Any) -> None:
     if not isinstance(tag, str):
-        raise TypeError(f"suspend tags must be strings, got {type(tag).__name__}")
+        raise InvalidOperand(f"suspend tags must be strings, got {type(tag).__name__}")
 
 
 def _check_timeout(timeout: Any, what: str) -> float | None:
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
+        raise InvalidOperand(f"{what} must be a number of seconds or None, got {type(timeout).__name__}")
     if math.isnan(timeout):
         raise ValueError(f"{what} must not be NaN")
     return None if timeout == math.inf else timeout
@@ -386,7 +386,7 @@ def _check_queue_size(size: Any) -> float:
 
 def _check_callback(func: Any, what: str, optional: bool = True) -> None:
     if not (callable(func) or (optional and func is None)):
-        raise TypeError(f"{what} must be callable, got {type(func).__name__}")
+        raise InvalidOperand(f"{what} must be callable, got {type(func).__name__}")
 
 
 def _name_of(func: Any) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense.exceptions import InvalidOperand
+
 
 def require_interpreter(inter: Any, what: str, *uses: str) -> None:
     """`TypeError` naming `what` unless `inter` is a WorkflowInterpreter, or at least has the
@@ -12,4 +14,4 @@ def require_interpreter(inter: Any, what: str, *uses: str) -> None:
 
     if isinstance(inter, WorkflowInterpreter) or (uses and all(hasattr(inter, name) for name in uses)):
         return
-    raise TypeError(f"{what}(inter) needs a WorkflowInterpreter, not {type(inter).__name__}")
+    raise InvalidOperand(f"{what}(inter) needs a WorkflowInterpreter, not {type(inter).__name__}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from amrita_sense.debugger._checks import require_interpreter
+from amrita_sense.exceptions import InvalidOperand
 
 if TYPE_CHECKING:
     from amrita_sense.runtime.workflow import WorkflowInterpreter
@@ -223,12 +224,12 @@ def _resolve_addr(inter: WorkflowInterpreter, addr: list[int] | str) -> list[int
         return list(addr)
     if hasattr(addr, "base_addr"):
         return list(addr.base_addr)
-    raise TypeError(f"a breakpoint address is an alias or a list of ints, not {addr!r}")
+    raise InvalidOperand(f"a breakpoint address is an alias or a list of ints, not {addr!r}")
 
 
 def _check_condition(condition: Any) -> None:
     if condition is not None and not callable(condition):
-        raise TypeError(f"condition must be a callable taking the interpreter, not {condition!r}")
+        raise InvalidOperand(f"condition must be a callable taking the interpreter, not {condition!r}")
 
 
 def _add(inter: WorkflowInterpreter, bp: Breakpoint) -> Breakpoint:
@@ -248,7 +249,7 @@ def break_at_tag(
     """Stop before any node whose tag is `tag` runs; returns the `Breakpoint`."""
     require_interpreter(inter, "break_at_tag")
     if not isinstance(tag, str):
-        raise TypeError(f"tag must be a str, not {type(tag).__name__}")
+        raise InvalidOperand(f"tag must be a str, not {type(tag).__name__}")
     _check_condition(condition)
     return _add(inter, Breakpoint(target=tag, kind="tag", condition=condition))
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from amrita_sense.debugger._checks import require_interpreter
+from amrita_sense.exceptions import InvalidOperand
 from amrita_sense.instructions.enum import AUTO_PREFIX
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import BaseNode
@@ -167,7 +168,7 @@ def resolve_dis(node: BaseNode) -> str:
     function name without leading underscores.
     """
     if not isinstance(node, BaseNode):
-        raise TypeError(f"resolve_dis(node) needs a node, not {type(node).__name__}")
+        raise InvalidOperand(f"resolve_dis(node) needs a node, not {type(node).__name__}")
     explicit = _text_attr(node, DIS_ATTR)
     if explicit is not None:
         return explicit
@@ -181,7 +182,7 @@ def resolve_dis(node: BaseNode) -> str:
 def resolve_cmt(node: BaseNode) -> str:
     """The comment of `node`: `__sdb_cmt__`, else an explicit tag, else `file:line` of its function."""
     if not isinstance(node, BaseNode):
-        raise TypeError(f"resolve_cmt(node) needs a node, not {type(node).__name__}")
+        raise InvalidOperand(f"resolve_cmt(node) needs a node, not {type(node).__name__}")
     explicit = _text_attr(node, CMT_ATTR)
     if explicit is not None:
         return explicit

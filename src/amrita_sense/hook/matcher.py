@@ -20,7 +20,7 @@ from uuid import UUID, uuid4
 
 from amrita_sense._unsafe import __flags__
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope, lift_sync_context
-from amrita_sense.exceptions import DependsDeclarationError, DependsInjectFailed
+from amrita_sense.exceptions import DependsDeclarationError, DependsInjectFailed, InvalidOperand
 from amrita_sense.hook import fun_typing
 from amrita_sense.hook._dispatch_lock import DispatchLock
 from amrita_sense.hook._inject import (
@@ -180,9 +180,9 @@ class Matcher(Hashable):
         dead_at: datetime.datetime | None = None,
     ):
         if not isinstance(event_type, str):
-            raise TypeError(f"event_type must be a string, not {type(event_type).__name__}")
+            raise InvalidOperand(f"event_type must be a string, not {type(event_type).__name__}")
         if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+            raise InvalidOperand(f"priority must be an int, not {type(priority).__name__}")
         if priority <= 0:
             raise ValueError("Event priority cannot be zero or negative!")
         self.event_type: str = event_type
@@ -720,7 +720,7 @@ class MatcherFactory:
                 "please use a constructable event in TRIGGER_EVENT node."
             )
         if not _is_event(event):
-            raise TypeError(f"trigger_event(event) needs a BaseEvent, not {type(event).__name__}")
+            raise InvalidOperand(f"trigger_event(event) needs a BaseEvent, not {type(event).__name__}")
         event_type = event.get_event_type()
         if __flags__.DISABLE_EXC_IGNORED:
             exception_ignored = ()

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Awaitable
 from typing import Any
 
-from amrita_sense.exceptions import AliasNotFoundError, BreakLoop
+from amrita_sense.exceptions import AliasNotFoundError, BreakLoop, InvalidOperand
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
 from amrita_sense.node.self_compile import SelfCompileInstruction
@@ -37,7 +37,7 @@ async def broke_out(body: Awaitable[Any]) -> bool:
 def require_node(value: Any, what: str) -> Any:
     """`value` if it is a node (a `@Node` function or an instruction node), else `TypeError` naming `what`."""
     if not isinstance(value, BaseNode):
-        raise TypeError(f"{what} needs a node, not {type(value).__name__}")
+        raise InvalidOperand(f"{what} needs a node, not {type(value).__name__}")
     return value
 
 
@@ -47,14 +47,16 @@ def require_part(value: Any, what: str, *, payload: bool = False) -> Any:
     if not isinstance(value, (BaseNode, AbstractComposeOriginal, SelfCompileInstruction)):
         kind = type(value).__name__
         detail = f"{what} needs a node, a NodeCompose or an instruction, not {kind}"
-        raise TypeError(f"Unsupported payload type: {kind} ({detail})" if payload else detail)
+        if payload:  # 1.1.3's site and type (it raises at render)
+            raise TypeError(f"Unsupported payload type: {kind} ({detail})")
+        raise InvalidOperand(detail)
     return value
 
 
 def require_name(value: Any, what: str) -> str:
     """`value` if it is a string (an alias or an entry point name), else `TypeError` naming `what`."""
     if not isinstance(value, str):
-        raise TypeError(f"{what} needs a name (a string), not {type(value).__name__}")
+        raise InvalidOperand(f"{what} needs a name (a string), not {type(value).__name__}")
     return value
 
 
@@ -66,7 +68,7 @@ def check_target(value: Any, what: str, optional: bool = False) -> None:
         return
     if isinstance(value, (list, tuple, PointerVector)) and all(type(i) is int for i in value):
         return
-    raise TypeError(f"{what} must be an alias (str) or an address (list of int), not {value!r}")
+    raise InvalidOperand(f"{what} must be an alias (str) or an address (list of int), not {value!r}")
 
 
 def already_compiled(kind: str) -> RuntimeError:

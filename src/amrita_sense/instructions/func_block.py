@@ -7,7 +7,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from amrita_sense.exceptions import IllegalState
+from amrita_sense.exceptions import IllegalState, InvalidOperand
 from amrita_sense.instructions._support import NODE_SLOTS, require_name, require_part
 from amrita_sense.instructions.alias import ALIAS
 from amrita_sense.instructions.workfl_ctrl import NOP
@@ -38,7 +38,7 @@ class FuncBlock(BaseNode):
         self, sub_comp: AbstractCompose, middleware: Middleware | None | object, object_io: Any, one_time_interp: bool
     ):
         if not is_rendered_compose(sub_comp) and not isinstance(sub_comp, SelfCompileInstruction):
-            raise TypeError(
+            raise InvalidOperand(
                 f"FUN_BLOCK(sub_comp) needs a rendered graph (call .render()), not {type(sub_comp).__name__}"
             )
         check_fork_options(middleware, object_io, "FUN_BLOCK")

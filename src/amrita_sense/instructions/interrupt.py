@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amrita_sense.exceptions import IllegalState
+from amrita_sense.exceptions import IllegalState, InvalidOperand
 from amrita_sense.instructions._support import check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import Node
@@ -108,7 +108,7 @@ class InterruptIntoNode(_InstructionNode):
         check_target(jump_to, "INT jump target")
         check_target(ret_to, "INT return address", optional=True)
         if not isinstance(if_state, bool):
-            raise TypeError(f"INT if_state must be a bool, not {if_state!r}")
+            raise InvalidOperand(f"INT if_state must be a bool, not {if_state!r}")
         super().__init__(BuiltinTags.INT)
         self._jump_target = jump_to
         self._ret_target = ret_to

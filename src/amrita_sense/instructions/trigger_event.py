@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amrita_sense.exceptions import InterruptKeepContext
+from amrita_sense.exceptions import InterruptKeepContext, InvalidOperand
 from amrita_sense.hook.event import BaseEvent, ConstructableEvent
 from amrita_sense.hook.matcher import MatcherFactory
 from amrita_sense.instructions._support import NODE_SLOTS, resume_offset
@@ -45,7 +45,7 @@ class TriggerInstruction(SelfCompileInstruction):
 
     def __init__(self, event: type[ConstructableEvent]):
         if not isinstance(event, type) or not callable(getattr(event, "constructor", None)):
-            raise TypeError(f"TRIGGER_EVENT(event) needs an event class with a constructor, not {event!r}")
+            raise InvalidOperand(f"TRIGGER_EVENT(event) needs an event class with a constructor, not {event!r}")
         self._constructor: Node[Any] = Node(event.constructor, BuiltinTags.TRIGGER_CONSTRUCTOR, False, False)
 
     def extract(self) -> AbstractComposeOriginal:

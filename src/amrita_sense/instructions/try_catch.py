@@ -26,7 +26,7 @@ from typing import Any
 
 from amrita_sense import _unsafe
 from amrita_sense._opcodes import OP_TRY, native_operands
-from amrita_sense.exceptions import IllegalState, InterruptKeepContext
+from amrita_sense.exceptions import IllegalState, InterruptKeepContext, InvalidOperand
 from amrita_sense.instructions._support import require_part, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
@@ -175,7 +175,7 @@ def _exc_name(exc: _ExcSpec) -> str:
 def _check_exc_spec(exc: Any) -> None:
     members = exc if isinstance(exc, tuple) else (exc,)
     if not members or not all(isinstance(e, type) and issubclass(e, BaseException) for e in members):
-        raise TypeError(f"CATCH needs an exception class or a tuple of them, not {exc!r}")
+        raise InvalidOperand(f"CATCH needs an exception class or a tuple of them, not {exc!r}")
 
 
 class TryClause(SelfCompileInstruction):

@@ -10,7 +10,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from amrita_sense._classmemo import ClassMemo
-from amrita_sense.exceptions import GraphBuildError, NullPointerException
+from amrita_sense.exceptions import GraphBuildError, InvalidOperand, NullPointerException
 from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.logging import debug_log, engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
@@ -48,9 +48,9 @@ class BaseNode:
 
     def _init(self, func, tag, wrap_to_async, address_able, frame=None) -> None:
         if not callable(func):
-            raise TypeError(f"a node wraps a callable, not {type(func).__name__}")
+            raise InvalidOperand(f"a node wraps a callable, not {type(func).__name__}")
         if tag is not None and not isinstance(tag, str):
-            raise TypeError(f"a node's tag must be a string or None, not {type(tag).__name__}")
+            raise InvalidOperand(f"a node's tag must be a string or None, not {type(tag).__name__}")
         self.fun_sign = sign_func(func)
         self.fun_frame = frame or sys._getframe(1)
         self.func = func
@@ -148,12 +148,12 @@ _ACCEPTED = _SOURCE_VERDICTS.forever
 
 
 def _refuse_rendered(node: Any) -> None:
-    """`TypeError` for what a source composition cannot hold (a compose or a rendered graph)."""
+    """`InvalidOperand` (a TypeError) for what a source composition cannot hold (a compose, a rendered graph)."""
     verdict = _SOURCE_VERDICTS(type(node))
     if verdict is _ACCEPT:
         return
     if verdict is _REFUSE or isinstance(node, AbstractCompose) or is_rendered_compose(node):
-        raise TypeError("A rendered composition cannot be used in a source composition")
+        raise InvalidOperand("A rendered composition cannot be used in a source composition")
 
 
 class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
@@ -277,7 +277,7 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
             _register_alias(top, node.alias, node, node_path)
             _collect_hook(top, node.node)
             return node
-        raise TypeError(f"cannot place {node!r} at {node_path}: not a node, compose or instruction")
+        raise InvalidOperand(f"cannot place {node!r} at {node_path}: not a node, compose or instruction")
 
     def _rebuild_program(self) -> None:
         """Recompile the node table after a slot was swapped in place (if one was built yet)."""

@@ -27,6 +27,9 @@ from amrita_sense.exceptions import (
     IllegalState,
     InterruptKeepContext,
     InterruptNotice,
+    InvalidFlags,
+    InvalidMiddleware,
+    InvalidOperand,
 )
 from amrita_sense.hook._inject import (
     FactoryGroup,
@@ -46,11 +49,12 @@ from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.runtime.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
-from amrita_sense.types import DICache, PointerVector, Stack
+from amrita_sense.types import DICache, LRUCache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -73,7 +77,23 @@ def _rendered(graph: Any) -> Any:
         rendered = graph.extract().render()
         if is_rendered_compose(rendered):
             return rendered
-    raise TypeError(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
+    raise InvalidOperand(f"WorkflowInterpreter needs a rendered graph (call .render()), not {type(graph).__name__}")
+
+
+_MATCHER_HOOKS = (
+    MatcherFactory.__dict__["_resolve_dependencies"],
+    MatcherFactory.__dict__["_do_runtime_resolve"],
+)
+
+
+def matcher_hooks_replaced() -> bool:
+    """True when code replaced `MatcherFactory._resolve_dependencies` or `_do_runtime_resolve`
+    (1.1.3's own tests do, to make `_call()` fail)."""
+    found = MatcherFactory.__dict__
+    return (
+        found.get("_resolve_dependencies") is not _MATCHER_HOOKS[0]
+        or found.get("_do_runtime_resolve") is not _MATCHER_HOOKS[1]
+    )
 
 
 def _current_task() -> asyncio.Task | None:
@@ -87,7 +107,7 @@ def check_fork_options(middleware: Any, object_io: Any, what: str) -> None:
     """The options of a forked interpreter (FUN_BLOCK, BATCH_RUN, `fork_interpreter`): `middleware`
     UNSET (inherit), None or a callable; `object_io` None (the parent's stream) or a stream."""
     if middleware is not UNSET and middleware is not None and not callable(middleware):
-        raise TypeError(
+        raise InvalidMiddleware(
             f"{what}: middleware must be a callable taking a WorkflowInterpreter and returning an awaitable, "
             f"not {type(middleware).__name__}"
         )
@@ -100,9 +120,9 @@ _ALL_FLAGS = FLAG_IF | FLAG_HLT | FLAG_JMP
 
 def _flag_bits(value: Any, name: str) -> int:
     if not isinstance(value, int):
-        raise TypeError(f"{name} must be Flags (an int), not {type(value).__name__}")
+        raise InvalidFlags(f"{name} must be Flags (an int), not {type(value).__name__}")
     if value & ~_ALL_FLAGS or value < 0:
-        raise ValueError(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
+        raise InvalidFlags(f"{name}: {value} has bits that are not Flags.IF, Flags.HLT or Flags.JMP")
     return int(value)
 
 
@@ -149,7 +169,9 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
     def _attach_to_tree(self, parent: WorkflowInterpreter) -> None:
         if not isinstance(parent, WorkflowInterpreter):
-            raise TypeError(f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}")
+            raise InvalidOperand(
+                f"parent_interpreter must be a WorkflowInterpreter or None, not {type(parent).__name__}"
+            )
         self._parent_interpreter = parent
         top = parent.top_interpreter
         self._top_interpreter = top
@@ -324,14 +346,16 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
 
         Everything is checked before anything is restored, so a bad snapshot changes nothing."""
         if not isinstance(ctx, InterpreterContext):
-            raise TypeError(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
+            raise InvalidOperand(f"rebase_context(ctx) needs an InterpreterContext, not {type(ctx).__name__}")
         ptr = ctx.ptr if isinstance(ctx.ptr, PointerVector) else address_list(ctx.ptr, "the context's ptr")
         ignored = _core.exception_types(ctx.exception_ignored, "the context's exception_ignored")
         stack = ctx.stack or self._ret_addr_stack
         if not isinstance(stack, Stack):
-            raise TypeError(f"the context's stack must be a Stack, not {type(stack).__name__}")
+            raise InvalidOperand(f"the context's stack must be a Stack, not {type(stack).__name__}")
         if ctx.exception is not None and not isinstance(ctx.exception, BaseException):
-            raise TypeError(f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}")
+            raise InvalidOperand(
+                f"the context's exception must be an exception or None, not {type(ctx.exception).__name__}"
+            )
         bits = _flag_bits(ctx.flags, "the context's flags")
         pools = None
         if ctx.s_args and ctx.s_kwargs:
@@ -426,7 +450,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     @checkpointing.setter
     def checkpointing(self, policy: Any) -> None:
         if policy is not None and not callable(getattr(policy, "run", None)):
-            raise TypeError("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
+            raise InvalidOperand("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
         self._checkpoints = policy
 
     # ----- navigation -----------------------------------------------------------------
@@ -504,12 +528,21 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             if addr_getter is None or getattr(addr_getter, "__func__", None) is AddressCalculator.find_addr:
                 row = self._descend_current()
                 if not (extra_args or extra_kwargs or no_cache):
+                    if not self._plans_valid_v:
+                        node = self._prog.nodes[row]
+                        self._note_uncached_call(node)
+                        if matcher_hooks_replaced():
+                            return await self._call_through_matcher(node)
                     return await self._run_row(row)
                 node = self._prog.nodes[row]
             else:
                 node = self._descend_with(addr_getter)
                 if node is None:
                     return None
+                if not (extra_args or extra_kwargs or no_cache or self._plans_valid_v):
+                    self._note_uncached_call(node)
+                    if matcher_hooks_replaced():
+                        return await self._call_through_matcher(node)
             if self._signal.pending:
                 await self._gate(node.tag)
             if self._has_pre_check(node):
@@ -518,6 +551,45 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             return await self._invoke(node, plan)
         finally:
             self._node_calls -= 1
+
+    async def _call_through_matcher(self, node: BaseNode) -> Any:
+        """`_call()` of `node` resolved as 1.1.3 resolves it, through `MatcherFactory._resolve_dependencies`
+        and `_do_runtime_resolve` (used outside the plans when code replaced them)."""
+        if self._signal.pending:
+            await self._gate(node.tag)
+        if self._has_pre_check(node):
+            node._pre_check(self)
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        failed, values, factories = MatcherFactory._resolve_dependencies(self._meta_of(node), args, kwargs)
+        if failed is not None:
+            raise DependsResolveFailed(
+                f"Function {callable_name(node.func)} in {node.tag} could not be resolved due to reason `{failed.value}`"
+            )
+        if not factories:
+            return await self._invoke_plain(node, node.func, None, values)
+        values = dict(values)
+        if not any(factory.is_lifecycle for factory in factories.values()):
+            await self._resolve_through_matcher(node, factories, values, self._lifecycles)
+            return await self._invoke_plain(node, node.func, None, values)
+        async with LifecycleScope(Scope.CALL) as call_scope:
+            await self._resolve_through_matcher(node, factories, values, {**self._lifecycles, Scope.CALL: call_scope})
+            return await self._invoke_plain(node, node.func, None, values)
+
+    async def _resolve_through_matcher(self, node: BaseNode, factories: dict, values: dict, lifecycles: Any) -> None:
+        resolved = await MatcherFactory._do_runtime_resolve(
+            runtime_args={},
+            runtime_kwargs=dict(factories),
+            args2update=[],
+            kwargs2update=values,
+            session_args=list(self._ava_args_v),
+            session_kwargs=self._ava_kwargs_v,
+            exception_ignored=self._exc_ignored,
+            store=self._dep_store,
+            lifecycles=lifecycles,
+            default_scope=Scope.WORKFLOW,
+        )
+        if not resolved:
+            raise DependsInjectFailed(f"Runtime resolve failed for kwargs: {', '.join(factories)}")
 
     def _descend_with(self, addr_getter: Callable[[list[int]], Any]) -> BaseNode | None:
         target = addr_getter(self._pointer.base_addr)
@@ -586,13 +658,18 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         self._ava_kwargs_v = value
 
     def _untrust_di(self) -> None:
+        """Bypass the plans until `rehash_args()`. `args_hash` keeps the fingerprint of the pools
+        being replaced (1.1.3's, which `rehash_args()` compares); it is taken now unless a run is
+        starting with no `_di_cache` read yet (then nothing compares it)."""
+        if self._args_hash is None and (self._di_record is not None or not self.is_running):
+            self._args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
         self._shape = None
-        self._args_hash = None
         self._refresh_plans()
 
     @property
     def args_hash(self) -> int:
-        """Fingerprint of the type names in the injection pools (part of the DI cache key)."""
+        """Fingerprint of the type names in the injection pools as of the last `rehash_args()`
+        (part of 1.1.3's DI cache key)."""
         if self._args_hash is None:
             self._args_hash = _fingerprint_args(self._ava_args_v, self._ava_kwargs_v)
         return self._args_hash
@@ -602,26 +679,190 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """False after the pools were reassigned, until `rehash_args()`; the DI cache is bypassed meanwhile."""
         return self._shape is not None
 
-    @property
-    def _dicache(self) -> DICache:
-        """The record of plans this interpreter keeps for itself (those that cannot be shared)."""
-        cache = self._di_cache
-        if cache is None:
-            cache = self._di_cache = DICache(args_hash=0, hash_trustable=True)
-        cache.args_hash = self.args_hash
-        cache.hash_trustable = self._shape is not None
-        return cache
-
     def rehash_args(self) -> None:
-        """Take the pools' shape again and trust the plans; forget the `use_cache` results if it moved."""
+        """Take the pools' shape again and trust the plans; forget the `use_cache` results if it
+        moved, and what `_di_cache` lists if the fingerprint changed (1.1.3 clears its payload)."""
+        before = self._args_hash
         shape = self._shape = shape_of(self._ava_args_v, self._ava_kwargs_v)
         self._args_hash = None
         if self._values_key is not None and shape.key != self._values_key:
             self._values_key = None
             self._provider_values = None
-            if self._di_cache is not None:
-                self._di_cache.payload.clear()
+            if self._di_record is not None:
+                self._di_record.own_plans.clear()
         self._refresh_plans()
+        if before is not None and self.args_hash != before:
+            self._forget_di_listing()
+
+    # ----- `_di_cache`: 1.1.3's DI cache record, a view (amrita_sense.runtime.dicache) ---------
+
+    def _own_di_record(self) -> DIRecord:
+        record = self._di_record
+        if record is None:
+            record = self._di_record = DIRecord()
+        return record
+
+    @property
+    def _dicache(self) -> LRUCache:
+        """The plans this interpreter keeps for itself (those that cannot be shared)."""
+        return self._own_di_record().own_plans
+
+    @property
+    def _di_cache(self) -> DICache:
+        """1.1.3's DI cache record of this interpreter, computed when read (`DICacheView`)."""
+        record = self._own_di_record()
+        view = record.view
+        if view is None:
+            view = record.view = DICacheView(self)
+        return view
+
+    @_di_cache.setter
+    def _di_cache(self, value: DICache) -> None:
+        if not isinstance(value, DICache):
+            raise InvalidOperand(f"_di_cache must be a DICache, not {type(value).__name__}")
+        if value is self._di_record_view():
+            return
+        self._adopt_di_payload(value.payload)
+        self._set_di_trust(value.hash_trustable)
+
+    @_di_cache.deleter
+    def _di_cache(self) -> None:
+        raise AttributeError("_di_cache cannot be deleted")
+
+    def _di_record_view(self) -> DICacheView | None:
+        record = self._di_record
+        return None if record is None else record.view
+
+    def _di_payload(self) -> dict:
+        """What 1.1.3's payload would hold: an entry per node resolved through the cache since it
+        was last cleared (every node of the graph once a run started with the cache on or the
+        preload ran, else those `_call()` resolved), then the entries written into the view."""
+        record = self._di_record
+        if self._plans_valid_v or (record is not None and record.preloaded):
+            nodes: Any = self._nodes_by_function()
+        elif record is not None and record.called:
+            nodes = list(record.called.values())
+        else:
+            nodes = ()
+        code = self.args_hash
+        entries: dict = {}
+        for node in nodes:
+            found = self._di_entry(node)
+            if found is not None:
+                entries[hash((id(node.func), code))] = found
+        if record is not None and record.written:
+            entries.update(record.written)
+        return entries
+
+    def _nodes_by_function(self) -> list:
+        """The graph's nodes in order, the first of each function (what the preload warms)."""
+        nodes: dict[int, BaseNode] = {}
+        for node in program_of(self._graph).nodes:
+            if isinstance(node, BaseNode) and id(node.func) not in nodes:
+                if len(nodes) >= _PRELOAD_LIMIT:
+                    break
+                nodes[id(node.func)] = node
+        return list(nodes.values())
+
+    def _di_entry(self, node: BaseNode) -> tuple[dict, dict] | None:
+        """1.1.3's `(static_kwargs, per_call_factories)` for `node` from the current pools: the matched
+        values and this interpreter's `use_cache` results (None while it has none: 1.1.3 makes the
+        entry when it runs them), and the per-call providers. None when the node does not resolve."""
+        args, kwargs = self._ava_args_v, self._ava_kwargs_v
+        try:
+            entry, _ = self._plan_entry(node, args, kwargs, None, None, False)
+        except Exception:  # 1.1.3 has no entry for a node it cannot resolve
+            return None
+        results = None
+        if entry.cached_group is not None:
+            held = self._provider_values
+            results = held.get(entry) if held is not None else None
+            if results is None:
+                return None
+        return entry.values(args, kwargs, results), dict(entry.group or {})
+
+    def _note_uncached_call(self, node: BaseNode) -> None:
+        """`_call()` outside a run with the cache on: 1.1.3 would add the node's entry."""
+        if self._shape is not None and not __flags__.WORKFLOW_DI_NO_CACHE:
+            self._own_di_record().note_call(node)
+
+    def _write_di_entry(self, key: Any, value: Any) -> None:
+        record = self._own_di_record()
+        if record.written is None:
+            record.written = LRUCache(PAYLOAD_SIZE)
+        record.written[key] = value
+
+    def _delete_di_entry(self, key: Any) -> None:
+        """Forget one entry of the view; a listed node's `use_cache` results go with it."""
+        record = self._own_di_record()
+        if record.written is not None and key in record.written:
+            del record.written[key]
+            return
+        code = self.args_hash
+        nodes = (
+            self._nodes_by_function()
+            if self._plans_valid_v or record.preloaded
+            else list((record.called or {}).values())
+        )
+        node = next((n for n in nodes if hash((id(n.func), code)) == key), None)
+        if node is None or self._di_entry(node) is None:
+            raise KeyError(key)
+        self._forget_provider_values(node)
+        if self._plans_valid_v or record.preloaded:
+            if self.is_running:
+                return  # the run lists every node again
+            self._drop_run_listing()
+            record.preloaded = False
+            record.called = {id(n.func): n for n in nodes if n is not node}
+        elif record.called:
+            record.called.pop(id(node.func), None)
+
+    def _forget_provider_values(self, node: BaseNode) -> None:
+        held = self._provider_values
+        if held is None:
+            return
+        try:
+            entry, _ = self._plan_entry(node, self._ava_args_v, self._ava_kwargs_v, None, None, False)
+        except Exception:
+            return
+        held.pop(entry, None)
+
+    def _clear_di_cache(self) -> None:
+        """`_di_cache.payload.clear()`: forget the listing and the `use_cache` results (1.1.3
+        resolves everything again)."""
+        self._provider_values = None
+        self._values_key = None
+        self._forget_di_listing()
+
+    def _forget_di_listing(self) -> None:
+        record = self._di_record
+        if record is not None:
+            record.forget()
+        if not self.is_running:
+            self._drop_run_listing()
+
+    def _drop_run_listing(self) -> None:
+        """Between runs: the plans of the last run are not in use (what `_plans_valid_v` says), so
+        the next run (or `_call()`) marks what it resolves again. Nothing else changes: a call
+        between runs takes its plan through `_make_plan` instead of the table, the same plan."""
+        if self._plans_valid_v:
+            self._plans_valid_v = False
+            self._refresh_plans()
+
+    def _adopt_di_payload(self, payload: Any) -> None:
+        """Assigning a payload (or a whole `DICache`): its entries replace the listing, as written ones."""
+        items = list(payload.items())
+        self._clear_di_cache()
+        for key, value in items:
+            self._write_di_entry(key, value)
+
+    def _set_di_trust(self, trusted: bool) -> None:
+        if not trusted:
+            self._untrust_di()
+        elif self._shape is None:
+            self._shape = shape_of(self._ava_args_v, self._ava_kwargs_v)
+            self._args_hash = None
+            self._refresh_plans()
 
     def _pools(self, extra_args: tuple | None, extra_kwargs: dict | None) -> tuple[tuple, dict]:
         args = self._ava_args_v + tuple(extra_args) if extra_args else self._ava_args_v
@@ -666,7 +907,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         entry = shape.entry(node.func, meta, args, shape.name_map)
         if entry is not None:
             return entry, True
-        payload = self._dicache.payload
+        payload = self._dicache
         key = (getattr(node.func, "__func__", node.func), shape)
         entry = payload.get(key)
         if entry is None or entry.meta is not meta:
@@ -899,6 +1140,8 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         (needs a trusted args hash)."""
         if self._shape is None:
             raise DependsResolveFailed("Args hash is not trustable! Call `rehash_args()` first.")
+        if not self._plans_valid_v:  # in a run with the cache on, `_di_cache` lists every node anyway
+            self._own_di_record().preloaded = True
         args, kwargs = self._ava_args_v, self._ava_kwargs_v
         size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH))
         plans: list = []
@@ -1063,7 +1306,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
     @_waiter_fut.setter
     def _waiter_fut(self, fut: asyncio.Future | None) -> None:
         if fut is not None and not isinstance(fut, asyncio.Future):
-            raise TypeError(f"_waiter_fut must be an asyncio.Future or None, not {type(fut).__name__}")
+            raise InvalidOperand(f"_waiter_fut must be an asyncio.Future or None, not {type(fut).__name__}")
         self._waiter = fut
 
     @property
