@@ -147,13 +147,14 @@ _ACCEPTED = _SOURCE_VERDICTS.forever
 """The verdicts of the package's own and builtin classes: `>>` reads it first (one dict lookup)."""
 
 
-def _refuse_rendered(node: Any) -> None:
-    """`InvalidOperand` (a TypeError) for what a source composition cannot hold (a compose, a rendered graph)."""
+def _refuse_rendered(node: Any, error: type[TypeError] = InvalidOperand) -> None:
+    """`error` for what a source composition cannot hold (a compose, a rendered graph): 1.1.3's
+    `TypeError` where it checks (the constructor), `InvalidOperand` (also a TypeError) at `>>`."""
     verdict = _SOURCE_VERDICTS(type(node))
     if verdict is _ACCEPT:
         return
     if verdict is _REFUSE or isinstance(node, AbstractCompose) or is_rendered_compose(node):
-        raise InvalidOperand("A rendered composition cannot be used in a source composition")
+        raise error("A rendered composition cannot be used in a source composition")
 
 
 class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
@@ -166,7 +167,7 @@ class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
             if _SOURCE_VERDICTS(kind) is not _ACCEPT:
                 for node in nodes:
                     if type(node) is kind:
-                        _refuse_rendered(node)
+                        _refuse_rendered(node, TypeError)
         self._graph = list(nodes)
 
     def __iter__(self):
