@@ -143,15 +143,19 @@ def _source_verdict(cls: type) -> str:
 
 
 _SOURCE_VERDICTS = ClassMemo(_source_verdict)
-_ACCEPTED = _SOURCE_VERDICTS.forever
-"""The verdicts of the package's own and builtin classes: `>>` reads it first (one dict lookup)."""
+_ACCEPTED: set[type] = set()
+"""The package's own and builtin classes whose instances a source composition always takes: `>>`
+looks its operand's class up here first (one set lookup)."""
 
 
 def _refuse_rendered(node: Any, error: type[TypeError] = InvalidOperand) -> None:
     """`error` for what a source composition cannot hold (a compose, a rendered graph): 1.1.3's
     `TypeError` where it checks (the constructor), `InvalidOperand` (also a TypeError) at `>>`."""
-    verdict = _SOURCE_VERDICTS(type(node))
+    kind = type(node)
+    verdict = _SOURCE_VERDICTS(kind)
     if verdict is _ACCEPT:
+        if _SOURCE_VERDICTS.forever.get(kind) is _ACCEPT:
+            _ACCEPTED.add(kind)
         return
     if verdict is _REFUSE or isinstance(node, AbstractCompose) or is_rendered_compose(node):
         raise error("A rendered composition cannot be used in a source composition")
@@ -174,7 +178,7 @@ class NodeCompose(AbstractComposeOriginal["NodeComposeRendered"]):
         return iter(self._graph)
 
     def __rshift__(self, other: Any) -> NodeCompose:
-        if _ACCEPTED.get(type(other)) is not _ACCEPT:
+        if type(other) not in _ACCEPTED:
             _refuse_rendered(other)
         self._graph.append(other)
         return self
