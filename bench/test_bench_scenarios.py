@@ -206,3 +206,14 @@ def test_request_depends2(bench_scenario):
 
 def test_request_async(bench_scenario):
     bench_scenario("request_async")
+
+
+# AmritaCore's chat turn (skipped where amrita-core is not installed)
+
+
+def test_amrita_core_turn(bench_scenario):
+    bench_scenario("amrita_core_turn")
+
+
+def test_amrita_core_turn_inline(bench_scenario):
+    bench_scenario("amrita_core_turn_inline")
