@@ -316,4 +316,8 @@ def test_the_amrita_core_split_is_the_share_the_inline_turn_saves() -> None:
         [row("amrita_core_turn", 4e-3), row("amrita_core_turn_inline", 3e-3)], [runner.Build("compiled", "", {})]
     )
     assert "uvloop: compiled 25% (1 ms)" in text
+    slower = runner.render_app_split(
+        [row("amrita_core_turn", 4e-3), row("amrita_core_turn_inline", 5e-3)], [runner.Build("compiled", "", {})]
+    )
+    assert "uvloop: compiled -25% (-1 ms)" in slower
     assert runner.render_app_split([row("amrita_core_turn", 4e-3)], [runner.Build("compiled", "", {})]) == ""

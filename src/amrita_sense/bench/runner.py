@@ -744,7 +744,9 @@ def render_app_split(rows: list[dict], builds: list[Build]) -> str:
         for build in builds:
             t, t_inline = turn.get(build.key, {}).get("median"), inline.get(build.key, {}).get("median")
             if t and t_inline is not None:
-                parts.append(f"{build.label} {100 * (1 - t_inline / t):.0f}% ({S.format_seconds(t - t_inline)})")
+                saved = t - t_inline
+                sign = "-" if saved < 0 else ""  # the inline turn was the slower (noise)
+                parts.append(f"{build.label} {100 * saved / t:.0f}% ({sign}{S.format_seconds(abs(saved))})")
         if parts:
             lines.append(f"  {loop}: " + ", ".join(parts))
     if not lines:
