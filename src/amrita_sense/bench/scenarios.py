@@ -1306,11 +1306,9 @@ def thread_request(n: int) -> Plan:
 # some of its variants are the scenarios above (their `family=`). Every variant counts what
 # its bodies did, as every scenario does.
 
-_VARIANT = {"kind": "variant"}
-
 
 def _variant(name: str, title: str, family: str, *, unit: str, size: int, quick: int, floor: str) -> Callable:
-    return scenario(name, title, unit=unit, size=size, quick=quick, floor=floor, family=family, **_VARIANT)
+    return scenario(name, title, unit=unit, size=size, quick=quick, kind="variant", floor=floor, family=family)
 
 
 def _try_handlers(tally: Tally) -> Dict[str, Callable[..., None]]:
