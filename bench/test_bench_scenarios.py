@@ -123,3 +123,97 @@ def test_peer_agent(bench_scenario):
 
 def test_peer_if_else(bench_scenario):
     bench_scenario("peer_if_else")
+
+
+# Near variants (`--families`)
+
+
+def test_try_exc_val(bench_scenario):
+    bench_scenario("try_exc_val")
+
+
+def test_try_exc_type(bench_scenario):
+    bench_scenario("try_exc_type")
+
+
+def test_try_exc_both(bench_scenario):
+    bench_scenario("try_exc_both")
+
+
+def test_try_exc_contexts(bench_scenario):
+    bench_scenario("try_exc_contexts")
+
+
+def test_try_in_while(bench_scenario):
+    bench_scenario("try_in_while")
+
+
+def test_try_in_do(bench_scenario):
+    bench_scenario("try_in_do")
+
+
+def test_try_in_native_if(bench_scenario):
+    bench_scenario("try_in_native_if")
+
+
+def test_try_in_call(bench_scenario):
+    bench_scenario("try_in_call")
+
+
+def test_event_plain(bench_scenario):
+    bench_scenario("event_plain")
+
+
+def test_event_generic(bench_scenario):
+    bench_scenario("event_generic")
+
+
+def test_event_generic_dataclass(bench_scenario):
+    bench_scenario("event_generic_dataclass")
+
+
+def test_event_matcher(bench_scenario):
+    bench_scenario("event_matcher")
+
+
+def test_event_contexts(bench_scenario):
+    bench_scenario("event_contexts")
+
+
+def test_loop_do(bench_scenario):
+    bench_scenario("loop_do")
+
+
+def test_loop_native_while(bench_scenario):
+    bench_scenario("loop_native_while")
+
+
+def test_loop_native_do(bench_scenario):
+    bench_scenario("loop_native_do")
+
+
+def test_loop_goto(bench_scenario):
+    bench_scenario("loop_goto")
+
+
+def test_loop_call(bench_scenario):
+    bench_scenario("loop_call")
+
+
+def test_request_depends2(bench_scenario):
+    bench_scenario("request_depends2")
+
+
+def test_request_async(bench_scenario):
+    bench_scenario("request_async")
+
+
+# AmritaCore's chat turn (skipped where amrita-core is not installed)
+
+
+def test_amrita_core_turn(bench_scenario):
+    bench_scenario("amrita_core_turn")
+
+
+def test_amrita_core_turn_inline(bench_scenario):
+    bench_scenario("amrita_core_turn_inline")

@@ -6,6 +6,9 @@
 #   .venv      this checkout, installed non-editable with the compiled core (pip install ".[bench]");
 #              reinstalled automatically when the sources changed since the last install
 #   .venv-ref  amrita-sense==1.1.3 (plus uvloop): the reference
+# and AmritaCore (amrita-core, the e2e extra's pin) in both, for the amrita_core_turn scenarios: in
+# .venv it runs on this package (through its import hook), in .venv-ref on 1.1.3; where it does
+# not install, those scenarios read n/a and the rest runs
 # then runs the comparison runner on the default scenario set:
 #   .venv/bin/python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
 #
@@ -16,7 +19,8 @@
 #
 # Options: --rebuild  reinstall both environments (and the peers' with --peers).
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
-#          --loop asyncio, --repeats 9, --targets, --plot bench-results.png (installs matplotlib),
+#          --loop asyncio, --repeats 9, --targets, --families [LIST] (the near-variant sweep),
+#          --plot bench-results.png (installs matplotlib),
 #          --workflow mymodule:factory, --profile-nodes, --peers [LIST], --help.
 # Environment: PYTHON (default python3), VENV (default .venv), REF_VENV (default .venv-ref),
 #              PEERS_DIR (default .venv-peers), BENCH_JSON (default bench-results.json).
@@ -28,6 +32,7 @@ REF_VENV="${REF_VENV:-.venv-ref}"
 PEERS_DIR="${PEERS_DIR:-.venv-peers}"
 JSON="${BENCH_JSON:-bench-results.json}"
 STAMP_FILE="$VENV/.amrita-sense-bench-stamp"
+AMRITA_CORE="amrita-core==1.3.1"  # as pinned by the e2e extra in pyproject.toml
 unset PYTHONPATH AMRITA_SENSE_NO_EXTENSIONS AMRITA_SENSE_REQUIRE_EXTENSIONS  # measure what is installed
 
 REBUILD=0
@@ -63,6 +68,18 @@ reference_ready() {
     "$REF_VENV/bin/python" -c "from importlib.metadata import version; assert version('amrita-sense') == '1.1.3'" 2>/dev/null
 }
 
+amrita_core_ready() {  # $1: the environment's Python
+    "$1" -c "from importlib.metadata import version; assert version('amrita-core') == '${AMRITA_CORE#*==}'" 2>/dev/null
+}
+
+# AmritaCore into an environment, keeping the amrita-sense it runs (its pin, when it has one).
+install_amrita_core() {  # $1: the environment's Python, $2: its amrita-sense pin or ""
+    amrita_core_ready "$1" && return 0
+    say "installing $AMRITA_CORE into $(dirname "$(dirname "$1")") (the AmritaCore turn scenarios)"
+    "$1" -m pip install -q "$AMRITA_CORE" ${2:+"$2"} ||
+        say "$AMRITA_CORE did not install there; the amrita_core_turn scenarios will read n/a"
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PYTHON" -m venv "$VENV"
@@ -78,6 +95,8 @@ if [ "$REBUILD" = 1 ] || ! project_ready "$STAMP"; then
 else
     say "reusing $VENV (installed from the current sources)"
 fi
+install_amrita_core "$VENV/bin/python" ""
+"$VENV/bin/python" -c "import amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython', amrita_sense.IMPLEMENTATION"
 
 if [ ! -x "$REF_VENV/bin/python" ]; then
     say "creating $REF_VENV"
@@ -94,6 +113,7 @@ if [ "$REBUILD" = 1 ] || ! reference_ready; then
 else
     say "reusing $REF_VENV (amrita-sense 1.1.3)"
 fi
+install_amrita_core "$REF_VENV/bin/python" "amrita-sense==1.1.3"
 
 case " ${RUNNER_ARGS[*]-} " in
     *" --plot"*)

@@ -234,3 +234,90 @@ def test_list_names_every_scenario() -> None:
     assert proc.returncode == 0
     for name in _scenarios().SCENARIOS:
         assert name in proc.stdout
+
+
+def test_the_families_sweep_prints_a_table_per_loop_and_reprints_it_from_json(tmp_path: Path) -> None:
+    out = tmp_path / "families.json"
+    proc = run_bench("--quick", "--builds", "twin", "--families", "loop", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    members = [name for name, spec in _scenarios().SCENARIOS.items() if spec.family == "loop"]
+    assert {"while_loop", "jmp_loop", "loop_do", "loop_native_while", "loop_goto", "loop_call"} <= set(members)
+    assert "near variants, event loop: asyncio" in proc.stdout
+    assert "(speed-ups of the" not in proc.stdout  # the families' rows are not repeated in the main table
+    for word in ("x fastest", "targets met", "loop (a loop", "slowest/fastest", *members):
+        assert word in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["families"] == ["loop"]
+    assert {r["scenario"] for r in doc["results"] if r["family"] == "loop"} == set(members)
+    assert all(_row(doc, name)["builds"]["twin"]["status"] == "ok" for name in members)
+    again = run_bench("--report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert "near variants, event loop: asyncio" in again.stdout and "loop_call" in again.stdout
+
+
+def test_the_default_set_leaves_the_variants_to_families() -> None:
+    from amrita_sense.bench import runner
+
+    specs = _scenarios().SCENARIOS
+    default = runner.select_scenarios(runner.parse_args([]))
+    assert "amrita_core_turn" in default and "while_loop" in default
+    assert not [name for name in default if specs[name].kind in ("variant", "floor", "peer")]
+    chosen = runner.select_scenarios(runner.parse_args(["--families", "try,event"]))
+    assert set(chosen) == {name for name, spec in specs.items() if spec.family in ("try", "event")}
+    assert runner.parse_args(["--families"]).family_list == tuple(_scenarios().FAMILIES)
+
+
+def test_an_unknown_family_is_a_usage_error() -> None:
+    proc = run_bench("--families", "no_such_family")
+    assert proc.returncode != 0
+    assert "unknown no_such_family" in proc.stderr
+
+
+def _family_row(name: str, seconds: float, ref_seconds: float) -> dict:
+    return {
+        "loop": "asyncio",
+        "scenario": name,
+        "family": "loop",
+        "kind": "variant",
+        "unit": "iteration",
+        "measure": "time",
+        "primary": "compiled",
+        "builds": {
+            "compiled": {"status": "ok", "median": seconds},
+            "ref": {"status": "ok", "median": ref_seconds},
+        },
+        "ratios": {"vs_ref": ref_seconds / seconds},
+    }
+
+
+def test_a_family_view_marks_the_variants_and_the_spread_that_miss() -> None:
+    from amrita_sense.bench import runner
+
+    rows = [_family_row("fast", 1e-7, 1e-4), _family_row("slow", 4e-7, 1e-5)]
+    builds = [runner.Build("compiled", "", {}), runner.Build("ref", "", {})]
+    entry = runner.family_verdicts(rows)[("asyncio", "loop")]
+    assert entry["spread"] == pytest.approx(4.0)
+    assert [v["met"] for v in entry["verdicts"][0]] == [True, True]
+    assert [v["met"] for v in entry["verdicts"][1]] == [False, False]  # 25x vs 1.1.3, 4x the fastest
+    text = runner.render_families(rows, builds, ("loop",))
+    fast, slow = (next(line for line in text.splitlines() if f" {name} " in line) for name in ("fast", "slow"))
+    assert fast.rstrip().endswith("yes") and "1.00x" in fast
+    assert "MISS: >=50x vs 1.1.3; <=3x the fastest variant" in slow and "4.00x" in slow
+    assert "MISS: slowest/fastest 4.00x (target <=3x); missed by slow" in text
+
+
+def test_the_amrita_core_split_is_the_share_the_inline_turn_saves() -> None:
+    from amrita_sense.bench import runner
+
+    def row(name: str, seconds: float) -> dict:
+        return {"loop": "uvloop", "scenario": name, "builds": {"compiled": {"status": "ok", "median": seconds}}}
+
+    text = runner.render_app_split(
+        [row("amrita_core_turn", 4e-3), row("amrita_core_turn_inline", 3e-3)], [runner.Build("compiled", "", {})]
+    )
+    assert "uvloop: compiled 25% (1 ms)" in text
+    slower = runner.render_app_split(
+        [row("amrita_core_turn", 4e-3), row("amrita_core_turn_inline", 5e-3)], [runner.Build("compiled", "", {})]
+    )
+    assert "uvloop: compiled -25% (-1 ms)" in slower
+    assert runner.render_app_split([row("amrita_core_turn", 4e-3)], [runner.Build("compiled", "", {})]) == ""

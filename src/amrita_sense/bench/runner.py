@@ -16,6 +16,7 @@ Examples:
   python -m amrita_sense.bench --quick
   python -m amrita_sense.bench --against .venv-ref/bin/python --loop both --json bench-results.json
   python -m amrita_sense.bench --scenarios sync_chain,while_loop --repeats 9
+  python -m amrita_sense.bench --families --against .venv-ref/bin/python --loop both
   python -m amrita_sense.bench --workflow myapp.flows:build_graph --against .venv-ref/bin/python
   python -m amrita_sense.bench --peers --against .venv-ref/bin/python --loop both
   python -m amrita_sense.bench --peers langgraph,burr --quick
@@ -228,6 +229,7 @@ class Job:
     floor: str | None = None
     targets: tuple = ()
     size: int | None = None
+    family: str | None = None
 
     def command(self, workflow_runs: int, budget: float) -> dict:
         if self.name.startswith(WORKFLOW_PREFIX):
@@ -263,6 +265,7 @@ def plan_jobs(names: list[str], workflow: str | None, quick: bool) -> list[Job]:
                 spec.floor,
                 spec.targets,
                 spec.quick_size if quick else spec.size,
+                spec.family,
             )
         )
     return jobs
@@ -522,6 +525,7 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "title": job.title,
         "unit": job.unit,
         "kind": job.kind,
+        "family": job.family,
         "measure": job.measure,
         "size": job.size,
         "floor": job.floor,
@@ -617,6 +621,141 @@ def render_table(rows: list[dict], builds: list[Build], primary: str | None, tar
         out.append(title)
         out.append(_grid(header, body + shown_floors, split=len(body), text_last=targets))
     return "\n\n".join(out) + "\n\n" + _legend(columns, labels, primary)
+
+
+def family_verdicts(rows: list[dict]) -> dict:
+    """Per (loop, family): its variants' rows with each one's multiple of the family's fastest
+    (on the primary build) and its verdicts on the family's targets, and the spread."""
+    out: dict = {}
+    for row in rows:
+        if row.get("family") in S.FAMILIES and row["kind"] != "floor":
+            out.setdefault((row["loop"], row["family"]), {"rows": []})["rows"].append(row)
+    for (_, name), entry in out.items():
+        members = entry["rows"]
+        times = [_primary_median(r) for r in members]
+        known = [t for t in times if t is not None]
+        fastest = min(known) if known else None
+        entry["spread"] = _ratio(max(known), fastest) if known else None
+        entry["x_fastest"] = [_ratio(t, fastest) for t in times]
+        entry["verdicts"] = [
+            _family_row_verdicts(S.FAMILIES[name], row, x) for row, x in zip(members, entry["x_fastest"])
+        ]
+    return out
+
+
+def _primary_median(row: dict) -> float | None:
+    primary = row["primary"]
+    return row["builds"].get(primary, {}).get("median") if primary else None
+
+
+def _family_row_verdicts(family: S.Family, row: dict, x_fastest: float | None) -> list[dict]:
+    out = []
+    for target in family.targets:
+        if target.metric == "x_fastest":
+            actual = x_fastest
+        else:  # vs_ref: the compiled build's, as for any target
+            actual = row["ratios"]["vs_ref"] if row["primary"] == "compiled" else None
+        out.append(
+            {"target": target.describe(), "actual": actual, "met": None if actual is None else target.met(actual)}
+        )
+    return out
+
+
+def render_families(rows: list[dict], builds: list[Build], families: tuple) -> str:
+    """The near-variant sweep, one table per loop: a block per family, a row per variant with
+    each build's time, its multiple of the family's fastest variant, its speed-up over 1.1.3
+    and MISS where a family target is missed; then each family's spread."""
+    if not rows:
+        return ""
+    labels = {b.key: b.label for b in builds}
+    keys = [b.key for b in builds]
+    ref = labels.get("ref", "1.1.3")
+    header = ["family", "variant", "per"] + [labels[k] for k in keys] + ["x fastest"]
+    header += [f"vs {ref}"] if "ref" in keys else []
+    header.append("targets met")
+    verdicts = family_verdicts(rows)
+    out = []
+    for loop in dict.fromkeys(r["loop"] for r in rows):
+        body, summary = [], []
+        for name in families:
+            entry = verdicts.get((loop, name))
+            if entry is None:
+                continue
+            order = sorted(range(len(entry["rows"])), key=lambda i: _sort_key(entry["x_fastest"][i]))
+            for rank, i in enumerate(order):
+                row = entry["rows"][i]
+                cells = [name if rank == 0 else "", row["scenario"], row["unit"]]
+                cells += [_cell_of(row, key) for key in keys]
+                cells.append(_fmt_ratio(entry["x_fastest"][i]))
+                cells += [_fmt_ratio(row["ratios"]["vs_ref"])] if "ref" in keys else []
+                cells.append(_met(entry["verdicts"][i]))
+                body.append(cells)
+            summary.append(_family_summary(S.FAMILIES[name], entry))
+        primary = next((r["primary"] for r in rows if r["loop"] == loop and r["primary"]), None)
+        fast = f"   (x fastest and vs {ref}: the {labels[primary]} build)" if primary else ""
+        out.append(f"near variants, event loop: {loop}{fast}")
+        out.append(_grid(header, body, split=len(body), text_last=True))
+        out.append("\n".join(summary))
+    legend = (
+        "x fastest: the variant's time as a multiple of its family's fastest variant; a family's "
+        "targets hold for every variant"
+    )
+    return "\n\n".join(out) + "\n\n" + legend
+
+
+def _sort_key(value: float | None) -> float:
+    return value if value is not None else float("inf")
+
+
+def _cell_of(row: dict, key: str) -> str:
+    build = row["builds"].get(key)
+    if build is None:
+        return ""
+    return (
+        format_value(build["median"], row["measure"]) if build["status"] == "ok" else _STATUS.get(build["status"], "-")
+    )
+
+
+def _family_summary(family: S.Family, entry: dict) -> str:
+    spread = entry["spread"]
+    bound = next((t for t in family.targets if t.metric == "x_fastest"), None)
+    missed = [row["scenario"] for row, v in zip(entry["rows"], entry["verdicts"]) if any(x["met"] is False for x in v)]
+    mark = ""
+    if bound is not None and spread is not None and not bound.met(spread):
+        mark = f"  MISS: slowest/fastest {_fmt_ratio(spread)} (target {bound.op}{bound.bound:g}x)"
+    targets = ", ".join(t.describe() for t in family.targets)
+    line = f"{family.name} ({family.title}): slowest/fastest {_fmt_ratio(spread)}; targets {targets}{mark}"
+    return line + (f"; missed by {', '.join(missed)}" if missed else "")
+
+
+APP_SPLIT = ("amrita_core_turn", "amrita_core_turn_inline")
+
+
+def render_app_split(rows: list[dict], builds: list[Build]) -> str:
+    """How much of AmritaCore's turn the worker-thread hand-offs take, per build: the turn
+    against the same turn with FORCE_NOT_WRAP_TO_ASYNC (every sync node inline)."""
+    lines = []
+    for loop in dict.fromkeys(r["loop"] for r in rows):
+        by_name = {r["scenario"]: r for r in rows if r["loop"] == loop and r["scenario"] in APP_SPLIT}
+        if len(by_name) < 2:
+            continue
+        turn, inline = (by_name[name]["builds"] for name in APP_SPLIT)
+        parts = []
+        for build in builds:
+            t, t_inline = turn.get(build.key, {}).get("median"), inline.get(build.key, {}).get("median")
+            if t and t_inline is not None:
+                saved = t - t_inline
+                sign = "-" if saved < 0 else ""  # the inline turn was the slower (noise)
+                parts.append(f"{build.label} {100 * saved / t:.0f}% ({sign}{S.format_seconds(abs(saved))})")
+        if parts:
+            lines.append(f"  {loop}: " + ", ".join(parts))
+    if not lines:
+        return ""
+    title = (
+        "AmritaCore turn, the worker-thread hand-offs' share (amrita_core_turn against "
+        "amrita_core_turn_inline: 1 - inline / turn, and the time per turn):"
+    )
+    return title + "\n" + "\n".join(lines)
 
 
 SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "twin": "amrita-sense-turbo, pure"}
@@ -906,6 +1045,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--peers-rebuild", action="store_true", help="re-create the peers' environments first")
     parser.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="asyncio")
     parser.add_argument("--scenarios", metavar="LIST", help="comma list of scenarios (see --list)")
+    parser.add_argument(
+        "--families",
+        metavar="LIST",
+        nargs="?",
+        const="all",
+        help="the near-variant sweep: every variant of these families (all, or a comma list of "
+        f"{', '.join(S.FAMILIES)}), and a table per family: each variant's time, its multiple of the "
+        "family's fastest and its speed-up over 1.1.3, against the family's targets. Without "
+        "--scenarios only the families run",
+    )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--quick", action="store_true", help="small sizes, 1 repetition, no warm-up: a fast smoke run")
     parser.add_argument("--repeats", type=int, help="measurements per scenario and build (default 5; quick 1)")
@@ -964,6 +1113,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--repeats must be >= 1 and --warmup >= 0")
     if args.profile_nodes and not args.workflow:
         parser.error("--profile-nodes profiles your workflow: give --workflow module:factory")
+    args.family_list = ()
+    if args.families is not None:
+        try:
+            args.family_list = select_families(args.families)
+        except ValueError as exc:
+            parser.error(str(exc))
     args.peer_list = ()
     if args.peers is not None:
         if args.profile_nodes:
@@ -985,19 +1140,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def select_families(text: str) -> tuple[str, ...]:
+    """`--families all` or a comma list of family names."""
+    if text == "all":
+        return tuple(S.FAMILIES)
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in S.FAMILIES]
+    if unknown or not names:
+        raise ValueError(
+            f"--families: unknown {', '.join(unknown) or 'list'}; choose all or from {', '.join(S.FAMILIES)}"
+        )
+    return names
+
+
 def select_scenarios(args: argparse.Namespace) -> list[str]:
-    """The chosen scenarios (by default all but the floors and the peers' work), then, with
-    --peers, the peers' work."""
+    """The chosen scenarios (by default all but the floors, the near variants and the peers'
+    work), then, with --families, those families' variants, and with --peers, the peers' work."""
     peer_work = list(S.PEER_WORKS) if args.peer_list else []
+    variants = [n for n, s in S.SCENARIOS.items() if s.family in args.family_list]
     if not args.scenarios:
-        if args.workflow or peer_work:
-            return peer_work
-        return [n for n, s in S.SCENARIOS.items() if s.kind not in ("floor", "peer")]
+        if args.workflow or peer_work or variants:
+            return list(dict.fromkeys(variants + peer_work))
+        return [n for n, s in S.SCENARIOS.items() if s.kind not in ("floor", "peer", "variant")]
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     unknown = [n for n in names if n not in S.SCENARIOS]
     if unknown:
         raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}; see --list")
-    return list(dict.fromkeys(names + peer_work))
+    return list(dict.fromkeys(names + variants + peer_work))
 
 
 def select_builds(args: argparse.Namespace) -> list[Build]:
@@ -1042,7 +1211,8 @@ def list_scenarios() -> str:
     lines = []
     for name, spec in S.SCENARIOS.items():
         extra = f"  [floor: {spec.floor}]" if spec.floor else ""
-        lines.append(f"{name:20} {spec.kind:6} size {spec.size:>7} (quick {spec.quick_size:>5})  {spec.title}{extra}")
+        extra += f"  [family: {spec.family}]" if spec.family else ""
+        lines.append(f"{name:25} {spec.kind:7} size {spec.size:>7} (quick {spec.quick_size:>5})  {spec.title}{extra}")
     return "\n".join(lines)
 
 
@@ -1078,7 +1248,7 @@ def main(argv: list[str] | None = None) -> int:
     progress.clear()
     _label_builds(builds, build_info)
     meta = _meta(args, builds, build_info, loops, started)
-    _print_results(rows, builds, args.targets)
+    _print_results(rows, builds, args.targets, args.family_list)
     if args.json:
         write_json(args.json, rows, meta)
         progress.note(f"JSON written to {args.json}")
@@ -1098,10 +1268,24 @@ def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
     return next((k for k in ("compiled", "twin") if k in available), None)
 
 
-def _print_results(rows: list[dict], builds: list[Build], targets: bool) -> None:
+def _print_results(rows: list[dict], builds: list[Build], targets: bool, families: tuple = ()) -> None:
     ours = [b for b in builds if not b.peer]
-    main = render_table(rows, ours, _overall_primary(rows), targets) if any(r["kind"] != "peer" for r in rows) else ""
-    parts = [main, render_peers(rows, builds), render_peer_versions(builds), render_notes(rows, builds)]
+    in_view = [r for r in rows if r.get("family") in families]
+    rest = [r for r in rows if r.get("family") not in families]
+    shown = any(r["kind"] not in ("peer", "floor") for r in rest) or not in_view
+    main = (
+        render_table(rest, ours, _overall_primary(rows), targets)
+        if shown and any(r["kind"] != "peer" for r in rest)
+        else ""
+    )
+    parts = [
+        main,
+        render_app_split(rows, ours),
+        render_families(in_view, ours, families),
+        render_peers(rows, builds),
+        render_peer_versions(builds),
+        render_notes(rows, builds),
+    ]
     print("\n\n".join(part for part in parts if part))
 
 
@@ -1117,7 +1301,7 @@ def report(args: argparse.Namespace) -> int:
         ]
     except (OSError, ValueError, KeyError) as exc:
         raise SystemExit(f"cannot read {args.report}: {exc}") from None
-    _print_results(rows, builds, args.targets)
+    _print_results(rows, builds, args.targets, tuple(meta.get("families") or ()))
     if args.plot:
         sys.stderr.write(charts.speedups(args.plot, rows, meta) + "\n")
     return 0
@@ -1157,6 +1341,7 @@ def _meta(
         "warmup": args.warmup,
         "budget_s": args.budget,
         "quick": args.quick,
+        "families": list(args.family_list),
         "builds": {
             b.key: {
                 "label": b.label,

@@ -16,11 +16,17 @@ is about the worker-thread hand-off; all nodes of a chain share one body functio
 (as a chain built in a loop does); the plain-Python floors (`floor_*`) call the
 very same bodies without the engine.
 
+Kinds: "engine" (the default set), "app" (a user's application: AmritaCore's chat turn,
+in the default set), "floor", "peer" (`--peers`), "variant" (a near
+variant, run with `--families`: a `Family` groups scenarios that do the same work
+written the ways users write it; some members are "engine" scenarios too).
+
 Module note: no `from __future__ import annotations` here -- node bodies are
 analysed for dependency injection, and their annotations must be real objects.
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import importlib
@@ -66,7 +72,8 @@ class Target:
 
     `metric` is one of: "x_floor" (compiled / floor), "vs_ref" (1.1.3 / compiled),
     "vs_twin" (twin / compiled), "value" (the compiled value itself, in the
-    scenario's unit: seconds, or bytes for memory).
+    scenario's unit: seconds, or bytes for memory), "x_fastest" (compiled / the
+    compiled time of the fastest variant of its family: a family's targets only).
     """
 
     metric: str
@@ -80,6 +87,8 @@ class Target:
             return f"{self.op}{self.bound:g}x vs 1.1.3"
         if self.metric == "vs_twin":
             return f"{self.op}{self.bound:g}x vs twin"
+        if self.metric == "x_fastest":
+            return f"{self.op}{self.bound:g}x the fastest variant"
         if unit_kind == "memory":
             return f"{self.op}{self.bound:g} B"
         return f"{self.op}{format_seconds(self.bound)}"
@@ -102,9 +111,37 @@ class Scenario:
     measure: str = "time"
     floor: Optional[str] = None
     targets: Tuple[Target, ...] = ()
+    family: Optional[str] = None
 
 
 SCENARIOS: Dict[str, Scenario] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """Near variants: scenarios doing the same work (in the same unit) written the ways users
+    write it. Its targets hold for every variant (`x_fastest` compares it with the family's
+    fastest variant)."""
+
+    name: str
+    title: str
+    targets: Tuple[Target, ...]
+
+
+_SPREAD = Target("x_fastest", "<=", 3)
+FAMILIES: Dict[str, Family] = {
+    family.name: family
+    for family in (
+        Family("try", "Try/CATCH with an injected handler", (Target("vs_ref", ">=", 50), _SPREAD)),
+        Family("event", "event dispatch to one handler", (Target("vs_ref", ">=", 20), _SPREAD)),
+        Family("loop", "a loop: condition + 1-node body", (Target("vs_ref", ">=", 50), _SPREAD)),
+        Family(
+            "request",
+            "a new interpreter per request over 20 distinct nodes, 10 contexts",
+            (Target("vs_ref", ">=", 50), _SPREAD),
+        ),
+    )
+}
 
 # Scenarios that run the interpreter's step loop: the compiled core must beat the twin here.
 _TWIN = Target("vs_twin", ">=", 5)
@@ -121,13 +158,17 @@ def scenario(
     measure: str = "time",
     floor: Optional[str] = None,
     targets: Tuple[Target, ...] = (),
+    family: Optional[str] = None,
 ):
-    """Register the decorated `make(size) -> Plan` function under `name`."""
+    """Register the decorated `make(size) -> Plan` function under `name` (a variant of
+    `family` when given)."""
 
     def register(make: Callable[[int], Plan]) -> Callable[[int], Plan]:
         if name in SCENARIOS:
             raise ValueError(f"duplicate scenario {name!r}")
-        SCENARIOS[name] = Scenario(name, title, unit, size, quick, make, kind, measure, floor, targets)
+        if family is not None and family not in FAMILIES:
+            raise ValueError(f"scenario {name!r}: unknown family {family!r}")
+        SCENARIOS[name] = Scenario(name, title, unit, size, quick, make, kind, measure, floor, targets, family)
         return make
 
     return register
@@ -402,6 +443,7 @@ def _while_bodies(tally: Tally, n: int) -> Tuple[Callable[[], bool], Callable[[]
     quick=2_000,
     floor="floor_while",
     targets=_CONTROL,
+    family="loop",
 )
 def while_loop(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
@@ -493,6 +535,7 @@ def _jmp_bodies(tally: Tally, n: int) -> Tuple[Callable[..., Any], ...]:
     quick=500,
     floor="floor_jmp",
     targets=_CONTROL,
+    family="loop",
 )
 def jmp_loop(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
@@ -554,6 +597,7 @@ def _try_bodies(tally: Tally) -> Tuple[Callable[[], None], Callable[[], None]]:
     quick=500,
     floor="floor_try",
     targets=(Target("x_floor", "<=", 2), _TWIN),
+    family="try",
 )
 def try_catch(n: int) -> Plan:
     Node, NodeCompose, WorkflowInterpreter = _api()
@@ -770,6 +814,7 @@ _DI = (Target("vs_ref", ">=", 20), _TWIN)
     quick=200,
     floor="floor_await",
     targets=(Target("vs_ref", ">=", 20),),
+    family="event",
 )
 def event_dispatch(n: int) -> Plan:
     BaseEvent: Any
@@ -1020,14 +1065,16 @@ def _distinct(source: str, name: str, scope: dict) -> Callable[..., Any]:
     return namespace[name]
 
 
-def _request_bodies(tally: Tally, n: int, depends: Any = None) -> list:
-    """`n` distinct bodies taking two typed contexts (and, with `depends`, one provider value)."""
+def _request_bodies(tally: Tally, n: int, *depends: Any, prefix: str = "def") -> list:
+    """`n` distinct bodies (`prefix` "async def" for coroutine functions) taking two typed
+    contexts and, for each of `depends`, a parameter defaulting to it (a provider value)."""
     bodies = []
+    scope = {"tally": tally, **{f"depends_{i}": value for i, value in enumerate(depends)}}
+    extra = "".join(f", made_{i}: int = depends_{i}" for i in range(len(depends)))
     for k in range(n):
         first, second = _context_pair(k)
-        extra = ", made: int = depends" if depends is not None else ""
-        source = f"def body_{k}(a: Context{first}, b: Context{second}{extra}):\n    tally.n += 1\n"
-        bodies.append(_distinct(source, f"body_{k}", {"tally": tally, "depends": depends}))
+        source = f"{prefix} body_{k}(a: Context{first}, b: Context{second}{extra}):\n    tally.n += 1\n"
+        bodies.append(_distinct(source, f"body_{k}", scope))
     return bodies
 
 
@@ -1067,6 +1114,7 @@ _REQUEST = (Target("vs_ref", ">=", 50), Target("x_floor", "<=", 5))
     quick=50,
     floor="floor_per_request",
     targets=_REQUEST,
+    family="request",
 )
 def per_request(n: int) -> Plan:
     Node, _, _ = _api()
@@ -1109,6 +1157,7 @@ def per_request_first(n: int) -> Plan:
     quick=20,
     floor="floor_per_request_depends",
     targets=(Target("vs_ref", ">=", 25),),
+    family="request",
 )
 def per_request_depends(n: int) -> Plan:
     Node, _, _ = _api()
@@ -1202,6 +1251,7 @@ def _event_api(tally: Tally) -> Tuple[Any, Any, Callable[..., Any]]:
     quick=100,
     floor="floor_event_request",
     targets=(Target("vs_ref", ">=", 20),),
+    family="event",
 )
 def event_request(n: int) -> Plan:
     tally = Tally()
@@ -1224,6 +1274,7 @@ def event_request(n: int) -> Plan:
     quick=3,
     floor="floor_thread_request",
     targets=(Target("vs_ref", ">=", 5),),
+    family="request",
 )
 def thread_request(n: int) -> Plan:
     Node, _, _ = _api()
@@ -1248,6 +1299,481 @@ def thread_request(n: int) -> Plan:
         expect("bodies run off the event-loop thread", tally.aux, n * REQUEST_NODES)
 
     return _request_plan(graph, n, check, tally.reset)
+
+
+# ---------------------------------------------------------------------------
+# Near variants (`--families`): each family is the same work written the ways users write it;
+# some of its variants are the scenarios above (their `family=`). Every variant counts what
+# its bodies did, as every scenario does.
+
+
+def _variant(name: str, title: str, family: str, *, unit: str, size: int, quick: int, floor: str) -> Callable:
+    return scenario(name, title, unit=unit, size=size, quick=quick, kind="variant", floor=floor, family=family)
+
+
+def _try_handlers(tally: Tally) -> Dict[str, Callable[..., None]]:
+    """Handlers by signature; each counts a handled exception only when what it was given is right."""
+
+    def on_value(exc_val: ValueError) -> None:
+        tally.n += isinstance(exc_val, ValueError)
+
+    def on_type(exc_type: type) -> None:
+        tally.n += exc_type is ValueError
+
+    def on_both(exc_type: type, exc_val: ValueError) -> None:
+        tally.n += exc_type is ValueError and isinstance(exc_val, ValueError)
+
+    def on_contexts(exc_val: ValueError, a: CONTEXTS[2], b: CONTEXTS[7]) -> None:  # type: ignore[valid-type]  # runtime types
+        tally.n += isinstance(exc_val, ValueError) and isinstance(a, CONTEXTS[2]) and isinstance(b, CONTEXTS[7])
+
+    return {"exc_val": on_value, "exc_type": on_type, "both": on_both, "contexts": on_contexts}
+
+
+class _TryParts:
+    """A Try variant's pieces: a fresh Try(raiser).CATCH(ValueError, handler) per call of
+    `clause()`, a condition node for loops and branches, and the count check."""
+
+    def __init__(self, signature: str = "exc_val") -> None:
+        Node, self.NodeCompose, self.WorkflowInterpreter = _api()
+        self.Node = Node
+        self.Try = need("amrita_sense", "Try")
+        self.tally, self.conds = Tally(), Tally()
+        self.raiser, _ = _try_bodies(self.tally)
+        self.handler = _try_handlers(self.tally)[signature]
+
+    def clause(self) -> Any:
+        return self.Try(_sync(self.Node, self.raiser)).CATCH(ValueError, _sync(self.Node, self.handler))
+
+    def condition(self, n: int) -> Any:
+        """A node returning whether fewer than `n` exceptions were handled."""
+        tally, conds = self.tally, self.conds
+
+        def more() -> bool:
+            conds.n += 1
+            return tally.n < n
+
+        return _sync(self.Node, more)
+
+    def plan(self, graph: Any, n: int, conditions: Optional[int] = None, **interp_kwargs: Any) -> Plan:
+        def check() -> None:
+            expect("exceptions raised", self.tally.aux, n)
+            expect("exceptions handled (with the right arguments)", self.tally.n, n)
+            if conditions is not None:
+                expect("conditions evaluated", self.conds.n, conditions)
+
+        def reset() -> None:
+            self.tally.reset()
+            self.conds.reset()
+
+        return _run_plan(lambda: self.WorkflowInterpreter(graph, **interp_kwargs), n, check, reset)
+
+    def top_level(self, n: int, **interp_kwargs: Any) -> Plan:
+        graph = self.NodeCompose(*[self.clause() for _ in range(n)]).render()
+        return self.plan(graph, n, **interp_kwargs)
+
+
+def _try_variant(name: str, title: str) -> Callable:
+    return _variant(name, title, "try", unit="exception", size=10_000, quick=500, floor="floor_try")
+
+
+@_try_variant("try_exc_val", "Try/CATCH at top level, handler(exc_val)")
+def try_exc_val(n: int) -> Plan:
+    return _TryParts("exc_val").top_level(n)
+
+
+@_try_variant("try_exc_type", "Try/CATCH at top level, handler(exc_type)")
+def try_exc_type(n: int) -> Plan:
+    return _TryParts("exc_type").top_level(n)
+
+
+@_try_variant("try_exc_both", "Try/CATCH at top level, handler(exc_type, exc_val)")
+def try_exc_both(n: int) -> Plan:
+    return _TryParts("both").top_level(n)
+
+
+@_try_variant("try_exc_contexts", "Try/CATCH at top level, handler(exc_val, 2 contexts of 10)")
+def try_exc_contexts(n: int) -> Plan:
+    return _TryParts("contexts").top_level(n, extra_args=_contexts())
+
+
+@_try_variant("try_in_while", "Try/CATCH as a WHILE body, handler(exc_val)")
+def try_in_while(n: int) -> Plan:
+    parts = _TryParts()
+    WHILE = need("amrita_sense", "WHILE")
+    graph = parts.NodeCompose(WHILE(parts.condition(n)).ACTION(parts.clause())).render()
+    return parts.plan(graph, n, conditions=n + 1)
+
+
+@_try_variant("try_in_do", "Try/CATCH as a DO body, handler(exc_val)")
+def try_in_do(n: int) -> Plan:
+    parts = _TryParts()
+    DO = need("amrita_sense", "DO")
+    graph = parts.NodeCompose(DO(parts.clause()).WHILE(parts.condition(n))).render()
+    return parts.plan(graph, n, conditions=n)
+
+
+@_try_variant("try_in_native_if", "Try/CATCH in a NATIVE_IF branch, handler(exc_val)")
+def try_in_native_if(n: int) -> Plan:
+    """(An IF branch cannot hold a Try block on either runtime: IF takes one node.)"""
+    parts = _TryParts()
+    NATIVE_IF = need("amrita_sense.instructions.native", "NATIVE_IF")
+
+    def taken() -> bool:
+        parts.conds.n += 1
+        return True
+
+    graph = parts.NodeCompose(*[NATIVE_IF(_sync(parts.Node, taken), parts.clause()) for _ in range(n)]).render()
+    return parts.plan(graph, n, conditions=n)
+
+
+@_try_variant("try_in_call", "Try/CATCH in a CALLed subroutine, handler(exc_val)")
+def try_in_call(n: int) -> Plan:
+    parts = _TryParts()
+    ALIAS, ARCHIVED_NODES, CALL, NOP = need("amrita_sense", "ALIAS", "ARCHIVED_NODES", "CALL", "NOP")
+    RET = need("amrita_sense.instructions", "RET")
+    alias = f"bench_try_sub_{next(_ids)}"
+    routine = ARCHIVED_NODES(ALIAS(NOP, alias), parts.clause(), RET())  # an alias names a node, not a Try block
+    graph = parts.NodeCompose(*[CALL(alias) for _ in range(n)], routine).render()
+    return parts.plan(graph, n)
+
+
+def _event_class(base: Any, event_type: str, as_dataclass: bool) -> Any:
+    """An event class of its own on `base` (BaseEvent or a parametrised BaseEvent[str])."""
+
+    class VariantEvent(base):
+        def get_event_type(self) -> str:
+            return event_type
+
+        @property
+        def event_type(self) -> str:
+            return event_type
+
+    return dataclasses.dataclass(VariantEvent) if as_dataclass else VariantEvent
+
+
+def _event_variant_plan(n: int, base: str, as_dataclass: bool, injected: str) -> Plan:
+    """`n` events of a new class, each to one async handler taking the event and `injected`:
+    "" (nothing more), "matcher", or "contexts" (two of the ten contexts it is triggered with)."""
+    BaseEvent, on_event, MatcherFactory = need("amrita_sense", "BaseEvent", "on_event", "MatcherFactory")
+    Matcher = need("amrita_sense.hook.matcher", "Matcher")
+    event_type = f"bench.variant.{next(_ids)}"
+    event_cls = _event_class(BaseEvent[str] if base == "generic" else BaseEvent, event_type, as_dataclass)
+    tally = Tally()
+    if injected == "matcher":
+
+        async def handler(event: event_cls, matcher: Matcher) -> None:  # type: ignore[valid-type]  # runtime types
+            tally.n += isinstance(event, event_cls) and isinstance(matcher, Matcher)
+    elif injected == "contexts":
+
+        async def handler(event: event_cls, a: CONTEXTS[2], b: CONTEXTS[7]) -> None:  # type: ignore[valid-type,misc]
+            tally.n += isinstance(event, event_cls) and isinstance(a, CONTEXTS[2]) and isinstance(b, CONTEXTS[7])
+    else:
+
+        async def handler(event: event_cls) -> None:  # type: ignore[valid-type,misc]
+            tally.n += isinstance(event, event_cls)
+
+    on_event(event_type).handle()(handler)
+    event = event_cls()
+    args = _contexts() if injected == "contexts" else ()
+    trigger = MatcherFactory.trigger_event
+
+    async def timed() -> None:
+        for _ in range(n):
+            await trigger(event, *args)
+
+    return Plan(n, timed, tally.reset, lambda: expect("handler calls (with the right arguments)", tally.n, n))
+
+
+def _event_variant(name: str, title: str) -> Callable:
+    return _variant(name, title, "event", unit="event", size=10_000, quick=200, floor="floor_await")
+
+
+@_event_variant("event_plain", "event dispatch: a plain event class, async handler(event)")
+def event_plain(n: int) -> Plan:
+    return _event_variant_plan(n, "plain", False, "")
+
+
+@_event_variant("event_generic", "event dispatch: a subclass of BaseEvent[str], async handler(event)")
+def event_generic(n: int) -> Plan:
+    return _event_variant_plan(n, "generic", False, "")
+
+
+@_event_variant("event_generic_dataclass", "event dispatch: a dataclass on BaseEvent[str], async handler(event)")
+def event_generic_dataclass(n: int) -> Plan:
+    return _event_variant_plan(n, "generic", True, "")
+
+
+@_event_variant("event_matcher", "event dispatch: a dataclass event, async handler(event, matcher)")
+def event_matcher(n: int) -> Plan:
+    return _event_variant_plan(n, "plain", True, "matcher")
+
+
+@_event_variant("event_contexts", "event dispatch: a plain event class, async handler(event, 2 contexts of 10)")
+def event_contexts(n: int) -> Plan:
+    return _event_variant_plan(n, "plain", False, "contexts")
+
+
+def _loop_variant(name: str, title: str) -> Callable:
+    return _variant(name, title, "loop", unit="iteration", size=10_000, quick=500, floor="floor_while")
+
+
+def _loop_plan(n: int, build: Callable[[Any, Any, Any], Any], conditions: int) -> Plan:
+    """A loop of `n` iterations over the WHILE scenario's bodies; `build(Node, cond, body)`
+    returns what goes into the graph."""
+    Node, NodeCompose, WorkflowInterpreter = _api()
+    tally = Tally()
+    cond, body = _while_bodies(tally, n)
+    graph = NodeCompose(*build(Node, _sync(Node, cond), _sync(Node, body))).render()
+
+    def check() -> None:
+        expect("loop bodies run", tally.n, n)
+        expect("conditions evaluated", tally.aux, conditions)
+
+    return _run_plan(lambda: WorkflowInterpreter(graph), n, check, tally.reset)
+
+
+@_loop_variant("loop_do", "DO (1-node body) .WHILE(condition)")
+def loop_do(n: int) -> Plan:
+    DO = need("amrita_sense", "DO")
+    return _loop_plan(n, lambda Node, cond, body: [DO(body).WHILE(cond)], n)
+
+
+@_loop_variant("loop_native_while", "NATIVE_WHILE(condition) + 1-node body")
+def loop_native_while(n: int) -> Plan:
+    NATIVE_WHILE = need("amrita_sense.instructions.native", "NATIVE_WHILE")
+    return _loop_plan(n, lambda Node, cond, body: [NATIVE_WHILE(cond).ACTION(body)], n + 1)
+
+
+@_loop_variant("loop_native_do", "NATIVE_DO(1-node body) .WHILE(condition)")
+def loop_native_do(n: int) -> Plan:
+    NATIVE_DO = need("amrita_sense.instructions.native", "NATIVE_DO")
+    return _loop_plan(n, lambda Node, cond, body: [NATIVE_DO(body).WHILE(cond)], n)
+
+
+@_loop_variant("loop_goto", "GOTO loop: ALIAS(body) + IF(condition, JMP back)")
+def loop_goto(n: int) -> Plan:
+    ALIAS, IF, JMP = need("amrita_sense", "ALIAS", "IF", "JMP")
+    alias = f"bench_goto_{next(_ids)}"
+    return _loop_plan(n, lambda Node, cond, body: [ALIAS(body, alias), IF(cond, JMP(alias))], n)
+
+
+@_loop_variant("loop_call", "WHILE(condition) with a CALL to a 1-node subroutine as its body")
+def loop_call(n: int) -> Plan:
+    ALIAS, ARCHIVED_NODES, CALL, WHILE = need("amrita_sense", "ALIAS", "ARCHIVED_NODES", "CALL", "WHILE")
+    RET = need("amrita_sense.instructions", "RET")
+    alias = f"bench_loop_sub_{next(_ids)}"
+
+    def build(Node: Any, cond: Any, body: Any) -> list:
+        return [WHILE(cond).ACTION(CALL(alias)), ARCHIVED_NODES(ALIAS(body, alias), RET())]
+
+    return _loop_plan(n, build, n + 1)
+
+
+def _request_variant(name: str, title: str, size: int = 200, quick: int = 20) -> Callable:
+    return _variant(name, title, "request", unit="request", size=size, quick=quick, floor="floor_per_request")
+
+
+def _second_provider(tally: Tally) -> Callable[..., int]:
+    def second(b: CONTEXTS[1]) -> int:  # type: ignore[valid-type]  # a runtime type for injection
+        tally.aux += 1
+        return 1
+
+    return second
+
+
+@_request_variant("request_depends2", "per_request with two Depends(...) providers per node")
+def request_depends2(n: int) -> Plan:
+    Node, _, _ = _api()
+    Depends = need("amrita_sense.hook.matcher", "Depends")
+    tally = Tally()
+    bodies = _request_bodies(tally, REQUEST_NODES, Depends(_provider(tally)), Depends(_second_provider(tally)))
+    graph = _request_graph([_sync(Node, body) for body in bodies])
+
+    def check() -> None:
+        expect("node bodies run", tally.n, n * REQUEST_NODES)
+        expect("provider calls", tally.aux, 2 * n * REQUEST_NODES)
+
+    return _request_plan(graph, n, check, tally.reset)
+
+
+@_request_variant("request_async", "per_request with async def nodes", size=500, quick=50)
+def request_async(n: int) -> Plan:
+    Node, _, _ = _api()
+    tally = Tally()
+    graph = _request_graph([Node()(body) for body in _request_bodies(tally, REQUEST_NODES, prefix="async def")])
+    return _request_plan(graph, n, lambda: expect("node bodies run", tally.n, n * REQUEST_NODES), tally.reset)
+
+
+# ---------------------------------------------------------------------------
+# A user's whole application turn: AmritaCore's ChatObject (PyPI amrita-core, which runs on
+# whichever amrita_sense its environment imports) over an instant scripted model, registered
+# under a protocol of its own. n/a where amrita-core is not installed.
+
+AMRITA_CORE_ANSWER = ("Hello", " world")
+AMRITA_CORE_TURNS = ("chat", "tool", "step")  # a chat turn, one tool round, the NATIVE_DO step loop
+
+
+class _AmritaCoreModel:
+    """AmritaCore, its scripted model and tool, made once per process (AmritaCore keeps its
+    adapters and tools in process-wide registries)."""
+
+    made: Optional["_AmritaCoreModel"] = None
+
+    def __init__(self) -> None:
+        AmritaConfig, self.ChatObject, ModelPreset, set_config, simple_tool = need(
+            "amrita_core", "AmritaConfig", "ChatObject", "ModelPreset", "set_config", "simple_tool"
+        )
+        ModelAdapter = need("amrita_core.base.adapter", "ModelAdapter")
+        self.ToolCall, self.UniResponse = need("amrita_core.types", "ToolCall", "UniResponse")
+        self.step_workflow = need("amrita_core.chatmanager", "_step_workflow_rendered")
+        suffix = next(_ids)
+        self.tool_rounds: list = []  # what each call_tools answers, in turn (None: no tool call)
+        self.tool_runs = 0
+        self.tool_name = f"bench_weather_{suffix}"
+        set_config(AmritaConfig())
+        self.preset = ModelPreset(model="scripted", protocol=f"amrita-sense-bench-{suffix}")
+        self.adapter = self._adapter(ModelAdapter, self.preset.protocol)
+        simple_tool(self._tool())
+
+    @classmethod
+    def get(cls) -> "_AmritaCoreModel":
+        if cls.made is None:
+            cls.made = cls()
+        return cls.made
+
+    def _adapter(self, ModelAdapter: Any, protocol: str) -> Any:
+        model = self
+
+        class ScriptedAdapter(ModelAdapter):
+            @staticmethod
+            def get_adapter_protocol() -> str:
+                return protocol
+
+            async def call_api(self, messages: Any, **kwargs: Any) -> Any:
+                for chunk in AMRITA_CORE_ANSWER:
+                    yield chunk
+                yield model.UniResponse(role="assistant", content="".join(AMRITA_CORE_ANSWER), tool_calls=None)
+
+            async def call_tools(self, messages: Any, tools: Any, tool_choice: Any = None, **kwargs: Any) -> Any:
+                calls = model.tool_rounds.pop(0) if model.tool_rounds else None
+                tool_calls = [model.ToolCall.model_validate(call) for call in calls] if calls else None
+                return model.UniResponse(role="assistant", content=None, tool_calls=tool_calls)
+
+        return ScriptedAdapter
+
+    def _tool(self) -> Callable[..., Any]:
+        async def weather(city: str) -> str:
+            """Look up the weather of a city.
+
+            Args:
+                city (str): The city.
+            """
+            self.tool_runs += 1
+            return f"sunny in {city}"
+
+        weather.__name__ = weather.__qualname__ = self.tool_name
+        return weather
+
+    def _call(self) -> dict:
+        return {
+            "id": "call_0",
+            "type": "function",
+            "function": {"name": self.tool_name, "arguments": '{"city": "Oslo"}'},
+        }
+
+    async def turn(self, kind: str) -> str:
+        """One chat turn; what the consumer received (or, if the turn failed, why)."""
+        self.tool_rounds = [[self._call()], None] if kind == "tool" else [None]
+        extra = {"workflow": self.step_workflow} if kind == "step" else {}
+        chat = self.ChatObject(
+            train={"role": "system", "content": "Answer briefly."},
+            user_input="What is the weather?",
+            session_id=f"bench-{kind}",
+            preset=self.preset,
+            **extra,
+        )
+        chat.begin()
+        received = await chat.full_response()
+        await chat
+        problem = chat.get_exception()
+        return received if problem is None else f"{type(problem).__name__}: {problem}"
+
+
+class _EngineFlag:
+    """Sets an engine flag (`_unsafe.__flags__`) for a while and restores it, leaving the
+    flags' own record of what a user set untouched."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.flags = need("amrita_sense._unsafe", "__flags__")
+        self.name, self.value = name, value
+
+    def __enter__(self) -> None:
+        self.saved = getattr(self.flags, self.name)
+        object.__setattr__(self.flags, self.name, self.value)
+
+    def __exit__(self, *exc: Any) -> None:
+        object.__setattr__(self.flags, self.name, self.saved)
+
+
+def _amrita_core_plan(rounds: int, inline: bool) -> Plan:
+    """`rounds` rounds of the three turns, alternating; a value per turn. Each turn's
+    consumer must receive the scripted answer, and every tool turn must run the tool.
+    The first measurement is preceded by one untimed round (first-turn costs).
+
+    The heap is frozen from prepare to check: AmritaCore's imports leave a heap whose full
+    collection takes 0.1-0.3 s, which would land in random timed runs and, as the collection
+    before each run counts against the budget, leave one run per measurement."""
+    model = _AmritaCoreModel.get()
+    want = "".join(AMRITA_CORE_ANSWER)
+    got: list = []
+    holder = _Holder()
+    holder.nodes = None  # None until the untimed round ran
+    flag = _EngineFlag("FORCE_NOT_WRAP_TO_ASYNC", True) if inline else contextlib.nullcontext()
+
+    async def prepare() -> None:
+        if holder.nodes is None:
+            holder.nodes = [await model.turn(kind) for kind in AMRITA_CORE_TURNS]
+            expect_results("the untimed round", holder.nodes, [want] * len(AMRITA_CORE_TURNS))
+        got.clear()
+        model.tool_runs = 0
+        gc.freeze()
+
+    async def timed() -> None:
+        with flag:
+            for _ in range(rounds):
+                for kind in AMRITA_CORE_TURNS:
+                    got.append(await model.turn(kind))
+
+    def check() -> None:
+        gc.unfreeze()
+        expect_results("turns (what the consumer received)", got, [want] * (rounds * len(AMRITA_CORE_TURNS)))
+        expect("tool runs", model.tool_runs, rounds)
+
+    return Plan(rounds * len(AMRITA_CORE_TURNS), timed, prepare, check)
+
+
+@scenario(
+    "amrita_core_turn",
+    "AmritaCore chat turn, instant model: chat / one tool round / NATIVE_DO step loop, alternating",
+    unit="turn",
+    size=5,
+    quick=1,
+    kind="app",
+)
+def amrita_core_turn(n: int) -> Plan:
+    return _amrita_core_plan(n, inline=False)
+
+
+@scenario(
+    "amrita_core_turn_inline",
+    "amrita_core_turn with FORCE_NOT_WRAP_TO_ASYNC: default @Node() sync nodes inline, no worker threads",
+    unit="turn",
+    size=5,
+    quick=1,
+    kind="app",
+)
+def amrita_core_turn_inline(n: int) -> Plan:
+    return _amrita_core_plan(n, inline=True)
 
 
 # ---------------------------------------------------------------------------
@@ -1491,7 +2017,7 @@ def floor_per_request_depends(n: int) -> Plan:
     tally = Tally()
     contexts = _contexts()
     provider = _provider(tally)
-    bodies = _request_bodies(tally, REQUEST_NODES, depends=0)
+    bodies = _request_bodies(tally, REQUEST_NODES, 0)
     calls = [(body, contexts[i], contexts[j]) for body, (i, j) in zip(bodies, map(_context_pair, range(REQUEST_NODES)))]
     first = contexts[0]
 
