@@ -35,7 +35,25 @@ IO_QUIET = 40
 """Loop passes between two I/O completions: more than any resolution here needs to take every
 step that does not wait for I/O."""
 GENERATOR_KINDS = ("gen", "agen", "cm", "acm")
-PATHS = ("run", "steps", "middleware", "call_sub", "call_sub_kw", "catch", "event", "preload", "no_cache", "extra_args")
+PATHS = (
+    "run",
+    "steps",
+    "middleware",
+    "call_sub",
+    "call_sub_kw",
+    "catch",
+    "branch",
+    "event",
+    "event_args",
+    "preload",
+    "no_cache",
+    "extra_args",
+)
+"""`run()`, `run_step_by()`, `run()` under a pass-through middleware, `call_sub` from a node (with
+an extra keyword), CATCH handlers, IF bodies, event handlers (with a `Depends` among
+`trigger_event`'s arguments), the DI preload, `WORKFLOW_DI_NO_CACHE`, a `Depends` among the
+interpreter's extra args."""
+EVENT_PATHS = ("event", "event_args")
 EVENT_TYPE = "provider_order_event"
 
 
@@ -85,14 +103,14 @@ def random_program(rng: random.Random, path: str | None = None) -> dict:
         params = [_depends_param(rng, rng.randrange(count), path, True) for _ in range(rng.randint(1, 4))]
         if rng.random() < 0.3:
             params.append(_pool_param(rng, path))
-        nodes.append({"params": params, "coro": path == "event" or rng.random() < 0.5})
+        nodes.append({"params": params, "coro": path in EVENT_PATHS or rng.random() < 0.5})
     return {"path": path, "providers": providers, "nodes": nodes}
 
 
 def _depends_param(rng: random.Random, dep: int, path: str, top: bool) -> dict:
     """`scope="call"` only on a node's own parameters: elsewhere 1.1.3 has no call scope open
     (README, compatibility: we open one)."""
-    if path == "event":
+    if path in EVENT_PATHS:
         scopes = [None, "dispatch"]
     else:
         scopes = [None, None, "workflow", "call"] if top else [None, None, "workflow"]
@@ -106,7 +124,7 @@ def _depends_param(rng: random.Random, dep: int, path: str, top: bool) -> dict:
 
 
 def _pool_param(rng: random.Random, path: str) -> dict:
-    return {"pool": "tag" if path == "event" or rng.random() < 0.5 else "pc", "keyword_only": rng.random() < 0.3}
+    return {"pool": "tag" if path in EVENT_PATHS or rng.random() < 0.5 else "pc", "keyword_only": rng.random() < 0.3}
 
 
 # ----- building --------------------------------------------------------------------------------
@@ -258,6 +276,13 @@ def _graph(api: Api, builder: Builder, path: str) -> Any:
 
         archived = ins.ARCHIVED_NODES(*(ins.ALIAS(node, alias) for node, alias in zip(nodes, aliases)))
         return api.NodeCompose(api.Node()(caller), archived).render()
+    if path == "branch":
+
+        def yes(pc: api.WorkflowInterpreter) -> bool:  # type: ignore[name-defined]
+            return True
+
+        condition = api.Node(wrap_to_async=False)(yes)
+        return api.NodeCompose(*(ins.IF(condition, node) for node in nodes)).render()
     if path == "catch":
 
         def fail(pc: api.WorkflowInterpreter) -> None:  # type: ignore[name-defined]
@@ -272,6 +297,16 @@ def _error(exc: BaseException | None) -> str | None:
     return None if exc is None else type(exc).__name__
 
 
+def _without_generators(specs: list) -> list[int]:
+    """The providers with no generator provider among them and their own `Depends`, in order."""
+    found: list[int] = []
+    for i in reversed(range(len(specs))):  # a provider's own providers come after it
+        deps = [q["dep"] for q in specs[i]["params"] if "dep" in q]
+        if specs[i]["kind"] not in GENERATOR_KINDS and all(dep in found for dep in deps):
+            found.append(i)
+    return sorted(found)
+
+
 async def _run_workflow(api: Api, builder: Builder, path: str) -> list:
     try:
         graph = _graph(api, builder, path)
@@ -280,8 +315,9 @@ async def _run_workflow(api: Api, builder: Builder, path: str) -> list:
     kwargs: dict = {"extra_kwargs": {"tag": "t"}}
     if path == "middleware":
         kwargs["middleware"] = _pass_through
-    if path == "extra_args":  # the interpreter's own Depends, resolved when a run starts
-        kwargs["extra_args"] = (api.Depends(builder.providers[-1]),)
+    if path == "extra_args":  # the interpreter's own Depends, resolved when a run starts (no scope open there)
+        plain = _without_generators(builder.program["providers"])
+        kwargs["extra_args"] = (api.Depends(builder.providers[plain[-1]]),) if plain else ()
     interp = api.WorkflowInterpreter(graph, **kwargs)
     runs = []
     # 1.1.3's preload makes the `use_cache` results again at every run start (README,
@@ -305,7 +341,7 @@ async def _run_workflow(api: Api, builder: Builder, path: str) -> list:
     return runs
 
 
-async def _run_events(api: Api, builder: Builder) -> list:
+async def _run_events(api: Api, builder: Builder, path: str) -> list:
     registry = api.EventRegistry()
     registry._event_handlers.clear()
     matcher = api.Matcher(EVENT_TYPE, block=False)
@@ -326,7 +362,10 @@ async def _run_events(api: Api, builder: Builder) -> list:
             start = len(builder.log)
             error = None
             try:
-                await api.MatcherFactory.trigger_event(Event(), tag="t")
+                if path == "event_args":  # resolved once per dispatch, before the handlers
+                    await api.MatcherFactory.trigger_event(Event(), api.Depends(builder.providers[-1]), tag="t")
+                else:
+                    await api.MatcherFactory.trigger_event(Event(), tag="t")
             except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
                 raise
             except BaseException as exc:
@@ -363,8 +402,8 @@ async def record(api: Api, program: dict) -> list:
         return [{"build": type(exc).__name__}]
     path = program["path"]
     with _flags(api, path):
-        if path == "event":
-            return await _run_events(api, builder)
+        if path in EVENT_PATHS:
+            return await _run_events(api, builder, path)
         return await _run_workflow(api, builder, path)
 
 

@@ -28,7 +28,7 @@ from amrita_sense.hook.matcher import Depends
 from dual import install_flags
 from test_reference_113 import _ENV, reference_python
 
-SEEDS = range(1500)
+SEEDS = range(1800)
 
 
 def reference_programs() -> dict[str, dict]:
