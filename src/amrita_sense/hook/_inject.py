@@ -229,7 +229,8 @@ class FactoryGroup(dict):
     then the generator ones one at a time in declaration order, so their
     teardowns run in reverse order. `direct_only` says that every provider is
     a plain one without `Depends` of its own (they start in declaration order:
-    `start_plain`); the others run by `schedule`.
+    `start_plain`); the others run by `schedule` (made when the group is
+    prepared, or for a nested group when it is first resolved alone).
     """
 
     __slots__ = ("direct_only", "needs_call_scope", "plain", "pools", "schedule", "scoped", "stable")
@@ -253,7 +254,8 @@ class FactoryGroup(dict):
         group.needs_call_scope = any(prep.needs_call_scope for _, prep in items)
         group.stable = all(prep.stable for _, prep in items)
         group.pools = None
-        group.schedule = None if group.direct_only else build_schedule([group])
+        # a nested group is laid out with its owner's tree; its own schedule only when resolved alone
+        group.schedule = None if group.direct_only or trail else build_schedule([group])
         return group
 
     def bind(self, args: Any, kwargs: Mapping[str, Any]) -> FactoryGroup:
@@ -508,7 +510,8 @@ async def resolve_group(group: FactoryGroup, session: Session, exception_ignored
         results = start_plain(group.plain, session.args, session.kwargs, target)
         return results is None or await finish_plain(group.plain, results, session, exception_ignored, target)
     schedule = group.schedule
-    assert schedule is not None, "a group that is not direct_only has a schedule"
+    if schedule is None:  # a nested group resolved alone (`DependsFactory.resolve`, `_resolve_scoped`)
+        schedule = group.schedule = build_schedule([group])
     run = _Run(schedule, session, exception_ignored)
     steps = schedule.steps
     left: list[tuple] = []
