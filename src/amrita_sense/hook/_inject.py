@@ -17,6 +17,7 @@ import typing
 from abc import ABCMeta
 from collections.abc import Callable, Mapping
 from enum import Enum
+from inspect import CO_COROUTINE
 from types import CoroutineType, FunctionType, MethodType, UnionType
 from typing import Any
 
@@ -160,6 +161,8 @@ class Prepared:
 
     `call(args, kwargs)` calls a plain provider that has no `Depends` of its
     own ("direct"); it is None for the others, which go through `produce`.
+    `lazy`: calling the provider runs none of its code (an `async def`
+    function: the call only makes the coroutine).
     """
 
     __slots__ = (
@@ -167,6 +170,7 @@ class Prepared:
         "factory",
         "func",
         "kind",
+        "lazy",
         "needs_call_scope",
         "nested",
         "recipe",
@@ -190,6 +194,8 @@ class Prepared:
         self.nested = FactoryGroup.prepare(fmap, args, kwargs, (*trail, factory)) if fmap and self.recipe else None
         direct = self.kind == _PLAIN and self.recipe is not None and self.nested is None
         self.call = _caller(self.func, self.recipe) if direct and self.recipe is not None else None
+        code = getattr(getattr(self.func, "__func__", self.func), "__code__", None)
+        self.lazy = code is not None and bool(code.co_flags & CO_COROUTINE)
         own_call = self.kind == _GENERATOR and self.scope is Scope.CALL
         self.needs_call_scope = own_call or (self.nested is not None and self.nested.needs_call_scope)
         self.stable = meta_is_type_stable(meta) and (self.nested is None or self.nested.stable)
@@ -728,7 +734,7 @@ class _Run:
                 if last and not self.fresh:
                     return entering
                 return self._started(slot, start_task(entering, True))
-            if self.fresh:
+            if self.fresh and not prep.lazy:
                 return self._started(slot, start_task(_called_later(prep.func, (), values)))
             try:
                 value = prep.func(**values)
@@ -736,7 +742,7 @@ class _Run:
                 raise
             except BaseException as exc:
                 value = exc
-        elif self.fresh:
+        elif self.fresh and not prep.lazy:
             return self._started(slot, start_task(_called_later(call, (session.args, session.kwargs), {})))
         else:
             try:
@@ -749,7 +755,7 @@ class _Run:
         if awaitable is None:
             awaitable = is_awaitable(value)
         if awaitable:
-            if last:
+            if last and not self.fresh:
                 return value
             return self._started(slot, start_task(value))
         outcomes[slot] = value
@@ -1001,8 +1007,9 @@ async def _start_rest(plain: tuple, results: list[Any], session: Session) -> Non
     args, kwargs = session.args, session.kwargs
     for pos, value in enumerate(results):
         if value is _LATER:
-            call = plain[pos][1].call
-            if fresh:
+            prep = plain[pos][1]
+            call = prep.call
+            if fresh and not prep.lazy:
                 value = start_task(_called_later(call, (args, kwargs), {}))
                 results[pos] = value
                 continue
