@@ -38,8 +38,8 @@ from amrita_sense.hook._inject import (
     Unresolved,
     callable_name,
     finish_plain,
-    gather_all,
     resolve_group,
+    resolve_together,
     start_plain,
 )
 from amrita_sense.hook.fun_typing import sign_func
@@ -1143,7 +1143,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if not self._plans_valid_v:  # in a run with the cache on, `_di_cache` lists every node anyway
             self._own_di_record().preloaded = True
         args, kwargs = self._ava_args_v, self._ava_kwargs_v
-        size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH))
+        size = max(1, int(__flags__.WORKFLOW_DI_PRELOAD_BATCH) + 1)  # 1.1.3 gathers once a batch exceeds the flag
         plans: list = []
         seen: set[int] = set()
         for node in program_of(self._graph).nodes:
@@ -1154,12 +1154,33 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
             seen.add(id(node.func))
             plans.append((node, *self._plan_entry(node, args, kwargs, None, None, False)))
         for start in range(0, len(plans), size):
-            await gather_all(
-                [
-                    self._cached_values(node, entry, args, kwargs, keep)
-                    for node, entry, keep in plans[start : start + size]
-                ]
-            )
+            await self._preload_batch(plans[start : start + size], args, kwargs)
+
+    async def _preload_batch(self, plans: list, args: tuple, kwargs: dict) -> None:
+        """The `use_cache` results of a batch of `(node, entry, keep)` the interpreter lacks, resolved
+        together (their providers start as in 1.1.3's batch); then the first failure is raised."""
+        held = self._provider_values if self._provider_values is not None else {}
+        todo = [plan for plan in plans if plan[1].cached_group is not None and not (plan[2] and plan[1] in held)]
+        if not todo:
+            return
+        session = Session(args, kwargs, self._dep_store, self._lifecycles, Scope.WORKFLOW)
+        targets: list[dict] = [{} for _ in todo]
+        finished = await resolve_together(
+            [entry.cached_group for _, entry, _ in todo], session, self._exc_ignored, targets
+        )
+        failure: BaseException | None = None
+        for position, verdict in finished:
+            node, entry, keep = todo[position]
+            if verdict is True:
+                if keep:
+                    if self._provider_values is None:
+                        self._provider_values = {}
+                        self._values_key = self._shape.key
+                    self._provider_values[entry] = targets[position]
+            elif failure is None:
+                failure = verdict if verdict is not False else self._inject_failed(node, session)
+        if failure is not None:
+            raise failure
 
     # ----- running --------------------------------------------------------------------
 
