@@ -256,6 +256,22 @@ async def test_trigger_time_depends_are_resolved_once_per_dispatch():
 
 
 @pytest.mark.asyncio
+async def test_the_same_argument_types_with_and_without_depends_dispatch_each_their_own_way():
+    # the scan of trigger_event's arguments is kept per tuple of their types: a Depends argument
+    # and a plain one of other types, in turn, are each found again at every dispatch
+    seen = []
+
+    @Matcher("ping", block=False).handle()
+    async def handler(event: Ping, svc: Service):
+        seen.append((event.payload, svc.name))
+
+    for payload in ("a", "b"):
+        await MatcherFactory.trigger_event(Ping(payload), Depends(lambda: Service("made")))
+        await MatcherFactory.trigger_event(Ping(payload), Service("given"))
+    assert seen == [("a", "made"), ("a", "given"), ("b", "made"), ("b", "given")]
+
+
+@pytest.mark.asyncio
 async def test_unresolvable_trigger_time_depends_is_a_runtime_error():
     on_event("ping").handle()(_noop_handler)
     with pytest.raises(RuntimeError, match="Runtime arguments cannot be resolved"):

@@ -708,10 +708,9 @@ class MatcherFactory:
         `exception_ignored` types raised by a handler propagate; other handler
         exceptions are logged and the next handler runs.
         """
-        if args:
-            found = _last_event(args)
-            if found is not None:
-                event = found
+        scan = _scan_args(args) if args else _NO_ARGS
+        if scan[1] >= 0:
+            event = args[scan[1]]
         if not event:
             raise RuntimeError("No event found in args")
         if isinstance(event, type) and issubclass(event, ConstructableEvent):
@@ -736,7 +735,7 @@ class MatcherFactory:
             else:
                 groups = _handler_groups(event_type)
             if groups:
-                await _dispatch(groups, event, args, kwargs, exception_ignored)
+                await _dispatch(groups, event, args, kwargs, exception_ignored, scan)
             elif engine_debug_enabled():
                 logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
         finally:
@@ -780,28 +779,58 @@ def _is_event(value: Any) -> bool:
     return _learn_event_kind(value) if verdict is None else verdict
 
 
-def _last_event(args: tuple) -> Any:
-    """The last `BaseEvent` among `args`, or None."""
+_NO_ARGS: tuple = ((), -1, False)
+_arg_scans: dict[tuple[type, ...], tuple] = {}
+"""`_scan_args` per tuple of plain argument types, valid for the ABC cache token in `_arg_scans_token`."""
+_arg_scans_token: list = [None]
+
+
+def _scan_args(args: tuple) -> tuple:
+    """`(types, last, factories)` of `trigger_event`'s extra arguments: their types, the index of
+    the last `BaseEvent` among them (-1: none) and whether a `Depends` is among them; one pass,
+    remembered per tuple of types when every type is a plain one."""
     kinds = _event_verdicts()
-    found = None
-    for arg in args:
+    if _arg_scans_token[0] != _event_kinds_token[0]:
+        _arg_scans.clear()
+        _arg_scans_token[0] = _event_kinds_token[0]
+    types = tuple(map(type, args))
+    scan = _arg_scans.get(types)
+    if scan is not None:
+        return scan
+    last, factories = -1, False
+    for index, arg in enumerate(args):
         verdict = kinds.get(type(arg))
         if verdict is None:
             verdict = _learn_event_kind(arg)
         if verdict:
-            found = arg
-    return found
+            last = index
+        factories = factories or isinstance(arg, DependsFactory)
+    scan = (types, last, factories)
+    if all(kind in kinds for kind in types):  # the verdicts of plain types only are kept
+        if len(_arg_scans) >= 1024:
+            _arg_scans.clear()
+        _arg_scans[types] = scan
+    return scan
 
 
 async def _dispatch(
-    groups: tuple[list[FunctionData], ...], event: Any, args: tuple, kwargs: dict[str, Any], exception_ignored: tuple
+    groups: tuple[list[FunctionData], ...],
+    event: Any,
+    args: tuple,
+    kwargs: dict[str, Any],
+    exception_ignored: tuple,
+    scan: tuple = _NO_ARGS,
 ) -> None:
     s_args = [event, *args]
     state = _DispatchState()
     try:
-        if (args or kwargs) and _has_factories(args, kwargs):
+        if scan[2] or (kwargs and _has_factories((), kwargs)):
             await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
-        key = type(event) if not args and not kwargs else _pool_key(s_args, kwargs)
+            key = _pool_key(s_args, kwargs)  # the resolved values' types
+        elif not args and not kwargs:
+            key = type(event)
+        else:
+            key = ((type(event), *scan[0]), tuple(kwargs))
         for handlers in groups:
             if not await _run_group(handlers, exception_ignored, s_args, kwargs, state, key):
                 break
