@@ -47,11 +47,27 @@ item = st.one_of(leaf, branch, loop, call, st.just(("nop",)), native_branch, nat
 program = st.lists(st.one_of(item, st.lists(item, min_size=1, max_size=4)), min_size=1, max_size=12)
 
 
+STEP_BUDGET = 2000
+"""Recorded calls (and steps, for the drivers that can count them) per run: a program that does not
+end fails the comparison with `OverBudget` on the same record, instead of hanging the suite."""
+
+
+class OverBudget(BaseException):
+    """The run went over `STEP_BUDGET` (not an `Exception`: no CATCH handler takes it)."""
+
+
+class _Trace(list):
+    def append(self, entry) -> None:
+        if len(self) >= STEP_BUDGET:
+            raise OverBudget()
+        super().append(entry)
+
+
 class Builder:
     """Builds a fresh graph from a spec; every node records (name, pointer) when it runs."""
 
     def __init__(self) -> None:
-        self.trace: list = []
+        self.trace: list = _Trace()
         self.count = 0
 
     def name(self, kind: str) -> str:
@@ -220,21 +236,44 @@ async def pass_through(pc: WorkflowInterpreter):
     return await pc._call()
 
 
+def counting_pass_through():
+    """`pass_through` that raises `OverBudget` after `STEP_BUDGET` steps."""
+    steps = [0]
+
+    async def middleware(pc: WorkflowInterpreter):
+        steps[0] += 1
+        if steps[0] > STEP_BUDGET:
+            raise OverBudget()
+        return await pc._call()
+
+    return middleware
+
+
+async def _drive(interp: WorkflowInterpreter, driver: str) -> None:
+    if driver != "steps":
+        await asyncio.wait_for(interp.run(), 60)  # the compiled loop yields to the event loop every ms
+        return
+    steps = 0
+    async for _ in interp.run_step_by():
+        steps += 1
+        if steps > STEP_BUDGET:
+            raise OverBudget()
+
+
 async def run_spec(spec, driver: str):
     """Run `spec` with `run()` ("run"), `run_step_by()` ("steps") or `run()` under a pass-through
     middleware ("generic")."""
     builder = Builder()
-    interp = WorkflowInterpreter(builder.build(spec), middleware=pass_through if driver == "generic" else None)
+    middleware = counting_pass_through() if driver == "generic" else None
+    interp = WorkflowInterpreter(builder.build(spec), middleware=middleware)
     outcome = None
     try:
-        if driver == "steps":
-            async for _ in interp.run_step_by():
-                pass
-        else:
-            await interp.run()
+        await _drive(interp, driver)
+    except OverBudget:
+        outcome = ("OverBudget",)
     except Exception as exc:  # compared, not hidden
         outcome = (type(exc).__name__, str(exc))
-    return builder.trace, list(interp._pointer), len(interp._ret_addr_stack), outcome
+    return list(builder.trace), list(interp._pointer), len(interp._ret_addr_stack), outcome
 
 
 @pytest.mark.asyncio
