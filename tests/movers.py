@@ -473,10 +473,18 @@ RUN_TIMEOUT = 10.0
 """Seconds; only a program that loops without reaching a traced node needs it (none should)."""
 
 
+STEP_CAP = 50 * BUDGET
+"""Steps per run under `run_step_by()`, whose loop never yields to the event loop (so `RUN_TIMEOUT`
+cannot stop a program that loops without reaching a traced node)."""
+
+
 async def _drain(interp: Any, mode: str) -> None:
     if mode == "steps":
+        steps = 0
         async for _ in interp.run_step_by():
-            pass
+            steps += 1
+            if steps > STEP_CAP:
+                raise OverBudget("steps")
     else:
         await interp.run()
 
