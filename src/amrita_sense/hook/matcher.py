@@ -823,6 +823,7 @@ async def _dispatch(
 ) -> None:
     s_args = [event, *args]
     state = _DispatchState()
+    key: Hashable | type
     try:
         if scan[2] or (kwargs and _has_factories((), kwargs)):
             await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
