@@ -11,22 +11,7 @@ import pytest
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, DO, IF, INVOKE, NOP, WHILE
-
-
-async def _pass_through(pc):
-    return await pc._call()
-
-
-def _interp(graph, mode: str) -> WorkflowInterpreter:
-    return WorkflowInterpreter(graph.render(), middleware=_pass_through if mode == "generic" else None)
-
-
-async def _run(interp: WorkflowInterpreter, mode: str) -> None:
-    if mode == "steps":
-        async for _ in interp.run_step_by():
-            pass
-    else:
-        await interp.run()
+from drivers import drive, interpreter
 
 
 def waiting_node(log: list, name: str, gate: asyncio.Event, value=True):
@@ -82,8 +67,8 @@ async def _parked_run(shape: str, mode: str, cancel: bool):
     log: list = []
     gate = asyncio.Event()
     graph = NodeCompose(NOP, SHAPES[shape](log, gate), recorder(log, "end"))
-    interp = _interp(graph, mode)
-    task = asyncio.ensure_future(_run(interp, mode))
+    interp = interpreter(graph, mode)
+    task = asyncio.ensure_future(drive(interp, mode))
     for _ in range(20):
         await asyncio.sleep(0)
     if cancel:
@@ -122,5 +107,5 @@ async def test_a_run_cancelled_while_a_callee_is_parked_leaves_the_interpreter_r
     gate.set()
     generic_gate.set()
     await interp.run()
-    await _run(generic, "steps")
+    await drive(generic, "steps")
     assert log == generic_log and log[-1] == ("end",)

@@ -10,18 +10,7 @@ import pytest
 
 from amrita_sense import Node, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, INVOKE, NOP, Try
-
-
-async def _pass_through(pc):
-    return await pc._call()
-
-
-async def _run(interp: WorkflowInterpreter, mode: str) -> None:
-    if mode == "steps":
-        async for _ in interp.run_step_by():
-            pass
-    else:
-        await interp.run()
+from drivers import MODES, drive, interpreter
 
 
 def recursing_graph(depths: list, through_try: bool):
@@ -38,7 +27,7 @@ def recursing_graph(depths: list, through_try: bool):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("mode", ["run", "steps", "generic"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("through_try", [False, True], ids=["call_sub", "try"])
 @pytest.mark.parametrize("limit", [1000, 2400])
 async def test_recursion_through_sub_calls_stops_at_one_depth(mode, through_try, limit):
@@ -53,9 +42,9 @@ async def test_recursion_through_sub_calls_stops_at_one_depth(mode, through_try,
 async def _recurse_twice(mode: str, through_try: bool, limit: int) -> None:
     depths: list = []
     graph = recursing_graph(depths, through_try)
-    interp = WorkflowInterpreter(graph.render(), middleware=_pass_through if mode == "generic" else None)
+    interp = interpreter(graph, mode)
     with pytest.raises(RecursionError, match="sub-calls nested"):
-        await _run(interp, mode)
+        await drive(interp, mode)
     # every nested sub-call pushed one entry; the one past the limit was refused before it pushed
     # (through a Try, the node runs in every second frame: the body's, at odd depths)
     deepest = limit // 12 if not through_try else limit // 12 - (limit // 12 + 1) % 2
@@ -64,5 +53,5 @@ async def _recurse_twice(mode: str, through_try: bool, limit: int) -> None:
     assert len(interp._ret_addr_stack) == 0 and interp._subcalls == 0
     depths.clear()
     with pytest.raises(RecursionError):
-        await _run(interp, mode)
+        await drive(interp, mode)
     assert max(depths) == deepest

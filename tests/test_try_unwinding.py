@@ -21,6 +21,7 @@ from amrita_sense.instructions import (
     WHILE,
     Try,
 )
+from drivers import MODES, drive, interpreter
 
 
 def probe(log: list, name: str, exc: BaseException | None = None):
@@ -220,27 +221,15 @@ async def test_exception_in_a_sub_interpreter_reaches_the_parent_try():
 # ----- a part that moves the pointer: FINALLY still runs, then the run goes on from there -------
 
 
-async def _pass_through(pc):
-    return await pc._call()
-
-
 async def _run_in(mode: str, graph) -> WorkflowInterpreter:
-    """A fresh interpreter over `graph`, run with `run()` (the native opcodes), `run_step_by()`
-    (the TryNode's own function) or `run()` under a pass-through middleware."""
-    interp = WorkflowInterpreter(graph.render(), middleware=_pass_through if mode == "generic" else None)
-    if mode == "steps":
-        async for _ in interp.run_step_by():
-            pass
-    else:
-        await interp.run()
+    """A fresh interpreter over `graph`, run in `mode` (`drivers`)."""
+    interp = interpreter(graph, mode)
+    await drive(interp, mode)
     return interp
 
 
 def _names(log: list) -> list:
     return [entry[0] for entry in log]
-
-
-MODES = ["run", "steps", "generic"]
 
 
 @pytest.mark.asyncio
