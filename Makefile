@@ -4,8 +4,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-DEV_PACKAGES := cython "setuptools>=77" sniffio loguru pytest pytest-asyncio hypothesis uvloop \
-	pytest-benchmark ruff cython-lint pre-commit mypy
+DEV_PACKAGES := cython "setuptools>=77" sniffio loguru pytest pytest-asyncio pytest-timeout hypothesis uvloop \
+	pytest-benchmark ruff cython-lint pre-commit mypy colorama exceptiongroup
 
 .PHONY: dev build test test-compiled test-pure bench lint format typecheck clean
 

@@ -948,8 +948,6 @@ def same_types(values, types):
 RUNNING = object()
 """`_waiter` of a run whose future nobody asked for yet."""
 
-_RUN_CLAIM = threading.Lock()
-
 
 class _PinState(threading.local):
     """Per thread: `cell` is `[runs in flight, the sniffio name the outermost one found]`."""
@@ -987,8 +985,13 @@ def pin_async_library(task):
 
 
 def restore_async_library():
-    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name."""
+    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name. A
+    run cut short between its claim and its pin (a KeyboardInterrupt) restores what it never
+    pinned: at worst the name is restored while another run of the thread is in flight, where
+    sniffio finds the running library itself."""
     cell = _pin_state.cell
+    if cell is None or cell[0] == 0:
+        return
     if cell[0] > 1:
         cell[0] -= 1
         return
@@ -1351,6 +1354,7 @@ class InterpreterCore:
         "_provider_values_s",
         "_ret_addr_stack_v",
         "_run_task_v",
+        "_claim_v",
         "_shape_s",
         "_signal_v",
         "_spare_pointer",
@@ -1389,6 +1393,7 @@ class InterpreterCore:
             self._exc_plans = None
             self._plans_valid_v = False
             self._run_task_v = None
+            self._claim_v = None
             self._force_inline_v = False
             self._squashed_loops_v = False
             # the Python layer's fields (`_layer_init` fills some)
@@ -1572,23 +1577,20 @@ class InterpreterCore:
     _ava_args_v = _checked_field("_pool_args", "_ava_args_v", _FIELD_CHECKS["_ava_args_v"])
     _ava_kwargs_v = _checked_field("_pool_kwargs", "_ava_kwargs_v", _FIELD_CHECKS["_ava_kwargs_v"])
 
-    def _start_run(self, flags):
+    def _start_run(self, flags, mark):
         """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
-        (`Depends` in the pools, the preload) must be awaited next."""
+        (`Depends` in the pools, the preload) must be awaited next. `mark` (an object the caller
+        made for this run) names the claim: once this returned or raised, the run is the caller's
+        to end (`_finish_run`) exactly when `_claim_v is mark`, whatever cut the start short."""
         waiter = self._waiter_s
         if waiter is RUNNING or (waiter is not None and not waiter.done()):
             raise IllegalState("Cannot start a new workflow while one is already running")
-        # The claim is one step, also for runs started from two threads at once: in the compiled
-        # core no Python code runs between the test and the write (the GIL), here a lock holds both.
-        if cython.compiled:
-            if self._waiter_s is not waiter:
-                raise IllegalState("Cannot start a new workflow while one is already running")
-            self._waiter_s = RUNNING
-        else:
-            with _RUN_CLAIM:
-                if self._waiter_s is not waiter:
-                    raise IllegalState("Cannot start a new workflow while one is already running")
-                self._waiter_s = RUNNING
+        # The claim is one statement that calls nothing, so nothing runs between its test and its
+        # writes: no other thread (the GIL), no signal handler, no trace function (runs started from
+        # two threads at once: one wins; a KeyboardInterrupt lands before it or after it).
+        self._waiter_s, self._claim_v = (RUNNING, mark) if self._waiter_s is waiter else (self._waiter_s, self._claim_v)
+        if self._claim_v is not mark:
+            raise IllegalState("Cannot start a new workflow while one is already running")
         task = self._run_task_v = _current_task()
         pin_async_library(task)
         self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
@@ -1605,18 +1607,19 @@ class InterpreterCore:
     def _finish_run(self, outcome):
         """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
         torn down next (then `restore_async_library()` is the caller's), else the run is over."""
+        # Every step up to the claim's release can be done again: when an asynchronous exception
+        # (KeyboardInterrupt) cuts this short, the claim is still the caller's and it calls again.
         lock = self._interpret_lock_v
         if lock._owner is not None and lock._owner is self._run_task_v:
             lock._release_held_by(self._run_task_v)  # a KeyboardInterrupt cut the loop's last release short
         fut = self._waiter_s
-        self._waiter_s = None
-        self._run_task_v = None
         if fut is not None and fut is not RUNNING and not fut.done():
             if isinstance(outcome, Exception):
                 fut.set_exception(outcome)
                 fut.exception()
             else:
                 fut.set_result(None)
+        self._waiter_s, self._claim_v, self._run_task_v = None, None, None  # one statement: the release
         if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
             if (self._lifecycles_s is not None or self._dep_store_s is not None) and self._workflow_scope_open():
                 return True

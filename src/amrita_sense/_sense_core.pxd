@@ -99,6 +99,7 @@ cdef class InterpreterCore:
     cdef public list _exc_plans
     cdef public bint _plans_valid_v
     cdef public object _run_task_v
+    cdef readonly object _claim_v  # the mark the run holding the claim passed to `_start_run`, or None
     cdef public SuspendFlag _signal_v
     cdef PointerVector _spare_pointer
     cdef object _batch_ctx  # while a worker-thread batch runs: the caller's context (`_batch_in_worker`)

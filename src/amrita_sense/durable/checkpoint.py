@@ -29,9 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _core
-from amrita_sense.durable.errors import CheckpointError, SnapshotUnavailable
+from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, SnapshotUnavailable
 from amrita_sense.durable.store import CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
+from amrita_sense.runtime.types import RunMark
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 _CHECK_CLOCK_EVERY = 64
@@ -91,6 +92,8 @@ class Checkpointing:
         self.on_saved = on_saved
         self.version = expected_version
         self.last: CheckpointRecord | None = None
+        self._unacknowledged: tuple[int | None, bytes] | None = None
+        """The save in flight (the version it expected, its data), kept when something cut it short."""
 
     def __repr__(self) -> str:
         return f"Checkpointing({self.store!r}, {self.run_id!r}, every_nodes={self.every_nodes}, version={self.version})"
@@ -98,18 +101,42 @@ class Checkpointing:
     async def save(self, interp: Any) -> CheckpointRecord:
         """Snapshot `interp` and store it now (over `version` when set); the new record."""
         data = interp.snapshot(self.codec)
+        cut, self._unacknowledged = self._unacknowledged, (self.version, data)
         try:
-            record = await _settle(self.store.save(self.run_id, data, expected_version=self.version))
-        except CheckpointError:
-            raise
-        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
-            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+            record = await self._store(data)
+        except CheckpointConflict:
+            if cut is None or not await self._landed(cut):
+                raise
+            record = await self._store(data)
         if self.version is not None:
             self.version = record.version
+        self._unacknowledged = None
         self.last = record
         if self.on_saved is not None:
             await _settle(self.on_saved(record))
         return record
+
+    async def _store(self, data: bytes) -> CheckpointRecord:
+        try:
+            return await _settle(self.store.save(self.run_id, data, expected_version=self.version))
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    async def _landed(self, cut: tuple[int | None, bytes]) -> bool:
+        """True when the save that `cut` names reached the store although nothing acknowledged it
+        (a KeyboardInterrupt between the store's write and `save`'s return): the store's latest
+        checkpoint is that data, one version past the one it expected; `version` then follows it."""
+        expected, data = cut
+        try:
+            latest = await _settle(self.store.load(self.run_id))
+        except CheckpointError:
+            return False
+        if expected is None or latest.record.version != expected + 1 or latest.data != data:
+            return False
+        self.version = latest.record.version
+        return True
 
     async def resume(self, graph: Any, interpreter: Any = None, **restore_kwargs: Any) -> Any:
         """Restore the run's latest checkpoint on `graph`; the interpreter, with this policy attached.
@@ -125,6 +152,7 @@ class Checkpointing:
         interp = interpreter.restore(graph, checkpoint.data, **restore_kwargs)
         self.version = checkpoint.record.version if self.version is not None else None
         self.last = checkpoint.record
+        self._unacknowledged = None
         interp.checkpointing = self
         return interp
 
@@ -144,19 +172,25 @@ class Checkpointing:
 
     async def run(self, interp: Any) -> None:
         """`interp.run()` with checkpoints (see the module docstring)."""
-        if not await interp._begin_run():
-            return
-        outcome: BaseException | None = None
-        try:
-            await self._steps(interp)
+        mark = RunMark()
+        try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
+            outcome: BaseException | None = None
+            try:
+                if not await interp._begin_run(mark):
+                    return
+                await self._steps(interp)
+            except BaseException as exc:
+                outcome = exc
+                if interp._claim_v is not mark or isinstance(exc, CheckpointError) or not interp._absorbs(exc):
+                    raise
+            finally:
+                if interp._claim_v is mark:
+                    await interp._end_run(outcome)
+                    if self._saves_after(outcome):
+                        await self.save(interp)
         except BaseException as exc:
-            outcome = exc
-            if isinstance(exc, CheckpointError) or not interp._absorbs(exc):
-                raise
-        finally:
-            await interp._end_run(outcome)
-            if self._saves_after(outcome):
-                await self.save(interp)
+            await interp._end_cut_run(mark, exc)
+            raise
 
     def _saves_after(self, outcome: BaseException | None) -> bool:
         if outcome is None or isinstance(outcome, InterruptNotice):

@@ -26,6 +26,12 @@ FLAG_HLT = int(Flags.HLT)
 FLAG_JMP = int(Flags.JMP)
 
 
+class RunMark:
+    """Names one run's claim on its interpreter (`_start_run`): whoever made it ends that run."""
+
+    __slots__ = ()
+
+
 @dataclass
 class InterpreterContext:
     """A snapshot of interpreter state (PUSH_CONTEXT, INT, IRET)."""

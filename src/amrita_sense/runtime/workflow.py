@@ -52,7 +52,7 @@ from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
-from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext
+from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext, RunMark
 from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache, LRUCache, PointerVector, Stack
 from amrita_sense.utils import _fingerprint_args
@@ -1191,66 +1191,85 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         """
         if self._checkpoints is not None:
             return await self._checkpoints.run(self)
-        if self._open_run() and not await self._start_work():
-            return
-        outcome: BaseException | None = None
-        try:
-            await self._execute()
+        mark = RunMark()
+        try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
+            outcome: BaseException | None = None
+            try:
+                if self._open_run(mark) and not await self._start_work():
+                    return
+                await self._execute()
+            except BaseException as exc:
+                outcome = exc
+                if self._claim_v is not mark or not self._absorbs(exc):
+                    raise
+            finally:
+                if self._claim_v is mark and self._finish_run(outcome):
+                    await self._end_scope()
         except BaseException as exc:
-            outcome = exc
-            if not self._absorbs(exc):
-                raise
-        finally:
-            if self._finish_run(outcome):
-                await self._end_scope()
+            await self._end_cut_run(mark, exc)
+            raise
 
     async def run_step_by(self) -> AsyncGenerator[Any, None]:
         """Run step by step, yielding the result of each main-loop node."""
-        if not await self._begin_run():
-            return
-        outcome: BaseException | None = None
-        lock = self._interpret_lock
-        try:
-            while True:
-                if self._signal.pending:
-                    await self._gate(PC_CHECKPOINT)
-                if self._pending_stop:
-                    self._pending_stop = False
-                    break
-                await self._take_lock()
-                try:
-                    state = self._enter_step()
-                    if state == _core.STEP_END:
+        mark = RunMark()
+        try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
+            outcome: BaseException | None = None
+            lock = self._interpret_lock
+            try:
+                if not await self._begin_run(mark):
+                    return
+                while True:
+                    if self._signal.pending:
+                        await self._gate(PC_CHECKPOINT)
+                    if self._pending_stop:
+                        self._pending_stop = False
                         break
-                    if state == _core.STEP_SKIPPED:
-                        continue
-                    result = await self._run_current()
-                    self._stepped = True
+                    await self._take_lock()
                     try:
-                        yield result
+                        state = self._enter_step()
+                        if state == _core.STEP_END:
+                            break
+                        if state == _core.STEP_SKIPPED:
+                            continue
+                        result = await self._run_current()
+                        self._stepped = True
+                        try:
+                            yield result
+                        finally:
+                            self._stepped = False
+                        if not self._leave_step():
+                            break
                     finally:
-                        self._stepped = False
-                    if not self._leave_step():
-                        break
-                finally:
-                    lock.async_release()
+                        lock.async_release()
+            except BaseException as exc:
+                outcome = exc
+                if self._claim_v is not mark or not self._absorbs(exc):
+                    raise
+            finally:
+                if self._claim_v is mark:
+                    await self._end_run(outcome)
         except BaseException as exc:
-            outcome = exc
-            if not self._absorbs(exc):
-                raise
-        finally:
-            await self._end_run(outcome)
+            await self._end_cut_run(mark, exc)
+            raise
 
-    async def _begin_run(self) -> bool:
+    async def _begin_run(self, mark: RunMark) -> bool:
         """Start a run (`_open_run`, then `_start_work` when needed); False when that already ended it."""
-        return not self._open_run() or await self._start_work()
+        return not self._open_run(mark) or await self._start_work()
 
-    def _open_run(self) -> bool:
-        """Start a run (`_start_run`); True when run-start work must be awaited next (`_start_work`)."""
+    def _open_run(self, mark: RunMark) -> bool:
+        """Start a run claimed with `mark` (`_start_run`); True when run-start work must be awaited
+        next (`_start_work`). The caller calls `_end_cut_run(mark, exc)` on every exception."""
         if self._panic_exc is not None:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
-        return self._start_run(__flags__)
+        return self._start_run(__flags__, mark)
+
+    async def _end_cut_run(self, mark: RunMark, exc: BaseException) -> None:
+        """End the run claimed with `mark` if it still holds the claim while `exc` propagates: an
+        asynchronous exception (a KeyboardInterrupt) cut its end short. A start that was refused
+        never held the claim, so another run's is never touched."""
+        if self._claim_v is mark:
+            await self._end_run(exc)
 
     async def _start_work(self) -> bool:
         """The run's first work (`Depends` in the pools, the optional preload). What it raises ends

@@ -1,0 +1,244 @@
+"""A BaseException landing anywhere in a run leaves the interpreter idle and reusable.
+
+A KeyboardInterrupt can land between any two steps of the run's start and end: in the pure build
+inside the core's own frames, in both builds inside the Python layer's, and inside any Python code
+the compiled core calls. Two injectors cover that:
+
+- `_Cutter` (a trace function) raises at the n-th trace event (a call or a line) of the package's
+  code in the run's task; the test sweeps n over every event of the run, so no point is missed;
+- `_Alarm` (a real SIGALRM whose handler raises) lands where the interpreter checks for signals,
+  the compiled core's C code included, at spread delays.
+
+After each cut the test asks what a user would: the run is not running, the lock is free, a new
+`run()` is accepted (from a new task and from the task that caught the interrupt), and after
+`reset()` a full run does the whole work again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dis
+import linecache
+import os
+import signal
+import sys
+
+import pytest
+
+import amrita_sense
+from amrita_sense import NodeCompose, WorkflowInterpreter
+from amrita_sense.durable import Checkpointing, MemoryCheckpointStore
+from amrita_sense.hook.matcher import Depends
+from amrita_sense.node.wrapper import Node
+from dual import new_loop
+
+# A cut can land in a weakref callback the collector runs inside the run's task; Python reports it
+# as unraisable and goes on, which is what this module expects of it.
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+LOOPS = ["asyncio", "uvloop"]
+DRIVERS = ["run", "steps", "checkpointed", "depends"]
+PACKAGE_DIR = os.path.dirname(amrita_sense.__file__)
+_NOP = dis.opmap["NOP"]
+SWEEP_CAP = 20_000
+"""More trace events than any of these runs has (a sweep that reaches it fails: the run never ends)."""
+
+
+def _workflow(trace: list) -> NodeCompose:
+    @Node(wrap_to_async=False)
+    def first(x: int = 0):
+        trace.append("a")
+
+    @Node(wrap_to_async=False)
+    def second():
+        trace.append("b")
+
+    return NodeCompose(first, second)
+
+
+def _provider() -> int:
+    return 1
+
+
+def _interpreter(driver: str, trace: list) -> WorkflowInterpreter:
+    graph = _workflow(trace).render()
+    if driver == "depends":  # a `Depends` in the pools: resolved by the run's start work
+        return WorkflowInterpreter(graph, extra_kwargs={"x": Depends(_provider)})
+    interp = WorkflowInterpreter(graph)
+    if driver == "checkpointed":
+        interp.checkpointing = Checkpointing(MemoryCheckpointStore(), "run")
+    return interp
+
+
+async def _drive(interp: WorkflowInterpreter, driver: str) -> None:
+    if driver == "steps":
+        async for _ in interp.run_step_by():
+            pass
+    else:
+        await interp.run()
+
+
+def _outside_handlers(frame) -> bool:
+    """True at a line event no asynchronous exception can land at: a NOP (a `try` line, a `break`
+    inside a `try` whose `finally` follows) and the exit of a `with` block, which the compiler
+    leaves outside the exception handlers around them. A signal lands only where the interpreter
+    checks for one (a call's start or end, a loop's jump back); these hold neither, yet a trace
+    function can raise there."""
+    if frame.f_code.co_code[frame.f_lasti] == _NOP:
+        return True
+    return linecache.getline(frame.f_code.co_filename, frame.f_lineno).lstrip().startswith("with ")
+
+
+class _Cutter:
+    """A trace function raising KeyboardInterrupt at the `at`-th trace event of the package's code
+    in the task that armed it."""
+
+    def __init__(self, at: int):
+        self.at, self.seen, self.task, self.fired, self.where = at, 0, None, False, ""
+
+    def arm(self) -> None:
+        self.task = asyncio.current_task()
+
+    def _count(self, frame, event: str) -> None:
+        if self.fired or self.task is None or asyncio.current_task() is not self.task:
+            return
+        self.seen += 1
+        if self.seen == self.at:
+            self.fired = True
+            code = frame.f_code
+            self.where = f"cut at {event} of {code.co_name} ({os.path.basename(code.co_filename)}:{frame.f_lineno})"
+            raise KeyboardInterrupt
+
+    def _local(self, frame, event, arg):
+        if event == "line" and not _outside_handlers(frame):
+            self._count(frame, event)
+        return self._local
+
+    def __call__(self, frame, event, arg):
+        if not frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            return None
+        self._count(frame, event)
+        return self._local
+
+
+def _assert_idle_and_reusable(loop, interp: WorkflowInterpreter, driver: str, trace: list, where: str = "") -> None:
+    assert not interp.is_running, where
+    assert not interp._interpret_lock.locked(), where
+    loop.run_until_complete(asyncio.wait_for(_drive(interp, driver), 10))  # accepted without reset()
+    interp.reset()
+    trace.clear()
+    loop.run_until_complete(asyncio.wait_for(_drive(interp, driver), 10))
+    assert trace == ["a", "b"]
+
+
+async def _cut_run(interp: WorkflowInterpreter, driver: str, cutter: _Cutter, again_here: bool) -> None:
+    """One run with `cutter` set; with `again_here`, a second run from the task that caught the cut."""
+    cutter.arm()
+    sys.settrace(cutter)
+    try:
+        await _drive(interp, driver)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+    if again_here and cutter.fired:
+        assert not interp.is_running, cutter.where
+        await asyncio.wait_for(_drive(interp, driver), 10)
+
+
+@pytest.mark.parametrize("again_here", [False, True], ids=["new-task", "same-task"])
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_keyboard_interrupt_at_any_trace_event_leaves_the_interpreter_idle(loop_name, driver, again_here):
+    at = 1
+    while at < SWEEP_CAP:
+        trace: list = []
+        interp = _interpreter(driver, trace)
+        cutter = _Cutter(at)
+        loop = new_loop(loop_name)
+        try:
+            loop.run_until_complete(_cut_run(interp, driver, cutter, again_here))
+            _assert_idle_and_reusable(loop, interp, driver, trace, cutter.where)
+        finally:
+            loop.close()
+        if not cutter.fired:
+            break
+        at += 1
+    assert 1 < at < SWEEP_CAP  # the sweep cut the run at least once and reached a run it did not cut
+
+
+class _Alarm:
+    """A SIGALRM after `delay` seconds whose handler raises KeyboardInterrupt once, while armed, in
+    the package's code (a Python frame of the layer or of the pure core, or the frame the compiled
+    core runs under); elsewhere it tries again a little later. An interrupt inside the event loop's
+    own code can lose the loop's tasks, which no library can repair."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.fired = False
+        self._previous = signal.signal(signal.SIGALRM, self._handle)
+
+    def _handle(self, signum, frame):
+        if not self.armed:
+            return
+        if frame is None or not frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            signal.setitimer(signal.ITIMER_REAL, 5e-5)  # outside the run's code (the loop's): later
+            return
+        self.armed = False
+        self.fired = True
+        raise KeyboardInterrupt
+
+    def start(self, delay: float) -> None:
+        self.fired = False
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, delay)
+
+    def stop(self) -> None:
+        self.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def close(self) -> None:
+        self.stop()
+        signal.signal(signal.SIGALRM, self._previous)
+
+
+def _alarmed_trial(loop_name: str, driver: str, alarm: _Alarm, delay: float) -> bool:
+    """One run with an alarm after `delay`; where it landed outside the run's task, the task is
+    cancelled as `asyncio.run` does (or closed, when the loop lost it). True when the alarm fired."""
+    trace: list = []
+    interp = _interpreter(driver, trace)
+    loop = new_loop(loop_name)
+    try:
+        task = loop.create_task(_drive(interp, driver))
+        try:
+            alarm.start(delay)
+            loop.run_until_complete(task)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            alarm.stop()
+        if not task.done():
+            task.cancel()
+            loop.run_until_complete(asyncio.wait([task], timeout=10))
+        if not task.done():  # the alarm landed in the loop between taking the task's step and running it
+            task.get_coro().close()  # what collecting the lost task does: its `finally` clauses run
+        fired = alarm.fired
+        _assert_idle_and_reusable(loop, interp, driver, trace)
+    finally:
+        loop.close()
+    return fired
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_keyboard_interrupt_from_a_signal_leaves_the_interpreter_idle(loop_name, driver):
+    alarm = _Alarm()
+    fired = 0
+    try:
+        for trial in range(200):
+            delay = 1e-6 * (1 + trial % 100)  # 1 to 100 us: the run's first and last instructions
+            fired += _alarmed_trial(loop_name, driver, alarm, delay)
+    finally:
+        alarm.close()
+    assert fired > 0
