@@ -100,6 +100,7 @@ UNSHARED = _impl.UNSHARED
 same_types = _impl.same_types
 RUNNING = _impl.RUNNING
 pin_async_library = _impl.pin_async_library
+provide = _impl.provide
 restore_async_library = _impl.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import importlib
 import sys
 import threading
 import time
@@ -1079,16 +1078,34 @@ def _checked_middleware(value, name):
 # ----- checked at the write: what the fields Python can write may hold -----------------------------
 # (as in the compiled core; the pools' checks are also the Python layer's)
 
-_LATE = {}
+
+class _NotProvided:
+    """Stands for a class of the layer's that no module has provided yet (`provide`): as nothing
+    can be an instance of a class whose module was never imported, nothing is an instance of this."""
 
 
-def _late(spec):
-    """The object `module:name` names, imported on first use (those modules import this one)."""
-    found = _LATE.get(spec)
-    if found is None:
-        module, _, name = spec.partition(":")
-        found = _LATE[spec] = getattr(importlib.import_module(module), name)
-    return found
+_PROVIDED = {
+    "DIRecord": _NotProvided,  # runtime/dicache.py
+    "DependencyStore": _NotProvided,  # di/cache.py
+    "PoolShape": _NotProvided,  # runtime/plans.py
+    "SuspendObjectStream": _NotProvided,  # streaming.py
+    "resume_near": None,  # instructions/_support.py: a called node suspended; resume at a slot
+    "resume_offset": None,  # instructions/_support.py: the same, at an offset from the current slot
+}
+"""The parts of the layers above that the core checks against or calls: the one place it reaches up.
+Each module that defines one provides it when it is imported, so the core imports nothing above it."""
+
+
+def provide(**parts):
+    """Give the core the layer's `parts` (names of `_PROVIDED`), from the module that defines them."""
+    for name, part in parts.items():
+        if name not in _PROVIDED:
+            raise KeyError(f"the core takes no part named {name!r}")
+        _PROVIDED[name] = part
+
+
+def _provided(name):
+    return _PROVIDED[name]
 
 
 def _optional(value, kind, name, what):
@@ -1133,7 +1150,7 @@ def exception_types(value, name):
 def check_stream(stream, name):
     """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
     `_wait_for_continue`), else `TypeError` naming `name`."""
-    if not isinstance(stream, _late("amrita_sense.streaming:SuspendObjectStream")) and not callable(
+    if not isinstance(stream, _provided("SuspendObjectStream")) and not callable(
         getattr(stream, "_wait_for_continue", None)
     ):
         raise InvalidOperand(
@@ -1242,12 +1259,6 @@ def _checked_call_plan(plan):
     return plan
 
 
-def _support():
-    from amrita_sense.instructions import _support as support
-
-    return support
-
-
 # ----- checked at the write: the Python layer's fields (made in InterpreterCore's body) ------
 
 
@@ -1265,9 +1276,9 @@ def _checked_field(storage, name, check):
 
 
 def _optional_of(kind, what):
-    """A check for a field that holds None or a `kind` (a class, or a late `module:name`)."""
+    """A check for a field that holds None or a `kind` (a class, or the name of a provided one)."""
     if isinstance(kind, str):
-        return lambda interp, value, name: _optional(value, _late(kind), name, what)
+        return lambda interp, value, name: _optional(value, _provided(kind), name, what)
     return lambda interp, value, name: _optional(value, kind, name, what)
 
 
@@ -1293,13 +1304,13 @@ def _check_parent(interp, value, name):
 
 
 _FIELD_CHECKS = {
-    "_shape": _optional_of("amrita_sense.runtime.plans:PoolShape", "a PoolShape"),
+    "_shape": _optional_of("PoolShape", "a PoolShape"),
     "_exc_ignored": lambda interp, value, name: exception_types(value, name),
     "_ava_args_v": lambda interp, value, name: args_pool(value, name),
     "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
     "_args_hash": _optional_of(int, "an int"),
-    "_dep_store_v": _optional_of("amrita_sense.di:DependencyStore", "a DependencyStore"),
-    "_di_record": _optional_of("amrita_sense.runtime.dicache:DIRecord", "a DIRecord"),
+    "_dep_store_v": _optional_of("DependencyStore", "a DependencyStore"),
+    "_di_record": _optional_of("DIRecord", "a DIRecord"),
     "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
     "_graph": lambda interp, value, name: _checked_graph(value, name),
     "_interpreter_id": _optional_of(str, "a string"),
@@ -1639,7 +1650,7 @@ class InterpreterCore:
         if type(exception_ignored) is not tuple or exception_ignored:
             exception_ignored = exception_types(exception_ignored, "exception_ignored")
         shape = shape_of(args, kwargs)
-        if type(shape) is not _late("amrita_sense.runtime.plans:PoolShape"):
+        if type(shape) is not _provided("PoolShape"):
             raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
         self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
         passing = () if no_passing else exception_ignored + (InterruptNotice, BreakLoop)
@@ -2412,9 +2423,9 @@ class InterpreterCore:
         the segment; else an offset from the current slot)."""
         slot = self._prog_v.operands[row][k]
         if near:
-            _support().resume_near(self, slot)
+            _provided("resume_near")(self, slot)
         else:
-            _support().resume_offset(self, slot)
+            _provided("resume_offset")(self, slot)
 
     # Operands: the named fields of `_opcodes`, filled by each instruction's `_native_op`; a dense row
     # unpacks as `first, second, exit_row, then_row`.
@@ -2743,7 +2754,7 @@ class InterpreterCore:
                     self._run_part(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
         except InterruptKeepContext:
             if not self._left_block(row):
-                _support().resume_near(self, escape_slot)
+                _provided("resume_near")(self, escape_slot)
             raise
         if not as_subcall and not self._left_block(row):
             self._jump_at(escape_row, row, THEN)
@@ -2805,7 +2816,7 @@ class InterpreterCore:
                     await self._near_call(row, on_exit, None)
         except InterruptKeepContext:
             if not self._left_block(row):
-                _support().resume_near(self, escape_slot)
+                _provided("resume_near")(self, escape_slot)
             raise
         if not as_subcall and not self._left_block(row):
             self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)

@@ -311,7 +311,7 @@ cdef object _checked_int(object value, str what)
 cdef Py_ssize_t _ssize(object value) except? -1
 cdef double _checked_seconds(object value, str name) except? -1.0
 cdef object _checked_middleware(object value, str name)
-cdef object _late(str spec)
+cdef object _provided(str name)
 cdef object _optional(object value, object kind, str name, str what)
 cpdef tuple args_pool(object value, str name)
 cpdef dict kwargs_pool(object value, str name)

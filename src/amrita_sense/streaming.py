@@ -31,6 +31,7 @@ from functools import wraps
 from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
+from amrita_sense import _core
 from amrita_sense._core import SuspendFlag
 from amrita_sense.exceptions import InvalidOperand, StreamStateError
 
@@ -819,3 +820,5 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
 
 
 __all__ = ["CALLBACK_TYPE", "SUSPEND_ON_PUSH", "SUSPEND_ON_YIELD", "SuspendObjectStream"]
+
+_core.provide(SuspendObjectStream=SuspendObjectStream)

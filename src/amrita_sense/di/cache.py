@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Hashable
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
+from amrita_sense import _core
+
 __all__ = ["CacheState", "DependencyCache", "DependencyStore"]
 
 T = TypeVar("T")
@@ -133,3 +135,6 @@ class DependencyStore:
             raise
         cache.set_result(value)
         return value
+
+
+_core.provide(DependencyStore=DependencyStore)

@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Awaitable
 from typing import Any
 
+from amrita_sense import _core
 from amrita_sense.exceptions import AliasNotFoundError, BreakLoop, InvalidOperand
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
@@ -131,3 +132,6 @@ def resume_offset(pc: Any, offset: int) -> None:
         addr = list(pc._pointer.base_addr)
         addr[-1] += offset
         _park_before(pc, addr)
+
+
+_core.provide(resume_near=resume_near, resume_offset=resume_offset)

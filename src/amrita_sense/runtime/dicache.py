@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from amrita_sense import _core
 from amrita_sense.types import DICache, LRUCache
 
 PAYLOAD_SIZE = 2048
@@ -169,3 +170,5 @@ class PayloadView(MutableMapping):
 
 
 __all__ = ["PAYLOAD_SIZE", "DICacheView", "DIRecord", "PayloadView"]
+
+_core.provide(DIRecord=DIRecord)

@@ -291,3 +291,5 @@ def shape_of(args: tuple, kwargs: Mapping[str, Any]) -> PoolShape:
 
 
 __all__ = ["EXC_NAMES", "PlanEntry", "PoolShape", "build_entry", "shape_of"]
+
+_core.provide(PoolShape=PoolShape)
