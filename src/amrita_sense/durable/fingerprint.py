@@ -25,6 +25,7 @@ from typing import Any
 
 from amrita_sense import _core
 from amrita_sense.durable.errors import GraphMismatch
+from amrita_sense.durable.node_state import memo_rows, sub_graphs
 from amrita_sense.node.core import program_of
 
 _CACHE_SIZE = 64
@@ -88,15 +89,11 @@ def _build_outline(prog: Any) -> GraphOutline:
         digest.update(data)
         digest.update(b"\n")
         digests.append(zlib.crc32(data))
-    from amrita_sense.durable.node_state import memo_rows
-
     packed = struct.pack(f"<{len(digests)}I", *digests)
     return GraphOutline(digest.hexdigest()[:32], tuple(digests), packed, prog, memo_rows(prog))
 
 
 def _row_lines(prog: Any) -> list[str]:
-    from amrita_sense.durable.node_state import sub_graphs
-
     aliases = _aliases_by_row(prog)
     lines = []
     for row in range(prog.nrows):

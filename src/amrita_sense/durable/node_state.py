@@ -11,47 +11,32 @@ Two kinds:
 - return addresses computed at a node's first execution and then kept: INT
   without `ret_to` and PUSH_CONTEXT(None).
 
-Instruction classes are imported lazily: they import the interpreter module.
+Both are read and rebuilt through the nodes' own protocol (`amrita_sense.node.run_state`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from amrita_sense.node.run_state import AddressKeeper, ForkingStep
+
 RUNNING, RETURNED, PENDING = "running", "returned", "pending"
 """How a child stood when its parent's step was snapshotted: mid-run, its run had returned, not started."""
 
-
-def _func_block() -> Any:
-    from amrita_sense.instructions.func_block import FuncBlock
-
-    return FuncBlock
-
-
-def _batch_run() -> Any:
-    from amrita_sense.instructions.batch import BatchRun
-
-    return BatchRun
+_KIND_NAMES = {"fun_block": "FUN_BLOCK", "batch": "BATCH_RUN"}
 
 
 def sub_graphs(node: Any) -> list[Any]:
     """The rendered graphs a node runs in sub-interpreters (part of the graph's identity)."""
-    if isinstance(node, _func_block()):
-        return [node._comp_rendered]
-    if isinstance(node, _batch_run()):
-        return list(getattr(node, "_graphs", ()))
-    return []
+    return node.sub_graphs() if isinstance(node, ForkingStep) else []
 
 
 def step_children(node: Any, interp: Any) -> tuple[str, list[Any]] | None:
-    """`(kind, children)` when `node` is a FUN_BLOCK / BATCH_RUN step with sub-interpreters of `interp`, else None."""
-    if isinstance(node, _func_block()):
-        child = node._children.get(interp)
-        return ("fun_block", [child]) if child is not None else None
-    if isinstance(node, _batch_run()):
-        children = node._forked.get(interp)
-        return ("batch", list(children)) if children else None
-    return None
+    """`(kind, children)` when `node` is a forking step with sub-interpreters of `interp`, else None."""
+    if not isinstance(node, ForkingStep):
+        return None
+    children = node.step_children(interp)
+    return (node.fork_kind, children) if children else None
 
 
 def child_standing(child: Any) -> str:
@@ -69,59 +54,37 @@ def check_children_free(node: Any, kind: str, count: int) -> str | None:
     Children are kept per interpreter, so a freshly restored interpreter never
     finds the slot taken: only the kind and the number of graphs are checked.
     """
-    if kind == "fun_block":
-        if not isinstance(node, _func_block()):
-            return "the slot is not a FUN_BLOCK"
-        if count != 1:
-            return "a FUN_BLOCK has one sub-interpreter"
-        return None
-    if not isinstance(node, _batch_run()):
-        return "the slot is not a BATCH_RUN"
-    if count != len(node._graphs):
-        return f"the BATCH_RUN has {len(node._graphs)} graphs, the snapshot {count} children"
-    return None
+    if not isinstance(node, ForkingStep) or node.fork_kind != kind:
+        return f"the slot is not a {_KIND_NAMES.get(kind, kind)}"
+    return node.children_misfit(count)
 
 
 def child_graphs(node: Any, kind: str) -> list[Any]:
-    return [node._comp_rendered] if kind == "fun_block" else list(node._graphs)
+    return node.sub_graphs()
 
 
 def fork_children(node: Any, kind: str, parent: Any) -> list[Any]:
     """New children for `node`'s step, forked from `parent` as its `_pre_check` would, and installed for `parent`."""
-    if kind == "fun_block":
-        child = parent.fork_interpreter(compose=node._comp_rendered, middleware=node._mdw, object_io=node._io)
-        node._children[parent] = node._interpreter = child
-        return [child]
-    children = [parent.fork_interpreter(graph, node._mdw, node._io or parent.object_io) for graph in node._graphs]
-    node._forked[parent] = children
-    return children
+    return node.fork_children(parent)
 
 
 # ----- return addresses kept by nodes ----------------------------------------------------
 
 
-def _memo_field(node: Any) -> str | None:
-    """The attribute in which `node` keeps a return address computed at its first execution."""
-    from amrita_sense.instructions.interrupt import InterruptIntoNode, PushContextNode
-
-    if isinstance(node, InterruptIntoNode) and node._ret_target is None:
-        return "_ret_addr"
-    if isinstance(node, PushContextNode) and node._target is None:
-        return "_addr"
-    return None
+def _keeps(node: Any) -> bool:
+    return isinstance(node, AddressKeeper) and node.keeps_address()
 
 
 def memo_rows(prog: Any) -> tuple[int, ...]:
     """The rows of `prog` whose node can keep a computed return address."""
-    return tuple(row for row in range(prog.nrows) if _memo_field(prog.nodes[row]) is not None)
+    return tuple(row for row in range(prog.nrows) if _keeps(prog.nodes[row]))
 
 
 def capture_memos(prog: Any, rows: tuple[int, ...]) -> list[list]:
     """`[[address of the node, kept address], ...]` for the nodes at `rows` (see `memo_rows`) that have one."""
     memos = []
     for row in rows:
-        node = prog.nodes[row]
-        kept = getattr(node, _kept_field(node))
+        kept = prog.nodes[row].kept_address()
         if kept is not None:
             memos.append([list(prog.addrs[row]), list(kept)])
     return memos
@@ -129,22 +92,15 @@ def capture_memos(prog: Any, rows: tuple[int, ...]) -> list[list]:
 
 def memo_conflict(node: Any, value: list[int]) -> str | None:
     """Why `value` cannot be given to `node` (None when it can)."""
-    field = _memo_field(node)
-    if field is None:
+    if not _keeps(node):
         return "the slot holds no INT / PUSH_CONTEXT(None) node"
-    current = getattr(node, field)
+    current = node.kept_address()
     if current is not None and list(current) != value:
         return f"the node already keeps {list(current)} in this process"
     return None
 
 
 def apply_memo(node: Any, value: list[int]) -> None:
-    setattr(node, _kept_field(node), list(value))
-
-
-def _kept_field(node: Any) -> str:
-    """`_memo_field` of a node known to keep a return address."""
-    field = _memo_field(node)
-    if field is None:
+    if not _keeps(node):
         raise TypeError(f"{node!r} keeps no return address")
-    return field
+    node.keep_address(value)

@@ -12,6 +12,7 @@ from amrita_sense.instructions._support import NODE_SLOTS, require_part
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import BaseNode, NodeCompose
 from amrita_sense.node.core import Node as NodeType
+from amrita_sense.node.run_state import ForkingStep
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter, check_fork_options
@@ -37,7 +38,7 @@ def _batch_call(nodes: Iterable[BaseNode], fail_fast: bool = True) -> NodeType[N
     return caller
 
 
-class BatchRun(BaseNode):
+class BatchRun(BaseNode, ForkingStep):
     """Runs one forked interpreter per payload graph concurrently; plain nodes share one graph.
 
     Graphs are rendered at `_post_compile`; children are forked by `_pre_check`
@@ -84,6 +85,25 @@ class BatchRun(BaseNode):
         if nodes:
             self._graphs.append(NodeCompose(_batch_call(nodes, fail_fast=self._fail_fast)).render())
         del self._origin
+
+    fork_kind = "batch"
+
+    def sub_graphs(self) -> list[Any]:
+        return list(getattr(self, "_graphs", ()))  # none before `_post_compile`
+
+    def step_children(self, interp: Any) -> list[Any] | None:
+        children = self._forked.get(interp)
+        return list(children) if children else None
+
+    def children_misfit(self, count: int) -> str | None:
+        graphs = len(self._graphs)
+        return None if count == graphs else f"the BATCH_RUN has {graphs} graphs, the snapshot {count} children"
+
+    def fork_children(self, parent: Any) -> list[Any]:
+        io = self._io or parent.object_io
+        children = [parent.fork_interpreter(graph, self._mdw, io) for graph in self._graphs]
+        self._forked[parent] = children
+        return children
 
     def _pre_check(self, pointer: WorkflowInterpreter) -> None:
         if pointer in self._forked:

@@ -13,6 +13,7 @@ from amrita_sense.instructions.alias import ALIAS
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
+from amrita_sense.node.run_state import ForkingStep
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter, check_fork_options
@@ -20,7 +21,7 @@ from amrita_sense.runtime.workflow import UNSET, WorkflowInterpreter, check_fork
 Middleware = Callable[[WorkflowInterpreter], Awaitable[Any]]
 
 
-class FuncBlock(BaseNode):
+class FuncBlock(BaseNode, ForkingStep):
     """Runs the rendered graph `_comp_rendered` to completion in a child interpreter.
 
     Each interpreter that runs the block has its own child (a graph is shared
@@ -59,6 +60,23 @@ class FuncBlock(BaseNode):
                 compose=self._comp_rendered, middleware=self._mdw, object_io=self._io
             )
         self._interpreter = child
+
+    fork_kind = "fun_block"
+
+    def sub_graphs(self) -> list[Any]:
+        return [self._comp_rendered]
+
+    def step_children(self, interp: Any) -> list[Any] | None:
+        child = self._children.get(interp)
+        return [child] if child is not None else None
+
+    def children_misfit(self, count: int) -> str | None:
+        return None if count == 1 else "a FUN_BLOCK has one sub-interpreter"
+
+    def fork_children(self, parent: Any) -> list[Any]:
+        child = parent.fork_interpreter(compose=self._comp_rendered, middleware=self._mdw, object_io=self._io)
+        self._children[parent] = self._interpreter = child
+        return [child]
 
     async def __call__(self, pc: WorkflowInterpreter) -> None:
         child = self._children.get(pc)

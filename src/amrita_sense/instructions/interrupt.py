@@ -19,6 +19,7 @@ from amrita_sense.exceptions import IllegalState, InvalidOperand
 from amrita_sense.instructions._support import check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.core import Node
+from amrita_sense.node.run_state import AddressKeeper
 from amrita_sense.runtime.types import InterpreterContext
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
@@ -59,7 +60,7 @@ class _InstructionNode(Node):
         self._compiled = True
 
 
-class PushContextNode(_InstructionNode):
+class PushContextNode(_InstructionNode, AddressKeeper):
     """PUSH_CONTEXT: push a snapshot whose pointer is the return address; no jump."""
 
     def __init__(self, target: Target | None, exclude_deps: bool, exclude_stack: bool) -> None:
@@ -76,6 +77,15 @@ class PushContextNode(_InstructionNode):
         if self._target is not None:
             self._addr = _resolve(compose.calc, self._target)
         self.__sdb_dis__ = f"PUSHCTX {self._addr}"
+
+    def keeps_address(self) -> bool:
+        return self._target is None
+
+    def kept_address(self) -> list[int] | None:
+        return self._addr
+
+    def keep_address(self, address: list[int]) -> None:
+        self._addr = list(address)
 
     def _return_address(self, pc: WorkflowInterpreter) -> list[int]:
         if self._addr is not None:
@@ -101,7 +111,7 @@ class PopContextNode(_InstructionNode):
         return pc._context_stack.pop()
 
 
-class InterruptIntoNode(_InstructionNode):
+class InterruptIntoNode(_InstructionNode, AddressKeeper):
     """INT: snapshot the state with the return address, set IF to `if_state`, jump."""
 
     def __init__(self, jump_to: Target, ret_to: Target | None, if_state: bool) -> None:
@@ -126,6 +136,15 @@ class InterruptIntoNode(_InstructionNode):
         ret = self._ret_addr if self._ret_addr is not None else "?"
         self.__sdb_dis__ = f"INT {self._jump_addr}, ret={ret}"
         self.__sdb_cmt__ = "save context and jump"
+
+    def keeps_address(self) -> bool:
+        return self._ret_target is None
+
+    def kept_address(self) -> list[int] | None:
+        return self._ret_addr
+
+    def keep_address(self, address: list[int]) -> None:
+        self._ret_addr = list(address)
 
     def _return_address(self, pc: WorkflowInterpreter) -> list[int]:
         if self._ret_addr is not None:
