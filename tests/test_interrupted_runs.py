@@ -30,6 +30,7 @@ from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.node.wrapper import Node
+from drivers import drive
 from dual import new_loop
 
 # A cut can land in a weakref callback the collector runs inside the run's task; Python reports it
@@ -71,11 +72,7 @@ def _interpreter(driver: str, trace: list) -> WorkflowInterpreter:
 
 
 async def _drive(interp: WorkflowInterpreter, driver: str) -> None:
-    if driver == "steps":
-        async for _ in interp.run_step_by():
-            pass
-    else:
-        await interp.run()
+    await drive(interp, "steps" if driver == "steps" else "run")
 
 
 def _outside_handlers(frame) -> bool:
