@@ -1,7 +1,7 @@
 """The native instruction set: opcode numbers and the operand layout, defined once.
 
 The core (`_core_py.py`; C ints in the compiled core, `_sense_core.pxd`) and the
-compile rules (each built-in instruction's `_native_op`, see `node/native.py`) import
+compile rules (each built-in instruction's `_native_op`, see `node/compile_rules.py`) import
 from here, and nothing else: this module imports nothing from the package.
 
 A native opcode is an exact re-implementation of its node's Python function that the

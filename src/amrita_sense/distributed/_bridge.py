@@ -14,6 +14,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
+from amrita_sense.distributed.errors import PoolClosed
+
 T = TypeVar("T")
 
 
@@ -55,7 +57,6 @@ class PoolLoop:
 
 
 def _closed() -> Exception:
-    from amrita_sense.distributed.errors import PoolClosed
 
     return PoolClosed("the pool was closed before the request was answered")
 

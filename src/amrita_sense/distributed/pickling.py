@@ -30,6 +30,8 @@ from ray import cloudpickle  # type: ignore[import-not-found,unused-ignore]
 
 from amrita_sense import _core
 from amrita_sense.distributed.errors import NotPicklable
+from amrita_sense.durable.fingerprint import outline_of
+from amrita_sense.durable.node_state import sub_graphs
 
 
 def _program_types() -> tuple[type, ...]:
@@ -98,8 +100,6 @@ def _picklable(obj: Any) -> bool:
 
 def find_unpicklable_node(graph: Any, where: str = "") -> str | None:
     """Which node of `graph` (and of its sub-graphs) cannot be pickled, and which part of it, or None."""
-    from amrita_sense.durable.fingerprint import outline_of
-    from amrita_sense.durable.node_state import sub_graphs
 
     outline = outline_of(graph)
     prog = outline.program

@@ -27,9 +27,14 @@ from ray.exceptions import RayActorError, RayTaskError  # type: ignore[import-no
 
 from amrita_sense.distributed import pickling
 from amrita_sense.distributed._bridge import PoolLoop, Reply, wait_async, wait_for
-from amrita_sense.distributed.errors import PoolClosed, RunEnded
+from amrita_sense.distributed.errors import NotPicklable, PoolClosed, RunEnded
+from amrita_sense.distributed.fanout import amap_runs, map_runs
 from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
+from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
+from amrita_sense.durable.fingerprint import graph_fingerprint
+from amrita_sense.logging import logger
+from amrita_sense.node.abc_base import is_rendered_compose
 
 STREAM_BUFFER = 16
 """Batches of a streamed run the driver holds before it stops reading (the worker then waits)."""
@@ -148,7 +153,6 @@ def _checked_run_id(run_id: Any) -> str:
 
 def _shippable_store(store: Any) -> Any:
     """What the workers get to open the checkpoint store: a picklable store, or a factory of one."""
-    from amrita_sense.durable import MemoryCheckpointStore, SQLiteCheckpointStore
 
     if store is None:
         return None
@@ -174,7 +178,6 @@ def _shippable_store(store: Any) -> Any:
 
 def _warn_if_unschedulable(workers: int, options: dict) -> None:
     """Say so when the cluster has fewer CPUs than the workers ask for (Ray would leave some pending)."""
-    from amrita_sense.logging import logger
 
     wanted = workers * float(options.get("num_cpus") or 0)
     have = float(ray.cluster_resources().get("CPU", 0))
@@ -186,7 +189,6 @@ def _warn_if_unschedulable(workers: int, options: dict) -> None:
 
 
 def _check_checkpoint_options(options: dict) -> None:
-    from amrita_sense.durable import Checkpointing, MemoryCheckpointStore
 
     unknown = set(options) - {"every_nodes", "every_seconds", "at_suspend", "on_panic", "codec"}
     if unknown:
@@ -739,8 +741,6 @@ class RemoteWorkflow:
     """
 
     def __init__(self, pool: SensePool, graph: Any, setup: Any) -> None:
-        from amrita_sense.durable.fingerprint import graph_fingerprint
-        from amrita_sense.node.abc_base import is_rendered_compose
 
         if not is_rendered_compose(graph):
             raise TypeError(f"a workflow ships a rendered graph (call .render()), not {type(graph).__name__}")
@@ -812,7 +812,6 @@ class RemoteWorkflow:
         `progress`: True for a bar on a terminal, or a callable `(done, total, failed)`; `outcomes`:
         yield every `RunOutcome` instead of results (a failed run does not raise then).
         """
-        from amrita_sense.distributed.fanout import map_runs
 
         return map_runs(
             self,
@@ -835,7 +834,6 @@ class RemoteWorkflow:
         outcomes: bool = False,
     ) -> AsyncIterator[Any]:
         """`map` as an async iterator (for code running in an event loop)."""
-        from amrita_sense.distributed.fanout import amap_runs
 
         return amap_runs(
             self,
@@ -853,8 +851,6 @@ class RemoteWorkflow:
 
 def _check_arrives_as_itself(blob: bytes, fingerprint: str) -> None:
     """Unpickle the graph here once: a graph that does not come back as the same graph is refused now."""
-    from amrita_sense.distributed.errors import NotPicklable
-    from amrita_sense.durable.fingerprint import graph_fingerprint
 
     try:
         copy = pickling.loads(blob)

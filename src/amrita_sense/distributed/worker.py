@@ -37,6 +37,13 @@ from amrita_sense.distributed.outcome import (
     Unshippable,
     as_setup,
 )
+from amrita_sense.durable import Checkpointing, CheckpointNotFound
+from amrita_sense.durable.errors import DurableError, RestoredPanic
+from amrita_sense.durable.fingerprint import graph_fingerprint
+from amrita_sense.durable.panic import type_name
+from amrita_sense.exceptions import StreamStateError
+from amrita_sense.runtime.workflow import WorkflowInterpreter
+from amrita_sense.streaming import SuspendObjectStream
 
 ARRIVAL_TIMEOUT = 30.0
 """Seconds a request waits for its run to reach this worker."""
@@ -176,7 +183,6 @@ class SenseWorker:
                 self._loading.pop(key, None)
 
     async def _load_workflow(self, key: str, ref: Any) -> tuple[Any, Any]:
-        from amrita_sense.durable.fingerprint import graph_fingerprint
 
         graph_blob, setup_blob, fingerprint = await ref
         graph = pickling.loads(graph_blob)
@@ -262,7 +268,6 @@ class SenseWorker:
 
     def _failed_start(self, run: _Run, exc: BaseException) -> RunOutcome:
         """The outcome of a run that could not start: an error, or a lost run when a failover could not restore it."""
-        from amrita_sense.durable.errors import DurableError
 
         status = LOST if run.opts.get("mode") == FAILOVER and isinstance(exc, DurableError) else ERROR
         outcome = self._outcome(run, status, exc)
@@ -273,7 +278,6 @@ class SenseWorker:
         return outcome
 
     async def _prepare(self, run: _Run, key: str, box: list, payload: bytes) -> None:
-        from amrita_sense.streaming import SuspendObjectStream
 
         graph, factory = await self._workflow(key, box)
         run.setup = as_setup(await _settle(factory(pickling.loads(payload))))
@@ -287,8 +291,6 @@ class SenseWorker:
 
     async def _interpreter(self, run: _Run, graph: Any) -> Any:
         """A fresh interpreter, or one restored from a snapshot or from the run's checkpoint."""
-        from amrita_sense.durable import Checkpointing, CheckpointNotFound
-        from amrita_sense.runtime.workflow import WorkflowInterpreter
 
         setup, opts = run.setup, run.opts
         pools: dict[str, Any] = {}
@@ -476,7 +478,6 @@ def _status_of(interp: Any, ended: str | None) -> str:
 
 def _start_pump(run: _Run) -> asyncio.Task | None:
     """A task moving what the run sends to its stream into `run.outputs`; None when a callback takes it."""
-    from amrita_sense.exceptions import StreamStateError
 
     try:
         reader = run.stream.get_response_generator()
@@ -500,7 +501,6 @@ def _format(exc: BaseException) -> str:
 
 
 def _snapshot_or_none(interp: Any, codec: Any) -> bytes | None:
-    from amrita_sense.durable.errors import DurableError
 
     try:
         return interp.snapshot(codec)
@@ -557,8 +557,6 @@ def _why(value: Any) -> str:
 
 def _stand_in(exc: BaseException, text: str) -> BaseException:
     """A `RestoredPanic` for an exception that cannot be pickled (or unpickled) as itself."""
-    from amrita_sense.durable.errors import RestoredPanic
-    from amrita_sense.durable.panic import type_name
 
     args = tuple(a for a in exc.args if isinstance(a, (str, int, float, bool, type(None))))
     return RestoredPanic(type_name(type(exc)), str(exc), args, text)

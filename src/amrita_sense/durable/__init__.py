@@ -50,6 +50,7 @@ from amrita_sense.durable.errors import (
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.durable.format import FORMAT_VERSION, STATUSES, decode
 from amrita_sense.durable.panic import restored_traceback
+from amrita_sense.durable.restore import check_state
 from amrita_sense.durable.store import (
     Checkpoint,
     CheckpointRecord,
@@ -81,7 +82,6 @@ class SnapshotInfo:
 
 def inspect_snapshot(data: Any) -> SnapshotInfo:
     """Check `data` (framing, checksum, every field) and describe it; a `SnapshotFormatError` if unreadable."""
-    from amrita_sense.durable.restore import check_state
 
     decoded = decode(data)
     state = check_state(decoded.document.get("interp"), "interp", len(decoded.blobs))

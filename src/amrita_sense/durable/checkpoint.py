@@ -33,6 +33,7 @@ from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, Sna
 from amrita_sense.durable.store import CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime.types import RunMark
+from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 _CHECK_CLOCK_EVERY = 64
@@ -146,7 +147,7 @@ class Checkpointing:
         one of them fail with `CheckpointConflict` at its next save.
         """
         if interpreter is None:
-            from amrita_sense.runtime.workflow import WorkflowInterpreter as interpreter
+            interpreter = WorkflowInterpreter
         checkpoint = await _settle(self.store.load(self.run_id))
         restore_kwargs.setdefault("codec", self.codec)
         interp = interpreter.restore(graph, checkpoint.data, **restore_kwargs)

@@ -18,6 +18,7 @@ class AliasNode(BaseNode):
     """
 
     __slots__ = (*NODE_SLOTS, "alias", "node")
+    _names_a_node = True
 
     def __init__(self, node: BaseNode, alias: str):
         if isinstance(node, SelfCompileInstruction):

@@ -10,6 +10,8 @@ from typing import Any
 from amrita_sense.exceptions import IllegalState, InvalidOperand
 from amrita_sense.instructions._support import NODE_SLOTS, require_name, require_part
 from amrita_sense.instructions.alias import ALIAS
+from amrita_sense.instructions.interrupt import IRET
+from amrita_sense.instructions.ret2 import RET
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode
@@ -126,7 +128,6 @@ def _routine(entrypoint: str, block: Any, closer: BaseNode) -> AbstractComposeOr
 
 def FN(entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction) -> AbstractComposeOriginal:
     """A subroutine `[escape, ALIAS(NOP, entrypoint), block, RET()]`, entered with `CALL(entrypoint)`."""
-    from amrita_sense.instructions.ret2 import RET
 
     return _routine(entrypoint, block, RET())
 
@@ -135,6 +136,5 @@ def INTER_FN(
     entrypoint: str, block: BaseNode | AbstractComposeOriginal | SelfCompileInstruction
 ) -> AbstractComposeOriginal:
     """An interrupt service routine `[escape, ALIAS(NOP, entrypoint), block, IRET()]`, entered with `INT`."""
-    from amrita_sense.instructions.interrupt import IRET
 
     return _routine(entrypoint, block, IRET())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from amrita_sense._opcodes import OP_JUMP, native_operands
 from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, check_target, resolve_alias_strict
+from amrita_sense.node.compile_rules import Locate, NativeOp, target
 from amrita_sense.node.core import BaseNode
-from amrita_sense.node.native import Locate, NativeOp, target
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 

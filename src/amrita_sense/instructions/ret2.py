@@ -13,8 +13,8 @@ from typing import Any
 from amrita_sense._opcodes import OP_CALLSUB, OP_RET, native_operands
 from amrita_sense.instructions._support import already_compiled, check_target
 from amrita_sense.instructions.enum import BuiltinTags
+from amrita_sense.node.compile_rules import Locate, NativeOp, callee, node_row, target
 from amrita_sense.node.core import Node as NodeType
-from amrita_sense.node.native import Locate, NativeOp, callee, node_row, target
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
 

@@ -17,9 +17,9 @@ from amrita_sense.instructions._support import (
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
+from amrita_sense.node.compile_rules import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.core import BaseNode, NodeCompose
 from amrita_sense.node.core import Node as NodeType
-from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 

@@ -30,8 +30,8 @@ from amrita_sense.exceptions import IllegalState, InterruptKeepContext, InvalidO
 from amrita_sense.instructions._support import require_part, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.workfl_ctrl import NOP
+from amrita_sense.node.compile_rules import Locate, NativeOp, callee, near, target
 from amrita_sense.node.core import BaseNode, NodeCompose
-from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 

@@ -6,8 +6,9 @@ from typing import NoReturn
 
 from amrita_sense._opcodes import OP_NOP
 from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
+from amrita_sense.node.compile_rules import give_rule
 from amrita_sense.node.core import Node as _NodeType
-from amrita_sense.node.native import give_rule
+from amrita_sense.node.core import lead_with
 from amrita_sense.node.wrapper import Node as _node
 
 
@@ -40,7 +41,8 @@ def _nop_op(node: object, addr: tuple, locate: object) -> tuple[int, None] | Non
     return (OP_NOP, None) if node is NOP else None
 
 
-give_rule(NOP, _nop_op)  # its compile rule (see node.native)
+give_rule(NOP, _nop_op)  # its compile rule (see node.compile_rules)
+lead_with(NOP)  # `instr >> x` is `NodeCompose(NOP, instr, x)`
 
 RESET: _NodeType[NoReturn] = _reset_operation
 """Ends the run and discards the interpreter state; not addressable."""

@@ -6,7 +6,7 @@ import inspect
 import sys
 import time
 import types
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from amrita_sense._classmemo import ClassMemo
@@ -15,7 +15,6 @@ from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.logging import debug_log, engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
-from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.node.table import build_program
 from amrita_sense.utils import isabstractmethod
 
@@ -45,6 +44,9 @@ class BaseNode:
     is_coro: bool
     __sdb_dis__: Any = None
     __sdb_cmt__: Any = None
+    _names_a_node = False
+    """True for ALIAS: rendering registers `self.alias` in the graph's alias map and forwards
+    the compile hook of the node it names (`self.node`)."""
 
     def _init(self, func, tag, wrap_to_async, address_able, frame=None) -> None:
         if not callable(func):
@@ -304,13 +306,11 @@ _PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
 
 def _classify(cls: type) -> str:
     """How a child of this class renders (see `_KINDS`)."""
-    from amrita_sense.instructions.alias import AliasNode
-
     if issubclass(cls, AbstractComposeOriginal):
         kind = _COMPOSE
     elif issubclass(cls, SelfCompileInstruction):
         kind = _SELF_COMPILING
-    elif issubclass(cls, AliasNode):
+    elif issubclass(cls, BaseNode) and cls._names_a_node:
         kind = _ALIAS
     elif issubclass(cls, BaseNode):
         kind = _PLAIN if isabstractmethod(cls._post_compile) else _HOOKED
@@ -355,3 +355,27 @@ def program_of(graph: Any) -> Any:
     while prog.successor is not None:
         prog = prog.successor
     return prog
+
+
+_LEADER: list[Any] = []
+"""The node `instr >> x` puts in front: NOP, given by `instructions.workfl_ctrl` through `lead_with`
+when the package is imported (before any compose can be built)."""
+
+
+def lead_with(node: Any) -> None:
+    """Make `node` the leader of every `instr >> x` compose (called once, with NOP)."""
+    _LEADER[:] = [node]
+
+
+class SelfCompileInstruction(ABC):
+    """A macro: `extract()` returns the source compose it stands for.
+
+    Rendered in place as one nested segment. `>>` puts a NOP in front:
+    `instr >> x` is `NodeCompose(NOP, instr, x)`.
+    """
+
+    @abstractmethod
+    def extract(self) -> Any: ...
+
+    def __rshift__(self, other: Any) -> Any:
+        return NodeCompose(_LEADER[0], self, other)

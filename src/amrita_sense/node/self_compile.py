@@ -1,23 +1,6 @@
-"""Instructions that expand themselves into a source compose when rendered."""
+"""Instructions that expand themselves into a source compose when rendered (1.1.3's module path;
+the class lives in `node.core`, beside the renderer that expands it)."""
 
-from __future__ import annotations
+from amrita_sense.node.core import SelfCompileInstruction
 
-from abc import ABC, abstractmethod
-from typing import Any
-
-
-class SelfCompileInstruction(ABC):
-    """A macro: `extract()` returns the source compose it stands for.
-
-    Rendered in place as one nested segment. `>>` puts a NOP in front:
-    `instr >> x` is `NodeCompose(NOP, instr, x)`.
-    """
-
-    @abstractmethod
-    def extract(self) -> Any: ...
-
-    def __rshift__(self, other: Any) -> Any:
-        from amrita_sense.instructions.workfl_ctrl import NOP
-        from amrita_sense.node.core import NodeCompose
-
-        return NodeCompose(NOP, self, other)
+__all__ = ["SelfCompileInstruction"]

@@ -9,7 +9,7 @@ from amrita_sense import _core
 from amrita_sense._classmemo import ClassMemo
 from amrita_sense._opcodes import OP_CALL, dense_row
 from amrita_sense.node.abc_base import is_rendered_compose
-from amrita_sense.node.native import compile_native
+from amrita_sense.node.compile_rules import compile_native
 from amrita_sense.utils import isabstractmethod
 
 

@@ -15,8 +15,8 @@ from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_pa
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
 from amrita_sense.node.abc_base import AbstractComposeOriginal
+from amrita_sense.node.compile_rules import Locate, NativeOp, callee, near, target
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
-from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 

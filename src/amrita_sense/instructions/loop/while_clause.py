@@ -12,10 +12,11 @@ from amrita_sense import _unsafe
 from amrita_sense._opcodes import OP_JUMP, OP_WHILE, native_operands
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
+from amrita_sense.instructions.jump import JumpNode
 from amrita_sense.instructions.loop._guard import reject_composition_body
 from amrita_sense.instructions.workfl_ctrl import NOP
+from amrita_sense.node.compile_rules import Locate, NativeOp, callee, near, target
 from amrita_sense.node.core import BaseNode, Node, NodeCompose
-from amrita_sense.node.native import Locate, NativeOp, callee, near, target
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -153,7 +154,6 @@ class WhileClause(SelfCompileInstruction):
         return action
 
     def extract(self) -> NodeCompose:
-        from amrita_sense.instructions.jump import JumpNode
 
         if not hasattr(self, "_action"):
             raise AttributeError("WHILE has no body: set it with .ACTION(body) before compiling")

@@ -15,8 +15,9 @@ from amrita_sense.instructions._support import NODE_SLOTS, resume_near
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.instructions.loop.do_while import do_check_op
 from amrita_sense.node.abc_base import AbstractComposeOriginal
+from amrita_sense.node.compile_rules import Locate, NativeOp, near, node_row, target
 from amrita_sense.node.core import BaseNode, NodeCompose
-from amrita_sense.node.native import Locate, NativeOp, near, node_row, target
+from amrita_sense.node.dll import DLLCompose
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.types import PointerVector
@@ -55,7 +56,6 @@ def _configure_loop_control_nodes(compose: AbstractComposeOriginal, continue_pos
     The scan enters nested source compositions, but not inner native loops
     (a composition starting with a native loop head) nor `DLLCompose` slots.
     """
-    from amrita_sense.node.dll import DLLCompose
 
     for child in compose:
         if isinstance(child, _LoopControlNode):
@@ -77,8 +77,6 @@ def _classify_body(payload: Any) -> tuple[Any, bool]:
     if isinstance(payload, NodeCompose):
         return payload, False
     if isinstance(payload, AbstractComposeOriginal):
-        from amrita_sense.node.dll import DLLCompose
-
         if not isinstance(payload, DLLCompose):
             return NodeCompose(*payload), False
     raise TypeError(f"Unsupported payload type: {type(payload).__name__}")
