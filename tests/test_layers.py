@@ -32,8 +32,8 @@ CORE_MAY_IMPORT = {
 }
 """The ground floor the core stands on (and the core's own two files)."""
 
-MAX_FILES_IN_CIRCLES = 7
-MAX_IMPORTS_IN_FUNCTIONS = 14
+MAX_FILES_IN_CIRCLES = 3
+MAX_IMPORTS_IN_FUNCTIONS = 10
 
 
 COMPILED = {"amrita_sense._sense_core": "_core_py.py"}

@@ -8,6 +8,7 @@ API is amrita-sense 1.1.3's).
 from . import _unsafe
 from ._core import IMPLEMENTATION
 from ._version import __version__ as __version__  # re-exported
+from .di.signature import sign_func
 from .exceptions import (
     AliasNotFoundError,
     DependsDeclarationError,
@@ -21,7 +22,6 @@ from .exceptions import (
     StreamStateError,
 )
 from .hook.event import BaseEvent
-from .hook.fun_typing import sign_func
 from .hook.matcher import EventRegistry, Matcher, MatcherFactory
 from .hook.on import on_event
 from .instructions import (

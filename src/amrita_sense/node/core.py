@@ -10,8 +10,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from amrita_sense._classmemo import ClassMemo
+from amrita_sense.di.signature import sign_func
 from amrita_sense.exceptions import GraphBuildError, InvalidOperand, NullPointerException
-from amrita_sense.hook.fun_typing import sign_func
 from amrita_sense.logging import debug_log, engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator

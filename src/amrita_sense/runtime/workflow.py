@@ -21,17 +21,8 @@ from amrita_sense import _core
 from amrita_sense._core import address_list
 from amrita_sense._unsafe import __flags__
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope
-from amrita_sense.exceptions import (
-    DependsInjectFailed,
-    DependsResolveFailed,
-    IllegalState,
-    InterruptKeepContext,
-    InterruptNotice,
-    InvalidFlags,
-    InvalidMiddleware,
-    InvalidOperand,
-)
-from amrita_sense.hook._inject import (
+from amrita_sense.di.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
+from amrita_sense.di.inject import (
     FactoryGroup,
     ScopeChain,
     Session,
@@ -42,16 +33,25 @@ from amrita_sense.hook._inject import (
     resolve_together,
     start_plain,
 )
-from amrita_sense.hook.fun_typing import sign_func
+from amrita_sense.di.plans import PlanEntry, build_entry, shape_of
+from amrita_sense.di.signature import sign_func
+from amrita_sense.exceptions import (
+    DependsInjectFailed,
+    DependsResolveFailed,
+    IllegalState,
+    InterruptKeepContext,
+    InterruptNotice,
+    InvalidFlags,
+    InvalidMiddleware,
+    InvalidOperand,
+)
 from amrita_sense.hook.matcher import DependsFactory, MatcherFactory
 from amrita_sense.logging import engine_debug_enabled, logger
 from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
-from amrita_sense.runtime.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
-from amrita_sense.runtime.plans import PlanEntry, build_entry, shape_of
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext, RunMark
 from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import DICache, LRUCache, PointerVector, Stack
@@ -694,7 +694,7 @@ class WorkflowInterpreter(_core.InterpreterCore, Generic[io_T]):
         if before is not None and self.args_hash != before:
             self._forget_di_listing()
 
-    # ----- `_di_cache`: 1.1.3's DI cache record, a view (amrita_sense.runtime.dicache) ---------
+    # ----- `_di_cache`: 1.1.3's DI cache record, a view (amrita_sense.di.dicache) ---------
 
     def _own_di_record(self) -> DIRecord:
         record = self._di_record
