@@ -28,14 +28,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from amrita_sense import _core
 from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, SnapshotUnavailable
 from amrita_sense.durable.store import CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
-from amrita_sense.runtime.types import RunMark
+from amrita_sense.runtime.steps import StepHooks, step_loop
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
-PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 _CHECK_CLOCK_EVERY = 64
 
 
@@ -172,65 +170,51 @@ class Checkpointing:
             pass  # a gate inside a sub-call is not a point a run can be restored at
 
     async def run(self, interp: Any) -> None:
-        """`interp.run()` with checkpoints (see the module docstring)."""
-        mark = RunMark()
-        try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
-            outcome: BaseException | None = None
-            try:
-                if not await interp._begin_run(mark):
-                    return
-                await self._steps(interp)
-            except BaseException as exc:
-                outcome = exc
-                if interp._claim_v is not mark or isinstance(exc, CheckpointError) or not interp._absorbs(exc):
-                    raise
-            finally:
-                if interp._claim_v is mark:
-                    await interp._end_run(outcome)
-                    if self._saves_after(outcome):
-                        await self.save(interp)
-        except BaseException as exc:
-            await interp._end_cut_run(mark, exc)
-            raise
+        """`interp.run()` with checkpoints (see the module docstring): the general step loop with
+        this policy's hooks."""
+        steps = step_loop(interp, _CheckpointSteps(self))
+        try:
+            async for _ in steps:
+                pass
+        finally:
+            await steps.aclose()  # what cut the loop short (a KeyboardInterrupt here) ends the run too
 
     def _saves_after(self, outcome: BaseException | None) -> bool:
         if outcome is None or isinstance(outcome, InterruptNotice):
             return True
         return self.on_panic and isinstance(outcome, Exception) and not isinstance(outcome, CheckpointError)
 
-    async def _steps(self, interp: Any) -> None:
-        """The step loop of `run_step_by()` without the generator, saving after steps as the policy says."""
-        lock = interp._interpret_lock
-        since_save, steps = 0, 0
-        last_save = last_yield = time.monotonic()
-        while True:
-            if interp._signal.pending:
-                await interp._gate(PC_CHECKPOINT)
-            if interp._pending_stop:
-                interp._pending_stop = False
-                return
-            await interp._take_lock()
-            try:
-                state = interp._enter_step()
-                if state == _core.STEP_END:
-                    return
-                if state == _core.STEP_SKIPPED:
-                    continue
-                await interp._run_current()
-                if not interp._leave_step():
-                    return
-            finally:
-                lock.async_release()
-            since_save += 1
-            steps += 1
-            if self._due(since_save, last_save):
-                await self.save(interp)
-                since_save, last_save = 0, time.monotonic()
-            if steps % _CHECK_CLOCK_EVERY == 0 and time.monotonic() - last_yield >= interp._yield_interval:
-                await asyncio.sleep(0)
-                last_yield = time.monotonic()
-
     def _due(self, since_save: int, last_save: float) -> bool:
         if self.every_nodes is not None and since_save >= self.every_nodes:
             return True
         return self.every_seconds is not None and time.monotonic() - last_save >= self.every_seconds
+
+
+class _CheckpointSteps(StepHooks):
+    """One checkpointed run's hooks: save after steps as the policy says, hand the event loop a
+    turn every `_yield_interval` seconds (the loop never does between inline nodes otherwise),
+    save when the run ends; a `CheckpointError` always propagates (it is never a panic)."""
+
+    __slots__ = ("last_save", "last_yield", "policy", "since_save", "steps")
+
+    def __init__(self, policy: Checkpointing):
+        self.policy = policy
+        self.since_save = self.steps = 0
+        self.last_save = self.last_yield = time.monotonic()
+
+    async def after_step(self, interp: Any) -> None:
+        self.since_save += 1
+        self.steps += 1
+        if self.policy._due(self.since_save, self.last_save):
+            await self.policy.save(interp)
+            self.since_save, self.last_save = 0, time.monotonic()
+        if self.steps % _CHECK_CLOCK_EVERY == 0 and time.monotonic() - self.last_yield >= interp._yield_interval:
+            await asyncio.sleep(0)
+            self.last_yield = time.monotonic()
+
+    def absorbs(self, interp: Any, exc: BaseException) -> bool:
+        return not isinstance(exc, CheckpointError) and interp._absorbs(exc)
+
+    async def after_run(self, interp: Any, outcome: BaseException | None) -> None:
+        if self.policy._saves_after(outcome):
+            await self.policy.save(interp)

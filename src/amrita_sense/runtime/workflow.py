@@ -43,11 +43,11 @@ from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
+from amrita_sense.runtime.steps import PC_CHECKPOINT, step_loop
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext, RunMark
 from amrita_sense.streaming import SuspendObjectStream
 from amrita_sense.types import PointerVector, Stack
 
-PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 UNSET: Any = object()
 _RUNNING: Any = _core.RUNNING
 io_T = TypeVar("io_T", covariant=True)
@@ -661,48 +661,10 @@ class WorkflowInterpreter(_core.InterpreterCore, Injection, Generic[io_T]):
             await self._end_cut_run(mark, exc)
             raise
 
-    async def run_step_by(self) -> AsyncGenerator[Any, None]:
-        """Run step by step, yielding the result of each main-loop node."""
-        mark = RunMark()
-        try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
-            outcome: BaseException | None = None
-            lock = self._interpret_lock
-            try:
-                if not await self._begin_run(mark):
-                    return
-                while True:
-                    if self._signal.pending:
-                        await self._gate(PC_CHECKPOINT)
-                    if self._pending_stop:
-                        self._pending_stop = False
-                        break
-                    await self._take_lock()
-                    try:
-                        state = self._enter_step()
-                        if state == _core.STEP_END:
-                            break
-                        if state == _core.STEP_SKIPPED:
-                            continue
-                        result = await self._run_current()
-                        self._stepped = True
-                        try:
-                            yield result
-                        finally:
-                            self._stepped = False
-                        if not self._leave_step():
-                            break
-                    finally:
-                        lock.async_release()
-            except BaseException as exc:
-                outcome = exc
-                if self._claim_v is not mark or not self._absorbs(exc):
-                    raise
-            finally:
-                if self._claim_v is mark:
-                    await self._end_run(outcome)
-        except BaseException as exc:
-            await self._end_cut_run(mark, exc)
-            raise
+    def run_step_by(self) -> AsyncGenerator[Any, None]:
+        """Run step by step: an async generator yielding the result of each main-loop node (the
+        general step loop, `runtime.steps.step_loop`)."""
+        return step_loop(self)
 
     async def _begin_run(self, mark: RunMark) -> bool:
         """Start a run (`_open_run`, then `_start_work` when needed); False when that already ended it."""

@@ -1,0 +1,90 @@
+"""The general step loop: every run that is not the core's compiled loop (`_execute`) goes through
+`step_loop`: `run_step_by()`, checkpointing, and the hooks that policies and telemetry add.
+
+One step (semantics rule 13): the between-node gate (outside the lock), a pending stop, the lock,
+enter (`_enter_step`: the pointer made, a halt resumed), run (`_run_current`: the middleware or
+the node), yield the result (still under the lock), leave (`_leave_step`: advance unless a jump
+moved the pointer), release the lock, then the hooks' `after_step`. The run around the steps is
+claimed with a `RunMark` and ended on every way out, as `WorkflowInterpreter.run()` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from amrita_sense import _core
+from amrita_sense.runtime.types import RunMark
+
+PC_CHECKPOINT = "WorkflowInterpreter::each_node"
+"""The tag of the between-node gate."""
+
+_STEP_END: Any = _core.STEP_END
+_STEP_SKIPPED: Any = _core.STEP_SKIPPED
+
+
+class StepHooks:
+    """What a caller adds to the general step loop; the defaults add nothing. One instance serves
+    one run (it may keep counters for it)."""
+
+    __slots__ = ()
+
+    async def after_step(self, interp: Any) -> None:
+        """After each step, with the lock released (where a checkpoint is a consistent state)."""
+
+    def absorbs(self, interp: Any, exc: BaseException) -> bool:
+        """Whether `exc` ends the run quietly (see `WorkflowInterpreter._absorbs`, which records a panic)."""
+        return interp._absorbs(exc)
+
+    async def after_run(self, interp: Any, outcome: BaseException | None) -> None:
+        """After the run ended (lock freed, scope closed), with what ended it (None: it finished)."""
+
+
+async def step_loop(interp: Any, hooks: StepHooks | None = None) -> AsyncGenerator[Any, None]:
+    """Run `interp` step by step, yielding each main-loop node's result (see the module docstring)."""
+    mark = RunMark()
+    try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
+        outcome: BaseException | None = None
+        lock = interp._interpret_lock
+        try:
+            if not await interp._begin_run(mark):
+                return
+            while True:
+                if interp._signal.pending:
+                    await interp._gate(PC_CHECKPOINT)
+                if interp._pending_stop:
+                    interp._pending_stop = False
+                    break
+                await interp._take_lock()
+                try:
+                    state = interp._enter_step()
+                    if state == _STEP_END:
+                        break
+                    if state == _STEP_SKIPPED:
+                        continue
+                    result = await interp._run_current()
+                    interp._stepped = True
+                    try:
+                        yield result
+                    finally:
+                        interp._stepped = False
+                    if not interp._leave_step():
+                        break
+                finally:
+                    lock.async_release()
+                if hooks is not None:
+                    await hooks.after_step(interp)
+        except BaseException as exc:
+            outcome = exc
+            if interp._claim_v is not mark:
+                raise  # the run was never claimed (refused start): nothing of it is ours to route
+            if not (interp._absorbs(exc) if hooks is None else hooks.absorbs(interp, exc)):
+                raise
+        finally:
+            if interp._claim_v is mark:
+                await interp._end_run(outcome)
+                if hooks is not None:
+                    await hooks.after_run(interp, outcome)
+    except BaseException as exc:
+        await interp._end_cut_run(mark, exc)
+        raise
