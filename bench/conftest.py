@@ -29,12 +29,14 @@ import pytest
 
 def _scenarios():
     """The package's scenarios; under another amrita_sense (1.1.3, which has no `bench`), the
-    checkout's copy of the same file, loaded by path."""
+    checkout's copy of the same package, loaded by path."""
     try:
         from amrita_sense.bench import scenarios
     except ImportError:
-        path = Path(__file__).resolve().parents[1] / "src" / "amrita_sense" / "bench" / "scenarios.py"
-        spec = importlib.util.spec_from_file_location("_amrita_sense_bench_scenarios", path)
+        package = Path(__file__).resolve().parents[1] / "src" / "amrita_sense" / "bench" / "scenarios"
+        spec = importlib.util.spec_from_file_location(
+            "_amrita_sense_bench_scenarios", package / "__init__.py", submodule_search_locations=[str(package)]
+        )
         scenarios = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = scenarios
         spec.loader.exec_module(scenarios)

@@ -2,7 +2,7 @@
 
 Started as a script, by path (`python .../amrita_sense/bench/_worker.py --loop asyncio
 --expect cython`), so it also runs under a foreign Python whose `amrita_sense` has no
-`bench` package (the 1.1.3 reference venv): it loads its sibling `scenarios.py` by path
+`bench` package (the 1.1.3 reference venv): it loads its sibling package `scenarios/` by path
 too, so every build runs the very same scenario code. With `--expect peer --peer NAME` it runs
 in a peer's environment (no amrita_sense at all) and serves the peers' work
 (`scenarios.PEER_WORKS`) with that peer's module from `peers/`, loaded by path as well, after
@@ -34,14 +34,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_sibling(name: str, path: str = ""):
-    """Import `HERE/<name>.py` (or `path`) under a private module name (registered, so
-    dataclasses and pickles defined in it resolve their module)."""
+    """Import `HERE/<name>.py`, the package `HERE/<name>/` (its modules import each other
+    relatively) or `path` under a private module name (registered, so dataclasses and pickles
+    defined in it resolve their module)."""
     import importlib.util
 
     module_name = f"_amrita_sense_bench_{name}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path or os.path.join(HERE, f"{name}.py"))
+    package = os.path.join(HERE, name)
+    if not path and os.path.isfile(os.path.join(package, "__init__.py")):
+        spec = importlib.util.spec_from_file_location(
+            module_name, os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+        )
+    else:
+        spec = importlib.util.spec_from_file_location(module_name, path or os.path.join(HERE, f"{name}.py"))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path or name + '.py'} from {HERE}")
     module = importlib.util.module_from_spec(spec)
@@ -149,7 +156,7 @@ class Worker:
         self.peer_name = peer
         self.peer: Any = None  # with --peer: that peer's module (its `build(work, scenarios)`)
         self.loop: Any = None
-        self.scenarios: Any = None  # scenarios.py and workload.py, loaded by path by hello
+        self.scenarios: Any = None  # scenarios/ and workload.py, loaded by path by hello
         self.workload: Any = None
         self.workflows: dict = {}  # spec -> workload.Workflow, loaded once
         self.cached: Any = None  # (key, plan): the last plan built, reused while the same scenario repeats
@@ -262,7 +269,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     channel = _protocol_channel()
-    # The script's directory (sys.path[0]) holds runner.py, scenarios.py...: never importable by name.
+    # The script's directory (sys.path[0]) holds runner.py, scenarios/...: never importable by name.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
     if (args.expect == "peer") != bool(args.peer):
         parser.error("--expect peer and --peer NAME go together")
