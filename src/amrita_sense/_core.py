@@ -105,3 +105,4 @@ restore_async_library = _impl.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END
+LAYER_CONTRACT = _impl.LAYER_CONTRACT

@@ -1326,12 +1326,30 @@ _FIELD_CHECKS = {
 }
 
 
+LAYER_CONTRACT = {
+    # the calls the core makes up into its subclass (`WorkflowInterpreter` and its `di.interpreter.Injection`
+    # base): name -> (how it is called, what it promises). tests/test_layers.py checks that the core calls
+    # nothing else on `self` that it does not define, and that the interpreter implements each of these.
+    "_shared_plan": ("sync", "the node's plan for the pools' shape, shared by every interpreter of it, or UNSHARED"),
+    "_run_unshared": ("async", "inject and call a node whose plan is UNSHARED (the per-interpreter path); its result"),
+    "_invoke_slow": ("async", "call a node whose table plan needs providers or use_cache results; its result"),
+    "_invoke_slow_now": ("sync", "_invoke_slow done at once: None, an awaitable that finishes it, or NOT_NOW"),
+    "_offload": ("async", "run a sync node body in a worker thread with the caller's context; its result"),
+    "_offload_batch": ("async", "run a batch of worker-thread nodes (`_batch_in_worker`) in one worker thread"),
+    "_gate": ("async", "the suspend gate for `tag` (the stream's and checkpointing's); True when it parked"),
+    "_pools_hold_factories": ("sync", "True when a Depends object sits in the pools (run start resolves it)"),
+    "_workflow_scope_open": ("sync", "True when the workflow scope holds providers to tear down (store cleared)"),
+    "call_near": ("async", "1.1.3's call_near: run the node `addr` slots away as a sub-call; its result"),
+    "call_sub": ("async", "1.1.3's call_sub: run the node at `addr` as a sub-call, pointer restored; its result"),
+}
+
+
 class InterpreterCore:
     """The interpreter state the hot path touches, and the step loop itself.
 
-    `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds
-    the public API; it supplies `_shared_plan`, `_run_unshared`, `_invoke_slow(_now)`, `_offload_batch`,
-    `_offload` and `_gate` (the Python-level slow paths).
+    `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds the public API;
+    it implements the calls of `LAYER_CONTRACT` (the Python-level slow paths), the only calls the
+    core makes up into it.
     """
 
     __slots__ = (

@@ -82,6 +82,10 @@ cdef class InterpretLock:
     cdef inline int _release(self) except -1
 
 
+# The calls the core makes up into WorkflowInterpreter (Python-level, looked up on the subclass):
+# `LAYER_CONTRACT` in _core_py.py lists each with its contract: _shared_plan, _run_unshared,
+# _invoke_slow, _invoke_slow_now, _offload, _offload_batch, _gate, _pools_hold_factories,
+# _workflow_scope_open, call_near, call_sub. Nothing else above the core is called from it.
 cdef class InterpreterCore:
     # the core's own state
     cdef public Program _prog_v

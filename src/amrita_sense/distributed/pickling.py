@@ -28,7 +28,7 @@ from typing import Any
 
 from ray import cloudpickle  # type: ignore[import-not-found,unused-ignore]
 
-from amrita_sense import _core
+from amrita_sense import _core, _core_py
 from amrita_sense.distributed.errors import NotPicklable
 from amrita_sense.durable.fingerprint import outline_of
 from amrita_sense.durable.node_state import sub_graphs
@@ -36,8 +36,6 @@ from amrita_sense.durable.node_state import sub_graphs
 
 def _program_types() -> tuple[type, ...]:
     """The node-table classes of both cores (the twin's is a Python class, the compiled one is not picklable)."""
-    from amrita_sense import _core_py
-
     return tuple({_core.Program, _core_py.Program})
 
 
