@@ -4,7 +4,7 @@ Each random program (the differential instruction generator, see
 `durable_programs`) runs in a worker process (`durable_worker.py`) that
 checkpoints after every node into SQLite. The test kills it with SIGKILL at a
 random moment, starts a new worker that resumes from the store (alternating the
-compiled core and the pure twin, on asyncio or uvloop), kills that one too, and so on, then lets a
+compiled core and the pure build, on asyncio or uvloop), kills that one too, and so on, then lets a
 last worker finish. The trace the workers wrote, joined, must equal the trace
 of an uninterrupted run, except for the at-least-once rule: what a killed
 worker did after its last saved checkpoint (part of the node that was running)

@@ -512,8 +512,8 @@ def test_a_snapshot_from_one_core_restores_on_the_other(cores):
         await again.run()
         return trace, again.graph_fingerprint
 
-    compiled, twin = cores
-    for source, target in ((compiled, twin), (twin, compiled)):
+    compiled, pure = cores
+    for source, target in ((compiled, pure), (pure, compiled)):
         data, fingerprint = run_on(source, take, None, "asyncio")
         assert run_on(target, give, data, "asyncio") == (["b"], fingerprint)
 

@@ -1,7 +1,7 @@
 """The crash fuzzer: random sequences of public and kept-private calls with random values.
 
 Each sequence (hypothesis) runs in a worker process on the compiled core and in one on the pure
-twin (`fuzz_worker.py`). The test fails when a worker dies (a signal: the compiled core crashed),
+build (`fuzz_worker.py`). The test fails when a worker dies (a signal: the compiled core crashed),
 when a call or a whole sequence does not finish (a hang), and when the two builds disagree on the
 outcome of a call ("ok" or the exception class).
 

@@ -33,7 +33,7 @@ from amrita_sense.distributed.errors import NotPicklable
 
 
 def _program_types() -> tuple[type, ...]:
-    """The node-table classes of both cores (the twin's is a Python class, the compiled one is not picklable)."""
+    """The node-table classes of both cores (the pure build's is a Python class, the compiled one is not picklable)."""
     from amrita_sense import _core_py
 
     return tuple({_core.Program, _core_py.Program})
