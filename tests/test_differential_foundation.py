@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dual import SenseCopy, run_on, run_program
+from support.dual import SenseCopy, run_on, run_program
 
 MAX_STEPS = 600
 MAX_RUNS = 4

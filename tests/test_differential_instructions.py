@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import movers
-from dual import Recorder, SenseCopy, run_on, run_program, run_whole
+from support import movers
+from support.dual import Recorder, SenseCopy, run_on, run_program, run_whole
 
 MAX_STEPS = 400
 RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dual import SenseCopy, run_on
-from durable_programs import (
+from support.dual import SenseCopy, run_on
+from support.durable_programs import (
     CONTINUING,
     PROGRAMS,
     RAW_PROGRAMS,

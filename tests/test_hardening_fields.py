@@ -19,7 +19,7 @@ from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.dicache import DIRecord
 from amrita_sense.runtime.plans import shape_of
 from amrita_sense.streaming import SuspendObjectStream
-from dual import Recorder
+from support.dual import Recorder
 
 
 def graph():

@@ -14,7 +14,7 @@ import pytest
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.node import DLLCompose
-from dual import Recorder, run_program, run_whole
+from support.dual import Recorder, run_program, run_whole
 
 SHAPES = [(old, pos, new) for old, new in itertools.product((1, 2, 3), (1, 2, 3)) for pos in range(old)]
 

@@ -13,7 +13,7 @@ from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter
 from amrita_sense._core import InterpretLock
 from amrita_sense.exceptions import InvalidOperand
 from amrita_sense.node.wrapper import Node
-from dual import Recorder
+from support.dual import Recorder
 
 NOT_AN_ADDRESS = [0, -1, 1.5, "ab", {0: 1}, {1}, object(), [0, "x"], [None]]
 

@@ -18,7 +18,7 @@ import pytest
 from amrita_sense import IllegalState, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.node.wrapper import Node
-from dual import Recorder, new_loop
+from support.dual import Recorder, new_loop
 
 LOOPS = ["asyncio", "uvloop"]
 
