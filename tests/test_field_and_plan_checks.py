@@ -1,4 +1,4 @@
-"""Hardening (issue 14) for what issue 12 moved into the core: the Python layer's fields, the run's
+"""Checks (issue 14) on what issue 12 moved into the core: the Python layer's fields, the run's
 bookkeeping, the shared plan tables and the worker-thread batches.
 
 Every field Python can write checks the value where it is written (the compiled loop reads them

@@ -1,4 +1,4 @@
-"""Behaviours where the two cores used to differ, settled once (issue 18): each test runs on the
+"""What both cores must do alike where they once differed (issue 18): each test runs on the
 compiled core and on the pure build (the two test passes), and says what both must do."""
 
 from __future__ import annotations

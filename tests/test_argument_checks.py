@@ -1,4 +1,4 @@
-"""Hardening (issue 14): a bad argument gets a `TypeError` (or `ValueError`) naming it, where it is
+"""Argument checks (issue 14): a bad argument gets a `TypeError` (or `ValueError`) naming it, where it is
 given (construction, compose or render time), instead of an `AttributeError` deep inside later."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hardening (issue 14): hot-swapping the DLL slot a node runs in.
+"""Hot-swapping the DLL slot a node runs in (issue 14).
 
 After `DLLCompose.apply()` from a node inside the slot, the run advances from that node's address in
 the new payload, as 1.1.3 does; where the new payload is too short for that address (1.1.3 ends the

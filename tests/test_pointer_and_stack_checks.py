@@ -1,4 +1,4 @@
-"""Hardening (issue 14): the program counter, the return stack and the interpreter's kept attributes
+"""Stored-value checks (issue 14): the program counter, the return stack and the interpreter's kept attributes
 check what they store, so the compiled core's unchecked fast paths only ever see what they assume.
 
 Each case here crashed the compiled core (SIGSEGV or `SystemError`) or was accepted silently
