@@ -2,8 +2,8 @@
 
 The compiled core needs Cython (a build requirement) and a C compiler. A build that
 cannot compile it FAILS with a message saying what to do, so that nobody gets the ten
-times slower pure-Python twin without knowing: AMRITA_SENSE_NO_EXTENSIONS=1 asks for the
-pure build (a `py3-none-any` wheel without the core; the twin then loads without a
+times slower pure build without knowing: AMRITA_SENSE_NO_EXTENSIONS=1 asks for the
+pure build (a `py3-none-any` wheel without the core; it then loads without a
 warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other Python
 implementations than CPython always get the pure build. AMRITA_SENSE_DEBUG_BUILD=1 builds the
 debug core (checks and assertions on, see `_core_build_options`).

@@ -150,13 +150,13 @@ def test_a_peer_whose_environment_fails_is_a_column_saying_why(monkeypatch, tmp_
 
     monkeypatch.setattr(venvs, "ensure", cannot)
     out = tmp_path / "peers.json"
-    argv = ["--quick", "--builds", "twin", "--peers", "burr", "--scenarios", "peer_if_else", "--json", str(out)]
+    argv = ["--quick", "--builds", "pure", "--peers", "burr", "--scenarios", "peer_if_else", "--json", str(out)]
     assert runner.main(argv) == 0
     printed = capsys.readouterr().out
     assert "peers, event loop: asyncio" in printed and "N/A on Burr" in printed
     doc = json.loads(out.read_text())
     row = next(r for r in doc["results"] if r["scenario"] == "peer_if_else")
-    assert row["builds"]["twin"]["status"] == "ok"
+    assert row["builds"]["pure"]["status"] == "ok"
     assert row["builds"]["burr"]["status"] == "n/a" and "no network" in row["builds"]["burr"]["reason"]
     assert doc["meta"]["builds"]["burr"]["peer"] is True
 
@@ -165,7 +165,7 @@ def test_the_runner_puts_a_peer_beside_our_builds(tmp_path: Path) -> None:
     peer = peers.PEERS["burr"]
     peer_python(peer)  # reuses the environment: nothing is installed here
     out = tmp_path / "peers.json"
-    args = ["--quick", "--builds", "twin", "--peers", peer.name, "--peers-dir", str(PEERS_DIR), "--json", str(out)]
+    args = ["--quick", "--builds", "pure", "--peers", peer.name, "--peers-dir", str(PEERS_DIR), "--json", str(out)]
     proc = subprocess.run(
         [sys.executable, "-m", "amrita_sense.bench", *args], capture_output=True, text=True, timeout=600, cwd=ROOT
     )
@@ -176,7 +176,7 @@ def test_the_runner_puts_a_peer_beside_our_builds(tmp_path: Path) -> None:
     assert [r["scenario"] for r in doc["results"]] == list(S.PEER_WORKS)
     for row in doc["results"]:
         assert row["kind"] == "peer" and row["builds"]["burr"]["status"] == "ok", row
-        assert row["ratios"]["x_primary"]["twin"] == pytest.approx(1.0)
+        assert row["ratios"]["x_primary"]["pure"] == pytest.approx(1.0)
         assert row["ratios"]["x_primary"]["burr"] > 0
     meta = doc["meta"]["builds"]["burr"]
     assert meta["versions"]["apache-burr"] == "0.42.0" and meta["telemetry"]

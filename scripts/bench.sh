@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: benchmark amrita-sense-turbo (compiled core and pure-Python twin) against
+# The main job: benchmark amrita-sense-turbo (compiled core and pure build) against
 # amrita-sense 1.1.3, side by side, on asyncio and uvloop.
 #
 # On a fresh machine it creates two virtual environments, and reuses them on later runs:

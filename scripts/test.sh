@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs the checkout (non-editable, building the compiled core) into a
-# virtual environment, then runs the suite on the compiled core and on the pure-Python twin,
+# virtual environment, then runs the suite on the compiled core and on the pure build,
 # each under asyncio and uvloop. Extra arguments go to pytest.
 #   VENV=path                          virtual environment to use (default .venv, created if missing)
 #   AMRITA_SENSE_TEST_INSTALLED=1      the package is already installed in $VENV: skip the install
-#   AMRITA_SENSE_REQUIRE_EXTENSIONS=0  allow the first pass to fall back to the twin (default: required)
+#   AMRITA_SENSE_REQUIRE_EXTENSIONS=0  allow the first pass to fall back to the pure build (default: required)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"

@@ -2,7 +2,7 @@
 
 The test command runs the suite twice: once with the compiled core required and
 once with AMRITA_SENSE_NO_EXTENSIONS=1 (see scripts/test.sh). Import amrita_sense
-normally; `tests/dual.py` loads both cores side by side for differential tests.
+normally; `tests/support/dual.py` loads both cores side by side for differential tests.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def sense_core(request):
 @pytest.fixture(scope="session")
 def cores():
     """The compiled and the pure copy of the package, side by side (`dual.both_cores`)."""
-    from dual import both_cores
+    from support.dual import both_cores
 
     return both_cores()
 
@@ -40,7 +40,7 @@ def cores():
 def squashed(request, monkeypatch):
     """Run with SQUASHED_LOOP off and on (a fresh flags object: the real one is set-once)."""
     from amrita_sense._unsafe import _Flags
-    from dual import install_flags
+    from support.dual import install_flags
 
     install_flags(monkeypatch, _Flags(SQUASHED_LOOP=request.param))
     return request.param
@@ -77,7 +77,7 @@ def ray_instance():
 
     Skips when Ray is not installed, or fails when AMRITA_SENSE_REQUIRE_RAY=1. The workers inherit
     this process's environment (the core switches, PYTHONPATH) with this directory added to
-    PYTHONPATH, so they import `distributed_support` as a user's module would be imported.
+    PYTHONPATH, so they import `support.distributed_support` as a user's module would be imported.
     """
     import os
 

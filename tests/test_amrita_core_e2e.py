@@ -1,5 +1,5 @@
 """AmritaCore 1.3.1 works unchanged on this runtime: real `ChatObject` turns (see
-`tests/amrita_core_turns.py`), on the core under test and both event loops.
+`tests/support/amrita_core_turns.py`), on the core under test and both event loops.
 
 The same expectations are checked against amrita-sense 1.1.3 when it is installed
 (AmritaCore pulls it; `AMRITA_SENSE_TURBO=0` selects it), so they describe what
@@ -21,7 +21,7 @@ import pytest
 
 from conftest import CORE
 
-SCRIPT = Path(__file__).with_name("amrita_core_turns.py")
+SCRIPT = Path(__file__).parent / "support" / "amrita_core_turns.py"
 REQUIRED = os.environ.get("AMRITA_SENSE_REQUIRE_AMRITA_CORE", "") not in ("", "0")
 ERR_PREFIX = "ERR: Tool sense_e2e_explode execution failed"
 

@@ -11,7 +11,7 @@ import pytest
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, DO, IF, INVOKE, NOP, WHILE
-from drivers import drive, interpreter
+from support.drivers import drive, interpreter
 
 
 def waiting_node(log: list, name: str, gate: asyncio.Event, value=True):

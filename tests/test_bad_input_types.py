@@ -1,4 +1,4 @@
-"""Each check added for robustness raises a type 1.1.3 code can catch (`tests/bad_inputs.py`).
+"""Each check added for robustness raises a type 1.1.3 code can catch (`tests/support/bad_inputs.py`).
 
 For every bad input in the table, what we raise is an instance of what 1.1.3 raises for it (at
 the same call or later, when it first uses the value): `InvalidOperand` is a TypeError and an
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from amrita_sense import exceptions
-from bad_inputs import ACCEPTED, CASES, DIFFERENT, Hung, _every_trigger, outcome
+from support import bad_inputs
+from support.bad_inputs import ACCEPTED, CASES, DIFFERENT, Hung, _every_trigger, outcome
 
 
 def _named(kind: str) -> type:
@@ -73,7 +74,7 @@ def test_the_table_describes_1_1_3():
         pytest.skip("AMRITA_SENSE_REF_PYTHON (an interpreter with amrita-sense 1.1.3) is not set")
     env = {**os.environ, "LOG_LEVEL": "CRITICAL", "AMRITA_SENSE_TURBO": "0"}
     env.pop("PYTHONPATH", None)
-    script = Path(__file__).with_name("bad_inputs.py")
+    script = Path(bad_inputs.__file__)
     version = subprocess.run(
         [ref, "-c", "import importlib.metadata as m; print(m.version('amrita-sense'))"],
         env=env,

@@ -55,10 +55,10 @@ def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     loop = "both" if HAS_UVLOOP else "asyncio"
     proc = run_bench(
-        "--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain,render", "--loop", loop, "--json", str(out)
+        "--quick", "--builds", "compiled,pure", "--scenarios", "sync_chain,render", "--loop", loop, "--json", str(out)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for word in ("event loop: asyncio", "scenario", "compiled", "twin", "floor", "sync_chain", "render"):
+    for word in ("event loop: asyncio", "scenario", "compiled", "pure", "floor", "sync_chain", "render"):
         assert word in proc.stdout
     table = proc.stdout.split("\nnotes:")[0]  # the notes may name floor_call (a build that is n/a there)
     for word in ("x floor", "targets met", "MISS", "floor_call"):  # the project's own goals: --targets only
@@ -68,20 +68,20 @@ def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["schema"] == 1
     assert doc["meta"]["quick"] is True and doc["meta"]["repeats"] == 1
-    assert set(doc["meta"]["builds"]) == {"compiled", "twin"}
+    assert set(doc["meta"]["builds"]) == {"compiled", "pure"}
     loops = ["asyncio", "uvloop"] if HAS_UVLOOP else ["asyncio"]
     assert doc["meta"]["loops"] == loops
     for lp in loops:
         chain, floor = _row(doc, "sync_chain", lp), _row(doc, "floor_call", lp)
         assert chain["floor"] == "floor_call" and floor["kind"] == "floor"
-        twin = chain["builds"]["twin"]
-        assert twin["status"] == "ok" and twin["median"] > 0 and len(twin["values"]) == 1
-        assert chain["ratios"]["x_floor"]["twin"] > 0
-        assert _row(doc, "render", lp)["builds"]["twin"]["status"] == "ok"
+        pure = chain["builds"]["pure"]
+        assert pure["status"] == "ok" and pure["median"] > 0 and len(pure["values"]) == 1
+        assert chain["ratios"]["x_floor"]["pure"] > 0
+        assert _row(doc, "render", lp)["builds"]["pure"]["status"] == "ok"
         compiled = chain["builds"]["compiled"]
         assert compiled["status"] in ("ok", "n/a")  # n/a when the compiled core is not built
         if compiled["status"] == "ok":
-            assert chain["ratios"]["vs_twin"] > 0 and "vs twin" in proc.stdout
+            assert chain["ratios"]["vs_pure"] > 0 and "vs pure build" in proc.stdout
             assert any(t["target"] == "<=3x floor" for t in chain["targets"])
     again = run_bench("--report", str(out))  # the table again, from the JSON alone
     assert again.returncode == 0, again.stderr
@@ -89,6 +89,65 @@ def test_quick_run_prints_table_and_writes_json(tmp_path: Path) -> None:
     wide = run_bench("--report", str(out), "--targets")
     for word in ("x floor", "targets met", "floor_call"):
         assert word in wide.stdout
+
+
+def _results_written_before_the_pure_build_was_renamed() -> dict:
+    """A results file as the runner wrote it while the pure build's key was `twin`."""
+    cell = {"status": "ok", "values": [1e-6], "runs": 1, "reason": None, "comparable": True}
+    builds = {"compiled": {**cell, "median": 5e-8}, "twin": {**cell, "median": 7e-7}, "ref": {**cell, "median": 5.6e-6}}
+    row = {
+        "loop": "asyncio",
+        "scenario": "sync_chain",
+        "title": "a chain of sync nodes",
+        "unit": "node",
+        "kind": "engine",
+        "family": None,
+        "measure": "time",
+        "size": 20,
+        "floor": None,
+        "floor_median": None,
+        "builds": builds,
+        "ratios": {"x_floor": {"compiled": None, "twin": None, "ref": None}, "vs_twin": 14.0, "vs_ref": 112.0},
+        "primary": "compiled",
+        "targets": [{"target": "pure build >=1x vs 1.1.3", "build": "twin", "actual": 8.0, "met": True}],
+        "met": "yes",
+    }
+    row["ratios"]["twin_vs_ref"] = 8.0
+    labels = {"compiled": "compiled", "twin": "twin", "ref": "1.1.3"}
+    meta = {"builds": {key: {"label": label, "python": sys.executable} for key, label in labels.items()}}
+    return {"schema": 1, "meta": meta, "results": [row]}
+
+
+def test_report_reads_a_results_file_that_names_the_pure_build_by_its_old_key(tmp_path: Path, capsys) -> None:
+    from amrita_sense.bench import runner
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(_results_written_before_the_pure_build_was_renamed()))
+    assert runner.main(["--report", str(old), "--targets"]) == 0
+    header, _, chain = capsys.readouterr().out.splitlines()[2:5]
+    columns = [cell for cell in header.split("  ") if cell.strip()]
+    assert [c.strip() for c in columns][2:] == [
+        "compiled",
+        "pure build",
+        "1.1.3",
+        "floor",
+        "x floor",
+        "vs pure build",
+        "vs 1.1.3",
+        "pure build vs 1.1.3",
+        "targets met",
+    ]
+    assert chain.split()[2:10] == ["50", "ns", "700", "ns", "5.6", "us", "14.0x", "112x"]
+    assert chain.split()[10] == "8.00x"
+
+
+def test_the_pure_build_may_still_be_asked_for_by_its_old_key(capsys) -> None:
+    from amrita_sense.bench import runner
+
+    builds = runner.select_builds(runner.parse_args(["--builds", "compiled,twin"]))
+    assert [(b.key, b.label) for b in builds] == [("compiled", "compiled"), ("pure", "pure build")]
+    assert builds[1].env.get("AMRITA_SENSE_NO_EXTENSIONS") == "1"
+    assert "'twin' is now called 'pure'" in capsys.readouterr().err
 
 
 def test_a_scenario_that_does_nothing_fails_its_count_check() -> None:
@@ -123,11 +182,11 @@ def test_an_unusable_reference_is_reported_as_na(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     out = tmp_path / "bench.json"
     proc = run_bench(
-        "--quick", "--builds", "twin,ref", "--against", str(bare), "--scenarios", "decorate", "--json", str(out)
+        "--quick", "--builds", "pure,ref", "--against", str(bare), "--scenarios", "decorate", "--json", str(out)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = _row(json.loads(out.read_text()), "decorate")
-    assert row["builds"]["twin"]["status"] == "ok"
+    assert row["builds"]["pure"]["status"] == "ok"
     assert row["builds"]["ref"]["status"] == "n/a"
     assert row["builds"]["ref"]["reason"].startswith("build unavailable")
     assert "N/A on 1.1.3" in proc.stdout and "No module named 'amrita_sense'" in proc.stdout
@@ -142,7 +201,7 @@ def test_against_another_build_of_this_package(tmp_path: Path) -> None:
     paths = shlex.quote(_env()["PYTHONPATH"])  # a source checkout's, in a development venv
     against = f"AMRITA_SENSE_NO_EXTENSIONS=1 PYTHONPATH={paths} {shlex.quote(sys.executable)}"
     proc = run_bench(
-        "--quick", "--builds", "twin,ref", "--against", against, "--scenarios", "decorate", "--json", str(out)
+        "--quick", "--builds", "pure,ref", "--against", against, "--scenarios", "decorate", "--json", str(out)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
@@ -168,7 +227,7 @@ def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
     proc = run_bench(
         "--quick",
         "--builds",
-        "twin",
+        "pure",
         "--workflow",
         "my_flows:build",
         "--workflow-runs",
@@ -180,8 +239,8 @@ def test_user_workflow_is_benchmarked(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text())
     assert [r["scenario"] for r in doc["results"]] == ["workflow:my_flows:build"]
-    twin = doc["results"][0]["builds"]["twin"]
-    assert twin["status"] == "ok" and twin["median"] > 0
+    pure = doc["results"][0]["builds"]["pure"]
+    assert pure["status"] == "ok" and pure["median"] > 0
 
 
 def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
@@ -202,7 +261,7 @@ def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
     proc = run_bench(
         "--quick",
         "--builds",
-        "twin",
+        "pure",
         "--workflow",
         "my_calls:build",
         "--workflow-runs",
@@ -212,13 +271,13 @@ def test_user_async_callable_is_benchmarked(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    twin = _row(json.loads(out.read_text()), "workflow:my_calls:build")["builds"]["twin"]
-    assert twin["status"] == "ok" and twin["median"] > 0
+    pure = _row(json.loads(out.read_text()), "workflow:my_calls:build")["builds"]["pure"]
+    assert pure["status"] == "ok" and pure["median"] > 0
 
 
 def test_a_broken_user_workflow_is_reported_and_fails_the_run(tmp_path: Path) -> None:
     (tmp_path / "bad_flows.py").write_text("def build():\n    return 42\n")
-    proc = run_bench("--quick", "--builds", "twin", "--workflow", "bad_flows:build", cwd=tmp_path)
+    proc = run_bench("--quick", "--builds", "pure", "--workflow", "bad_flows:build", cwd=tmp_path)
     assert proc.returncode == 1
     assert "ERR" in proc.stdout and "expected a graph or an async callable" in proc.stdout
 
@@ -238,7 +297,7 @@ def test_list_names_every_scenario() -> None:
 
 def test_the_families_sweep_prints_a_table_per_loop_and_reprints_it_from_json(tmp_path: Path) -> None:
     out = tmp_path / "families.json"
-    proc = run_bench("--quick", "--builds", "twin", "--families", "loop", "--json", str(out))
+    proc = run_bench("--quick", "--builds", "pure", "--families", "loop", "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     members = [name for name, spec in _scenarios().SCENARIOS.items() if spec.family == "loop"]
     assert {"while_loop", "jmp_loop", "loop_do", "loop_native_while", "loop_goto", "loop_call"} <= set(members)
@@ -249,7 +308,7 @@ def test_the_families_sweep_prints_a_table_per_loop_and_reprints_it_from_json(tm
     doc = json.loads(out.read_text())
     assert doc["meta"]["families"] == ["loop"]
     assert {r["scenario"] for r in doc["results"] if r["family"] == "loop"} == set(members)
-    assert all(_row(doc, name)["builds"]["twin"]["status"] == "ok" for name in members)
+    assert all(_row(doc, name)["builds"]["pure"]["status"] == "ok" for name in members)
     again = run_bench("--report", str(out))
     assert again.returncode == 0, again.stderr
     assert "near variants, event loop: asyncio" in again.stdout and "loop_call" in again.stdout

@@ -76,12 +76,12 @@ DEPENDS_ON_CORE = """
         pass
 
     @Node(wrap_to_async=False)
-    def only_on_the_twin():
+    def only_on_the_pure_build():
         pass
 
     def build():
-        twin = getattr(amrita_sense, "IMPLEMENTATION", None) == "python"
-        return NodeCompose(common, only_on_the_twin if twin else common).render()
+        pure_build = getattr(amrita_sense, "IMPLEMENTATION", None) == "python"
+        return NodeCompose(common, only_on_the_pure_build if pure_build else common).render()
 """
 
 
@@ -125,7 +125,7 @@ def test_a_file_path_workflow_runs_on_every_build_from_any_directory(tmp_path: P
     proc = run_bench(
         "--quick",
         "--builds",
-        "compiled,twin",
+        "compiled,pure",
         "--workflow",
         f"{flows}:build",
         "--workflow-runs",
@@ -137,9 +137,9 @@ def test_a_file_path_workflow_runs_on_every_build_from_any_directory(tmp_path: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
     row = workflow_row(out)
     assert row["scenario"] == f"workflow:{flows}:build"
-    for key in ("compiled", "twin"):
+    for key in ("compiled", "pure"):
         assert row["builds"][key]["status"] in ("ok", "n/a"), row["builds"][key]
-    assert row["builds"]["twin"]["status"] == "ok" and row["builds"]["twin"]["comparable"]
+    assert row["builds"]["pure"]["status"] == "ok" and row["builds"]["pure"]["comparable"]
     assert "workflow:flows.py:build" in proc.stdout
     assert "node trace of" in proc.stderr and "4 entries" in proc.stderr
 
@@ -152,7 +152,7 @@ def test_a_module_on_pythonpath_is_found_for_every_build(tmp_path: Path) -> None
         tmp_path / "lib",
         "--quick",
         "--builds",
-        "twin",
+        "pure",
         "--workflow",
         "mypkg.flows:build",
         "--workflow-runs",
@@ -162,7 +162,7 @@ def test_a_module_on_pythonpath_is_found_for_every_build(tmp_path: Path) -> None
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
+    assert workflow_row(out)["builds"]["pure"]["status"] == "ok"
 
 
 def test_the_console_script_finds_a_module_in_the_current_directory(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_the_console_script_finds_a_module_in_the_current_directory(tmp_path: Pa
             str(script),
             "--quick",
             "--builds",
-            "twin",
+            "pure",
             "--workflow",
             "here_flows:build",
             "--workflow-runs",
@@ -191,7 +191,7 @@ def test_the_console_script_finds_a_module_in_the_current_directory(tmp_path: Pa
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert workflow_row(out)["builds"]["twin"]["status"] == "ok"
+    assert workflow_row(out)["builds"]["pure"]["status"] == "ok"
 
 
 @needs_ref
@@ -203,7 +203,7 @@ def test_the_reference_loads_the_users_module_too(tmp_path: Path) -> None:
         tmp_path / "lib",
         "--quick",
         "--builds",
-        "twin,ref",
+        "pure,ref",
         *against_ref(),
         "--workflow",
         "ref_flows:build",
@@ -227,7 +227,7 @@ def test_a_reference_that_runs_other_nodes_is_not_comparable(tmp_path: Path) -> 
     proc = run_bench(
         "--quick",
         "--builds",
-        "twin,ref",
+        "pure,ref",
         *against_ref(),
         "--workflow",
         f"{flows}:build",
@@ -252,7 +252,7 @@ def test_builds_that_run_other_nodes_are_marked_not_comparable(tmp_path: Path) -
     proc = run_bench(
         "--quick",
         "--builds",
-        "compiled,twin",
+        "compiled,pure",
         "--workflow",
         f"{flows}:build",
         "--workflow-runs",
@@ -263,15 +263,15 @@ def test_builds_that_run_other_nodes_are_marked_not_comparable(tmp_path: Path) -
     )
     row = workflow_row(out)
     if row["builds"]["compiled"]["status"] != "ok":
-        pytest.skip("needs the compiled core beside the twin")
+        pytest.skip("needs the compiled core beside the pure build")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert row["builds"]["compiled"]["comparable"] and not row["builds"]["twin"]["comparable"]
-    assert row["ratios"]["vs_twin"] is None
-    assert row["builds"]["twin"]["median"] > 0  # still measured, just not compared
+    assert row["builds"]["compiled"]["comparable"] and not row["builds"]["pure"]["comparable"]
+    assert row["ratios"]["vs_pure"] is None
+    assert row["builds"]["pure"]["median"] > 0  # still measured, just not compared
     line = next(line for line in proc.stdout.splitlines() if line.startswith("workflow:"))
     assert line.rstrip().endswith("n/c")
     assert "#1 common (depends_on_core.py:" in proc.stdout
-    assert "#1 only_on_the_twin (depends_on_core.py:" in proc.stdout
+    assert "#1 only_on_the_pure_build (depends_on_core.py:" in proc.stdout
 
 
 def test_a_workflow_that_cannot_be_found_is_a_usage_error(tmp_path: Path) -> None:
@@ -290,7 +290,7 @@ def test_profile_nodes_splits_the_run_into_bodies_and_engine(tmp_path: Path) -> 
         "--profile-nodes",
         "--quick",
         "--builds",
-        "twin",
+        "pure",
         "--workflow",
         f"{flows}:build",
         "--workflow-runs",
@@ -342,11 +342,11 @@ def test_the_chart_is_stamped_with_versions_mode_date_and_machine(tmp_path: Path
     chart = tmp_path / "chart.svg"
     out = tmp_path / "bench.json"
     proc = run_bench(
-        "--quick", "--builds", "compiled,twin", "--scenarios", "sync_chain", "--plot", str(chart), "--json", str(out)
+        "--quick", "--builds", "compiled,pure", "--scenarios", "sync_chain", "--plot", str(chart), "--json", str(out)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     if "no speed-up to chart" in proc.stderr:
-        pytest.skip("needs the compiled core beside the twin")
+        pytest.skip("needs the compiled core beside the pure build")
     svg = chart.read_text()
     meta = json.loads(out.read_text())["meta"]
     import amrita_sense

@@ -19,7 +19,7 @@ from amrita_sense.debugger import (
 )
 from amrita_sense.exceptions import NullPointerException
 from amrita_sense.instructions import ALIAS, IF
-from debug_support import chain, recorder
+from support.debug_support import chain, recorder
 
 
 @pytest.fixture(autouse=True)

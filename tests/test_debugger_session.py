@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import amrita_sense
-from runtime_path import RUNTIME_DIR
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).

@@ -20,7 +20,7 @@ from amrita_sense.debugger import (
 )
 from amrita_sense.instructions import ALIAS, CALL, FN, JMP, RESET, SUSPEND
 from amrita_sense.runtime.types import Flags
-from debug_support import chain, recorder
+from support.debug_support import chain, recorder
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from amrita_sense._unsafe import _Flags
 from amrita_sense.hook.matcher import Depends, DependsFactory
 from amrita_sense.types import DICache, PointerVector
 from amrita_sense.utils import _fingerprint_args
-from dual import install_flags
+from support.dual import install_flags
 
 
 class Config:

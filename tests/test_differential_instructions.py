@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import movers
-from dual import Recorder, SenseCopy, run_on, run_program, run_whole
+from support import movers
+from support.dual import Recorder, SenseCopy, run_on, run_program, run_whole
 
 MAX_STEPS = 400
 RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ
@@ -266,16 +266,16 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 )
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
-    compiled, twin = cores
-    assert run_on(compiled, _drive, spec, loop_name) == run_on(twin, _drive, spec, loop_name)
+    compiled, pure = cores
+    assert run_on(compiled, _drive, spec, loop_name) == run_on(pure, _drive, spec, loop_name)
 
 
 def test_the_copies_are_independent(cores):
-    compiled, twin = cores
-    assert compiled.root.IMPLEMENTATION == "cython" and twin.root.IMPLEMENTATION == "python"
-    assert compiled.root is not twin.root
-    assert compiled.sub("instructions").NOP is not twin.sub("instructions").NOP
-    assert compiled.sub("runtime.workflow").WorkflowInterpreter is not twin.sub("runtime.workflow").WorkflowInterpreter
+    compiled, pure = cores
+    assert compiled.root.IMPLEMENTATION == "cython" and pure.root.IMPLEMENTATION == "python"
+    assert compiled.root is not pure.root
+    assert compiled.sub("instructions").NOP is not pure.sub("instructions").NOP
+    assert compiled.sub("runtime.workflow").WorkflowInterpreter is not pure.sub("runtime.workflow").WorkflowInterpreter
 
 
 @pytest.mark.parametrize("driver", ["steps", "run"])
@@ -295,9 +295,9 @@ def test_a_fixed_program_gives_the_same_record_on_both_cores(cores, driver):
         "middleware": False,
         "driver": driver,
     }
-    compiled, twin = cores
+    compiled, pure = cores
     record = run_on(compiled, _drive, spec, "asyncio")
-    assert record == run_on(twin, _drive, spec, "asyncio")
+    assert record == run_on(pure, _drive, spec, "asyncio")
     assert len(record) >= 2 and record[0][1]
 
 
@@ -311,8 +311,8 @@ async def _movers_records(sense: SenseCopy, programs: dict) -> dict:
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_pointer_moving_nodes_in_every_slot_agree_on_both_cores(cores, loop_name):
     programs = movers.every_slot_program()
-    compiled, twin = (run_on(sense, _movers_records, programs, loop_name) for sense in cores)
-    assert [key for key in programs if compiled[key] != twin[key]] == []
+    compiled, pure = (run_on(sense, _movers_records, programs, loop_name) for sense in cores)
+    assert [key for key in programs if compiled[key] != pure[key]] == []
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
@@ -325,5 +325,5 @@ def test_random_programs_with_pointer_moving_nodes_agree_on_both_cores(cores, lo
     async def drive(sense: SenseCopy, program: dict) -> list:
         return await movers.record(movers.Api(sense.sub), program, mode)
 
-    compiled, twin = cores
-    assert run_on(compiled, drive, program, loop_name) == run_on(twin, drive, program, loop_name)
+    compiled, pure = cores
+    assert run_on(compiled, drive, program, loop_name) == run_on(pure, drive, program, loop_name)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.runtime import workflow
-from dual import new_loop
+from support.dual import new_loop
 
 LOOPS = ["asyncio", "uvloop"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import distributed_support as ds
+from support import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 

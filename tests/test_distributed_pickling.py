@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import graph_fingerprint
 from amrita_sense.instructions import FUN_BLOCK
-from durable_programs import PROGRAMS, RAW_PROGRAMS, RawStateBuilder, RunState, StateBuilder, drive, passthrough
-from worker_support import ThisPackage
+from support.durable_programs import PROGRAMS, RAW_PROGRAMS, RawStateBuilder, RunState, StateBuilder, drive, passthrough
+from support.worker_support import ThisPackage
 
 pytestmark = pytest.mark.ray
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_PICKLE_EXAMPLES", "60"))
@@ -42,7 +42,7 @@ def _graph(spec: dict):
 
 
 def _record(graph, spec: dict, loop_name: str) -> tuple:
-    from dual import new_loop
+    from support.dual import new_loop
 
     state = RunState()
     middleware = passthrough if spec["middleware"] else None

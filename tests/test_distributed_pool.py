@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import amrita_sense
-import distributed_support as ds
+from support import distributed_support as ds
 
 pytestmark = pytest.mark.ray
 
@@ -217,7 +217,7 @@ def test_an_exception_that_cannot_travel_comes_back_as_a_restored_panic(pool, di
     outcome = pool.submit(ds.locked, 8, setup=ds.job_setup).outcome(30)
     assert outcome.status == "panicked"
     assert isinstance(outcome.exception, RestoredPanic)
-    assert outcome.exception.type_name == "distributed_support:LockedError"
+    assert outcome.exception.type_name == "support.distributed_support:LockedError"
     assert str(outcome.exception) == "locked 8" and "LockedError" in outcome.traceback
 
 

@@ -8,7 +8,7 @@ from amrita_sense import GraphBuildError, NodeCompose, NullPointerException, Wor
 from amrita_sense.instructions import ALIAS, CALL, FN, JMP, NATIVE_WHILE, NOP
 from amrita_sense.node import DLLCompose
 from amrita_sense.node.dll import DLLComposeProxy
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 
 def test_construction_and_source_protocol():

@@ -21,8 +21,8 @@ from amrita_sense.durable import (
 )
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
-from durable_support import abandon, park, rec, tag
-from runtime_path import RUNTIME_DIR
+from support.durable_support import abandon, park, rec, tag
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

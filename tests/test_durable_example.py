@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from amrita_sense.durable import SQLiteCheckpointStore, inspect_snapshot
-from runtime_path import RUNTIME_DIR
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "durable_approval.py"

@@ -25,7 +25,7 @@ from amrita_sense.durable import format as fmt
 from amrita_sense.durable.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
-from durable_support import abandon, park, rec, tag
+from support.durable_support import abandon, park, rec, tag
 
 
 def halted_graph() -> object:

@@ -12,8 +12,8 @@ import pytest
 from amrita_sense import ALIAS, IF, JMP, SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import GraphMismatch, graph_fingerprint
 from amrita_sense.instructions import FUN_BLOCK
-from durable_support import rec
-from runtime_path import RUNTIME_DIR
+from support.durable_support import rec
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,10 +1,10 @@
 """Kill test: a workflow process killed with SIGKILL at random moments resumes from its checkpoints.
 
 Each random program (the differential instruction generator, see
-`durable_programs`) runs in a worker process (`durable_worker.py`) that
+`durable_programs`) runs in a worker process (`support/durable_worker.py`) that
 checkpoints after every node into SQLite. The test kills it with SIGKILL at a
 random moment, starts a new worker that resumes from the store (alternating the
-compiled core and the pure twin, on asyncio or uvloop), kills that one too, and so on, then lets a
+compiled core and the pure build, on asyncio or uvloop), kills that one too, and so on, then lets a
 last worker finish. The trace the workers wrote, joined, must equal the trace
 of an uninterrupted run, except for the at-least-once rule: what a killed
 worker did after its last saved checkpoint (part of the node that was running)
@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 
 from amrita_sense import WorkflowInterpreter
 from amrita_sense.durable import CheckpointNotFound, SQLiteCheckpointStore, inspect_snapshot
-from durable_programs import PROGRAMS, RunState, StateBuilder, drive, passthrough
-from runtime_path import RUNTIME_DIR
-from worker_support import ThisPackage
+from support.durable_programs import PROGRAMS, RunState, StateBuilder, drive, passthrough
+from support.runtime_path import RUNTIME_DIR
+from support.worker_support import ThisPackage
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = ROOT / "tests" / "durable_worker.py"
+WORKER = ROOT / "tests" / "support" / "durable_worker.py"
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_KILL_EXAMPLES", "3"))
 ROUNDS = int(os.environ.get("AMRITA_SENSE_KILL_ROUNDS", "3"))
 LOOPS = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]

@@ -4,7 +4,7 @@ A random program (an instruction or a raw one, see `durable_programs`) runs with
 after every node, at the end of every run and, with `gates`, at every suspend
 gate (a consumer asks the run to park at whatever gate comes next); every
 one of those snapshots is then restored in a fresh interpreter on a freshly
-built graph, alternately on the compiled core and on the pure twin, and run to
+built graph, alternately on the compiled core and on the pure build, and run to
 the end. Each restored run must finish with exactly the record of the original
 (trace, error, pointer, flags, runs), and checkpointing itself must not change
 what a run does. AMRITA_SENSE_ROUNDTRIP_EXAMPLES sets the number of programs (per loop).
@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from dual import SenseCopy, run_on
-from durable_programs import (
+from support.dual import SenseCopy, run_on
+from support.durable_programs import (
     CONTINUING,
     PROGRAMS,
     RAW_PROGRAMS,
@@ -113,7 +113,7 @@ async def _resumed(sense: SenseCopy, job: tuple[dict, bytes]) -> tuple:
 )
 @given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS), gates=st.booleans())
 def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates):
-    compiled, twin = cores
+    compiled, pure = cores
     try:
         plain = run_on(compiled, _plain, spec, loop_name)
     except Exception:  # noqa: BLE001 - a spec the builder refuses (the differential tests cover those)
@@ -123,5 +123,5 @@ def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates)
     assert record == plain
     assert history, "a run saves at least its final checkpoint"
     for index, data in enumerate(history):
-        sense = twin if index % 2 == 0 else compiled
+        sense = pure if index % 2 == 0 else compiled
         assert run_on(sense, _resumed, (spec, data), loop_name) == record, f"checkpoint {index}"

@@ -19,7 +19,7 @@ from amrita_sense.durable import (
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
 from amrita_sense.instructions import BATCH_RUN, CALL, FN, FUN_BLOCK, INT, INTER_FN, PUSH_CONTEXT
 from amrita_sense.streaming import SuspendObjectStream
-from durable_support import PC, abandon, park, rec, tag
+from support.durable_support import PC, abandon, park, rec, tag
 
 
 def chain(trace: list, *names: str) -> NodeCompose:
@@ -488,7 +488,7 @@ async def test_pass_through_classes_and_the_interpreter_id_come_back():
 
 
 def test_a_snapshot_from_one_core_restores_on_the_other(cores):
-    from dual import run_on
+    from support.dual import run_on
 
     async def take(sense, _):
         trace: list = []
@@ -512,8 +512,8 @@ def test_a_snapshot_from_one_core_restores_on_the_other(cores):
         await again.run()
         return trace, again.graph_fingerprint
 
-    compiled, twin = cores
-    for source, target in ((compiled, twin), (twin, compiled)):
+    compiled, pure = cores
+    for source, target in ((compiled, pure), (pure, compiled)):
         data, fingerprint = run_on(source, take, None, "asyncio")
         assert run_on(target, give, data, "asyncio") == (["b"], fingerprint)
 

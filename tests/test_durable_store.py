@@ -22,8 +22,8 @@ from amrita_sense.durable import (
     SQLiteCheckpointStore,
     inspect_snapshot,
 )
-from durable_support import rec
-from runtime_path import RUNTIME_DIR
+from support.durable_support import rec
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 

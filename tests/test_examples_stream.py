@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from runtime_path import RUNTIME_DIR
+from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # The directory holding the amrita_sense under test (the source tree, or an installed wheel's runtime).

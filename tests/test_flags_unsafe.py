@@ -17,7 +17,7 @@ import amrita_sense
 from amrita_sense import Node, WorkflowInterpreter, _unsafe
 from amrita_sense._unsafe import _Flags
 from amrita_sense.exceptions import BreakLoop, InterruptNotice
-from dual import install_flags
+from support.dual import install_flags
 
 UPPERCASE = [
     "FORCE_NOT_WRAP_TO_ASYNC",

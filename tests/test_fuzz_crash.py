@@ -1,7 +1,7 @@
 """The crash fuzzer: random sequences of public and kept-private calls with random values.
 
 Each sequence (hypothesis) runs in a worker process on the compiled core and in one on the pure
-twin (`fuzz_worker.py`). The test fails when a worker dies (a signal: the compiled core crashed),
+build (`support/fuzz_worker.py`). The test fails when a worker dies (a signal: the compiled core crashed),
 when a call or a whole sequence does not finish (a hang), and when the two builds disagree on the
 outcome of a call ("ok" or the exception class).
 
@@ -34,8 +34,8 @@ import amrita_sense
 CORE = amrita_sense.IMPLEMENTATION
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from fuzz_worker import ACTIONS, SCRIPT_NODES  # noqa: E402
-from runtime_path import RUNTIME_DIR  # noqa: E402
+from support.fuzz_worker import ACTIONS, SCRIPT_NODES  # noqa: E402
+from support.runtime_path import RUNTIME_DIR  # noqa: E402
 
 LONG = os.environ.get("AMRITA_SENSE_FUZZ", "") == "long"
 EXAMPLES = int(os.environ.get("AMRITA_SENSE_FUZZ_EXAMPLES", "3000" if LONG else "30"))
@@ -242,7 +242,7 @@ class Worker:
         self.log.seek(0)
         self.log.truncate()
         return subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", str(HERE / "fuzz_worker.py")],
+            [sys.executable, "-X", "faulthandler", str(HERE / "support" / "fuzz_worker.py")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,

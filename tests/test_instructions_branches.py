@@ -8,7 +8,7 @@ from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import IF, NATIVE_IF, NOP
 from amrita_sense.instructions.if_clause import ConditionJumpNode, ELSENode
 from amrita_sense.instructions.native._core import NativeBranchExitNode, NativeBubbleEnterNode, NativeIfJumpNode
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 
 async def run(program, rec):

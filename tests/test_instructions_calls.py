@@ -26,7 +26,7 @@ from amrita_sense.instructions.native import NATIVE_WHILE
 from amrita_sense.instructions.subprogram import ARCHIVED_SEGMENT, CallNode, InvokeNode, SubprogramJumpNode
 from amrita_sense.node.core import Node as NodeType
 from amrita_sense.types import PointerVector
-from dual import Recorder, run_program, run_whole
+from support.dual import Recorder, run_program, run_whole
 
 
 async def run(program, rec, **kw):

@@ -11,7 +11,7 @@ from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
 from amrita_sense.instructions import _deprecated, enum, interrupt, jump, ret2, workfl_ctrl
 from amrita_sense.instructions.native import CONTINUE
 from amrita_sense.runtime.types import Flags
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 INSTRUCTION_NAMES = (
     "ALIAS ARCHIVED_NODES AUTO_PREFIX AUTO_TAGS BATCH_RUN BREAK_LOOP CALL DO FN FUN_BLOCK GOTO IF INT INTERRUPT "

@@ -8,7 +8,7 @@ from amrita_sense import AliasNotFoundError, GraphBuildError, NodeCompose, NullP
 from amrita_sense.instructions import ALIAS, GOTO, IF, JMP, NOP
 from amrita_sense.instructions.alias import AliasNode
 from amrita_sense.instructions.jump import JumpNode
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 
 def test_alias_node_shares_the_wrapped_function():

@@ -12,7 +12,7 @@ from amrita_sense.instructions.loop.do_while import DONode, DowhileNode
 from amrita_sense.instructions.loop.while_clause import CheckUpNode, WhileNode
 from amrita_sense.instructions.native import CONTINUE
 from amrita_sense.instructions.native._core import NativeDoWhileNode, NativeWhileNode
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 
 async def run(program, rec, **kw):

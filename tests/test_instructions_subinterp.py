@@ -18,7 +18,7 @@ from amrita_sense.instructions.func_block import FuncBlock
 from amrita_sense.instructions.trigger_event import EventTrigger, TriggerInstruction
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.workflow import UNSET
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 if sys.version_info < (3, 11):
     from exceptiongroup import ExceptionGroup

@@ -12,7 +12,7 @@ from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions import DO, IF, NATIVE_DO, NATIVE_IF, NATIVE_WHILE, SUSPEND, TRIGGER_EVENT, WHILE
 from amrita_sense.runtime.types import Flags
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 
 async def runs(program, rec, times: int) -> list:

@@ -30,8 +30,8 @@ from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.node.wrapper import Node
-from drivers import drive
-from dual import new_loop
+from support.drivers import drive
+from support.dual import new_loop
 
 # A cut can land in a weakref callback the collector runs inside the run's task; Python reports it
 # as unraisable and goes on, which is what this module expects of it.

@@ -1,4 +1,4 @@
-"""1.1.3's exception messages at every raise site we share with it (`tests/raise_sites.py`).
+"""1.1.3's exception messages at every raise site we share with it (`tests/support/raise_sites.py`).
 
 Each message starts with 1.1.3's text, verbatim; ours may add detail after it.
 When AMRITA_SENSE_REF_PYTHON names an interpreter with amrita-sense 1.1.3
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from raise_sites import SITES, outcome
+from support import raise_sites
+from support.raise_sites import SITES, outcome
 
 
 @pytest.mark.parametrize("site", list(SITES))
@@ -30,7 +31,7 @@ def test_the_table_describes_1_1_3():
         pytest.skip("AMRITA_SENSE_REF_PYTHON (an interpreter with amrita-sense 1.1.3) is not set")
     env = {**os.environ, "LOG_LEVEL": "CRITICAL", "AMRITA_SENSE_TURBO": "0"}
     env.pop("PYTHONPATH", None)
-    script = Path(__file__).with_name("raise_sites.py")
+    script = Path(raise_sites.__file__)
     version = subprocess.run(
         [ref, "-c", "import importlib.metadata as m; print(m.version('amrita-sense'))"],
         env=env,

@@ -19,7 +19,7 @@ from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, FN, IF, INVOKE, JMP, NOP, RET, WHILE, Try
 from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
-from movers import MOVERS, PLACES, SLOTS, Api, random_program, record, slot_program
+from support.movers import MOVERS, PLACES, SLOTS, Api, random_program, record, slot_program
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
 branch = st.tuples(st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans())

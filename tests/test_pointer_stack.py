@@ -157,13 +157,13 @@ def test_clear_empties():
 
 def test_copy_is_independent():
     vec = PointerVector([1, 2])
-    twin = vec.copy()
-    assert twin == vec
-    assert twin is not vec
-    twin.offset(1)
+    copied = vec.copy()
+    assert copied == vec
+    assert copied is not vec
+    copied.offset(1)
     vec.append(9)
     assert list(vec) == [1, 2, 9]
-    assert list(twin) == [1, 3]
+    assert list(copied) == [1, 3]
 
 
 def test_mutators_chain():
@@ -312,14 +312,14 @@ def test_copy_is_shallow_and_keeps_the_limit():
     item = [1]
     stack = Stack(2)
     stack.push(item)
-    twin = stack.copy()
-    assert twin is not stack
-    assert twin.ovf == 2
-    assert twin.stack == [item] and twin.stack[0] is item
-    twin.push("x")
+    copied = stack.copy()
+    assert copied is not stack
+    assert copied.ovf == 2
+    assert copied.stack == [item] and copied.stack[0] is item
+    copied.push("x")
     assert len(stack) == 1
     with pytest.raises(OverflowError):
-        twin.push("y")
+        copied.push("y")
 
 
 def test_repr_and_str_show_the_contents():

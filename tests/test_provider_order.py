@@ -22,10 +22,10 @@ from typing import Annotated
 
 import pytest
 
-import provider_order
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
-from dual import install_flags
+from support import provider_order
+from support.dual import install_flags
 from test_reference_113 import _ENV, reference_python
 
 SEEDS = range(1800)

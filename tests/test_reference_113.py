@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import movers
+from support import movers
 
 SEEDS = range(600)
 REFERENCE_VERSION = "1.1.3"

@@ -32,7 +32,7 @@ SDIST_SHA256 = "12726c9aad0973369c7637eb4fd5841f633ce9f210400e72bd66caf25292e688
 SUITE_SIZE = 477
 """The number of tests in 1.1.3's suite: fewer means part of it was not collected."""
 REQUIRED = os.environ.get("AMRITA_SENSE_REQUIRE_REFERENCE_SUITE", "") not in ("", "0")
-PLUGIN = Path(__file__).with_name("_reference_suite_report.py")
+PLUGIN = Path(__file__).parent / "support" / "reference_suite_report.py"
 
 KNOWN_FAILURES: dict[str, str] = {}
 """pytest node id in 1.1.3's suite -> why it fails here (a 1.1.3 internal we replaced)."""

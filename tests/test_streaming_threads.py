@@ -15,7 +15,7 @@ import pytest
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.runtime.workflow import PC_CHECKPOINT
 from amrita_sense.streaming import SuspendObjectStream
-from dual import Recorder
+from support.dual import Recorder
 
 GUARD = 10.0  # seconds: turns a hang into a failure; never reached when the code is right
 

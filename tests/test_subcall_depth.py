@@ -10,7 +10,7 @@ import pytest
 
 from amrita_sense import Node, WorkflowInterpreter
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, INVOKE, NOP, Try
-from drivers import MODES, drive, interpreter
+from support.drivers import MODES, drive, interpreter
 
 
 def recursing_graph(depths: list, through_try: bool):

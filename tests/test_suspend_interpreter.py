@@ -25,7 +25,7 @@ from amrita_sense.instructions import (
 )
 from amrita_sense.runtime.workflow import PC_CHECKPOINT
 from amrita_sense.streaming import SuspendObjectStream
-from dual import Recorder, run_program
+from support.dual import Recorder, run_program
 
 GUARD = 10.0  # seconds: turns a hang into a failure; never reached when the code is right
 

@@ -21,7 +21,7 @@ from amrita_sense.instructions import (
     WHILE,
     Try,
 )
-from drivers import MODES, drive, interpreter
+from support.drivers import MODES, drive, interpreter
 
 
 def probe(log: list, name: str, exc: BaseException | None = None):

@@ -1,7 +1,7 @@
 """amrita-sense-turbo: a compiled, drop-in runtime for AmritaSense workflows.
 
 `IMPLEMENTATION` says which core loaded: "cython" (the compiled `_sense_core`)
-or "python" (the pure twin); `__version__` is amrita-sense-turbo's version (its
+or "python" (the pure build); `__version__` is amrita-sense-turbo's version (its
 API is amrita-sense 1.1.3's).
 """
 

@@ -5,7 +5,7 @@ amrita-sense-turbo provides the `workflow_benchmark` fixture to every pytest run
 the environment. It is built on pytest-benchmark's `benchmark` fixture: the results
 are pytest-benchmark's own (`--benchmark-autosave`, `--benchmark-compare`,
 `pytest-benchmark compare`), so a workflow's speed can be tracked in CI. It runs on
-whichever `amrita_sense` is loaded: the compiled core, the twin, or (with
+whichever `amrita_sense` is loaded: the compiled core, the pure build, or (with
 `AMRITA_SENSE_TURBO=0`) amrita-sense 1.1.3, named in `extra_info["core"]`.
 
     def test_chat_turn_speed(workflow_benchmark):

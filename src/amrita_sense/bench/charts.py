@@ -60,14 +60,14 @@ def _save(fig: Any, plt: Any, path: str, meta: dict) -> str:
 
 def speedups(path: str, rows: list[dict], meta: dict) -> str:
     """Bars of the primary build's speed-ups per scenario, one panel per event loop."""
-    series = [("vs_ref", "vs 1.1.3"), ("vs_twin", "vs twin")]
+    series = [("vs_ref", "vs 1.1.3"), ("vs_pure", "vs the pure build")]
     loops = list(dict.fromkeys(r["loop"] for r in rows))
     data = {
         loop: [r for r in rows if r["loop"] == loop and r["kind"] != "floor" and any(r["ratios"][m] for m, _ in series)]
         for loop in loops
     }
     if not any(data.values()):
-        return "--plot: no speed-up to chart (needs the compiled build and the twin or the reference)"
+        return "--plot: no speed-up to chart (needs the compiled build and the pure build or the reference)"
     plt = _pyplot()
     height = max(len(v) for v in data.values())
     fig, axes = plt.subplots(1, len(loops), figsize=(6.5 * len(loops), 0.42 * height + 2.0), squeeze=False)

@@ -2,7 +2,7 @@
 
 Each build runs in its own worker process (one per build and event loop):
   compiled  amrita-sense-turbo with the compiled core (AMRITA_SENSE_REQUIRE_EXTENSIONS=1)
-  twin      amrita-sense-turbo with the pure-Python twin (AMRITA_SENSE_NO_EXTENSIONS=1)
+  pure      amrita-sense-turbo, the pure build: no compiled core (AMRITA_SENSE_NO_EXTENSIONS=1)
   ref       amrita-sense 1.1.3 under another Python (--against /path/to/venv/bin/python)
   peers     with --peers: LangGraph, pydantic-graph, Burr, LlamaIndex Workflows, each in its
             own virtual environment (created on first use under --peers-dir), on the peers'
@@ -46,8 +46,13 @@ from amrita_sense.bench import workload as W
 from amrita_sense.bench.peers import venvs
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
-BUILD_ORDER = ("compiled", "twin", "ref")
-EXPECT = {"compiled": "cython", "twin": "python", "ref": "reference"}
+BUILD_ORDER = ("compiled", "pure", "ref")
+EXPECT = {"compiled": "cython", "pure": "python", "ref": "reference"}
+LABELS = {"compiled": "compiled", "pure": "pure build", "ref": "1.1.3"}
+# Names the runner once used, still accepted: `--builds`, results files read by `--report`, and the
+# scenarios' target metrics (old name -> new name).
+OLD_BUILD_KEYS = {"twin": "pure"}
+OLD_RATIO_KEYS = {"vs_twin": "vs_pure", "twin_vs_ref": "pure_vs_ref"}
 WORKFLOW_PREFIX = "workflow:"
 
 
@@ -69,7 +74,7 @@ class Build:
     problem: str = ""
 
     def __post_init__(self) -> None:
-        self.label = self.label or {"compiled": "compiled", "twin": "twin", "ref": "1.1.3"}[self.key]
+        self.label = self.label or LABELS[self.key]
 
     def worker_args(self) -> list[str]:
         if self.peer:
@@ -87,7 +92,7 @@ def _build_env(key: str, overrides: dict | None = None) -> dict:
         env.pop(name, None)
     if key == "compiled":
         env["AMRITA_SENSE_REQUIRE_EXTENSIONS"] = "1"
-    elif key == "twin":
+    elif key == "pure":
         env["AMRITA_SENSE_NO_EXTENSIONS"] = "1"
     else:  # another environment (the reference, a peer) must not see this one's sources
         env.pop("PYTHONPATH", None)
@@ -512,9 +517,9 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
 
     ratios = {
         "x_floor": x_floor,
-        "vs_twin": ratio("twin", "compiled"),
+        "vs_pure": ratio("pure", "compiled"),
         "vs_ref": ratio("ref", primary),
-        "twin_vs_ref": ratio("ref", "twin"),
+        "pure_vs_ref": ratio("ref", "pure"),
     }
     if job.kind == "peer":  # every system's time as a multiple of the primary build's
         ratios["x_primary"] = {key: _ratio(medians.get(key), medians.get(primary or "")) for key in cells}
@@ -556,9 +561,9 @@ def _verdicts(job: Job, medians: dict, ratios: dict, primary: str | None) -> lis
             actual = {
                 "x_floor": ratios["x_floor"].get("compiled"),
                 "vs_ref": ratios["vs_ref"],
-                "vs_twin": ratios["vs_twin"],
+                "vs_pure": ratios["vs_pure"],
                 "value": medians.get("compiled"),
-            }[target.metric]
+            }[OLD_RATIO_KEYS.get(target.metric, target.metric)]
         out.append(
             {
                 "target": target.describe(job.measure),
@@ -568,11 +573,11 @@ def _verdicts(job: Job, medians: dict, ratios: dict, primary: str | None) -> lis
             }
         )
     if job.kind == "engine" and job.measure == "time" and not job.name.startswith(WORKFLOW_PREFIX):
-        actual = ratios["twin_vs_ref"]
+        actual = ratios["pure_vs_ref"]
         out.append(
             {
-                "target": "twin >=1x vs 1.1.3",
-                "build": "twin",
+                "target": "pure build >=1x vs 1.1.3",
+                "build": "pure",
                 "actual": actual,
                 "met": None if actual is None else actual >= 1,
             }
@@ -599,16 +604,18 @@ def _fmt_ratio(value: float | None) -> str:
 
 def render_table(rows: list[dict], builds: list[Build], primary: str | None, targets: bool = False) -> str:
     """The table: one section per loop. By default a build's time per operation, the floor
-    and the speed-ups; `targets` adds x floor, twin vs the reference, the project's own
+    and the speed-ups; `targets` adds x floor, the pure build vs the reference, the project's own
     targets and the floor rows themselves."""
     labels = {b.key: b.label for b in builds}
     keys = [b.key for b in builds]
     ref = labels.get("ref", "1.1.3")
     columns = [("floor", "floor")]
     columns += [("x floor", "x_floor")] if targets else []
-    columns += [("vs twin", "vs_twin")] if primary == "compiled" and "twin" in keys else []
+    columns += [(f"vs {labels.get('pure')}", "vs_pure")] if primary == "compiled" and "pure" in keys else []
     columns += [(f"vs {ref}", "vs_ref")] if "ref" in keys else []
-    columns += [(f"twin vs {ref}", "twin_vs_ref")] if targets and "twin" in keys and "ref" in keys else []
+    columns += (
+        [(f"{labels.get('pure')} vs {ref}", "pure_vs_ref")] if targets and "pure" in keys and "ref" in keys else []
+    )
     columns += [("targets met", "met")] if targets else []
     header = ["scenario", "per"] + [labels[k] for k in keys] + [title for title, _ in columns]
     out = []
@@ -758,7 +765,7 @@ def render_app_split(rows: list[dict], builds: list[Build]) -> str:
     return title + "\n" + "\n".join(lines)
 
 
-SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "twin": "amrita-sense-turbo, pure"}
+SYSTEM_NAMES = {"compiled": "amrita-sense-turbo, compiled", "pure": "amrita-sense-turbo, pure"}
 
 
 def render_peers(rows: list[dict], builds: list[Build]) -> str:
@@ -814,14 +821,14 @@ def _legend(columns: list[tuple], labels: dict, primary: str | None) -> str:
         "per: the unit one time is for (a node, a loop iteration, a run of your workflow...)",
         "floor: the same function bodies without the engine (a plain Python loop, await, try/except)",
     ]
-    if any(kind in ("vs_twin", "vs_ref") for _, kind in columns):
+    if any(kind in ("vs_pure", "vs_ref") for _, kind in columns):
         fast = labels.get(primary, "first") if primary else "first"
         lines.append(f"vs X: how many times faster the {fast} build is than X (higher is better)")
         lines.append("n/c: not comparable, the builds ran different nodes (see the notes)")
     return "\n".join(lines)
 
 
-_SLOWER = {"vs_twin": "twin", "vs_ref": "ref", "twin_vs_ref": "ref"}
+_SLOWER = {"vs_pure": "pure", "vs_ref": "ref", "pure_vs_ref": "ref"}
 
 
 def _table_row(row: dict, keys: list[str], columns: list[tuple]) -> list[str]:
@@ -931,7 +938,7 @@ def profile_nodes(args: argparse.Namespace, builds: list[Build], loops: list[str
         progress.note(f"JSON written to {args.json}")
     if args.plot:
         progress.note(charts.node_profile(args.plot, profiles, meta))
-    ours = [p for p in profiles if p["build"] in ("compiled", "twin")]
+    ours = [p for p in profiles if p["build"] in ("compiled", "pure")]
     return 1 if any(p["status"] in ("fail", "error") for p in ours) else 0
 
 
@@ -1024,7 +1031,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--builds",
         metavar="LIST",
-        help="comma list of compiled,twin,ref (default: compiled,twin, plus ref with --against)",
+        help="comma list of compiled,pure,ref (default: compiled,pure, plus ref with --against)",
     )
     parser.add_argument(
         "--peers",
@@ -1171,9 +1178,9 @@ def select_scenarios(args: argparse.Namespace) -> list[str]:
 
 def select_builds(args: argparse.Namespace) -> list[Build]:
     keys = (
-        [k.strip() for k in args.builds.split(",") if k.strip()]
+        [_current_build_key(k.strip()) for k in args.builds.split(",") if k.strip()]
         if args.builds
-        else ["compiled", "twin"] + (["ref"] if args.against else [])
+        else ["compiled", "pure"] + (["ref"] if args.against else [])
     )
     bad = [k for k in keys if k not in BUILD_ORDER]
     if bad:
@@ -1190,6 +1197,14 @@ def select_builds(args: argparse.Namespace) -> list[Build]:
                 raise SystemExit(str(exc)) from None
             builds.append(Build(key, python, _build_env(key, overrides if key == "ref" else None)))
     return builds
+
+
+def _current_build_key(key: str) -> str:
+    """A build named by its old key (`--builds twin`) still selects it, with a note."""
+    if key not in OLD_BUILD_KEYS:
+        return key
+    sys.stderr.write(f"--builds: {key!r} is now called {OLD_BUILD_KEYS[key]!r}; the old name will go\n")
+    return OLD_BUILD_KEYS[key]
 
 
 def peer_builds(args: argparse.Namespace, say: Any) -> list[Build]:
@@ -1259,13 +1274,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def broken(rows: list[dict], builds: list[Build]) -> bool:
     """Did our builds, or a peer (its version of the work is ours too), fail or crash anywhere?"""
-    checked = ["compiled", "twin"] + [b.key for b in builds if b.peer]
+    checked = ["compiled", "pure"] + [b.key for b in builds if b.peer]
     return any(row["builds"][k]["status"] in ("fail", "error") for row in rows for k in checked if k in row["builds"])
 
 
 def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
     available = [b.key for b in builds if build_info.get((loop, b.key), {}).get("status") == "ok"]
-    return next((k for k in ("compiled", "twin") if k in available), None)
+    return next((k for k in ("compiled", "pure") if k in available), None)
 
 
 def _print_results(rows: list[dict], builds: list[Build], targets: bool, families: tuple = ()) -> None:
@@ -1295,6 +1310,7 @@ def report(args: argparse.Namespace) -> int:
         with open(args.report, encoding="utf-8") as handle:
             doc = json.load(handle)
         rows, meta = doc["results"], doc["meta"]
+        _rename_old_keys(rows, meta)
         builds = [
             Build(key, b.get("python", ""), {}, b.get("label", ""), info=b, peer=bool(b.get("peer")))
             for key, b in meta["builds"].items()
@@ -1305,6 +1321,33 @@ def report(args: argparse.Namespace) -> int:
     if args.plot:
         sys.stderr.write(charts.speedups(args.plot, rows, meta) + "\n")
     return 0
+
+
+def _rename_old_keys(rows: list[dict], meta: dict) -> None:
+    """A results file written before a build key was renamed reads as if written now: its
+    build keys, ratio names and the targets' build are given their current names, in place."""
+    meta["builds"] = {_renamed(key): _relabelled(key, b) for key, b in meta["builds"].items()}
+    for row in rows:
+        row["builds"] = {_renamed(key): cell for key, cell in row["builds"].items()}
+        ratios = row["ratios"]
+        row["ratios"] = {OLD_RATIO_KEYS.get(name, name): value for name, value in ratios.items()}
+        for name in ("x_floor", "x_primary"):
+            if isinstance(row["ratios"].get(name), dict):
+                row["ratios"][name] = {_renamed(key): value for key, value in row["ratios"][name].items()}
+        row["primary"] = _renamed(row.get("primary"))
+        for verdict in row.get("targets") or ():
+            verdict["build"] = _renamed(verdict.get("build"))
+
+
+def _renamed(key: Any) -> Any:
+    return OLD_BUILD_KEYS.get(key, key) if isinstance(key, str) else key
+
+
+def _relabelled(key: str, build: dict) -> dict:
+    """An old build's label was its key: it takes the renamed build's label."""
+    if key in OLD_BUILD_KEYS and build.get("label") in (None, "", key):
+        return {**build, "label": LABELS[OLD_BUILD_KEYS[key]]}
+    return build
 
 
 def _overall_primary(rows: list[dict]) -> str | None:

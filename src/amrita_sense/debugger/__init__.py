@@ -2,7 +2,7 @@
 
 `from amrita_sense.debugger import *` brings in every command. Each takes the
 interpreter as its first argument. The sync commands (`step`, `cont`, ...)
-are meant for the REPL; their `*_async` twins run inside an event loop.
+are meant for the REPL; their `*_async` counterparts run inside an event loop.
 
 The debugger attaches through the interpreter's middleware, and only to an
 interpreter that has breakpoints; other interpreters run untouched.

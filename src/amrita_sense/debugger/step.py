@@ -3,7 +3,7 @@
 The async commands (`step_async`, `step_over_async`, `step_out_async`,
 `cont_async`) are for scripts and running event loops. The sync commands
 (`step`, `step_over`, `step_out`, `cont`) are for the REPL: each runs its
-async twin to completion and prints breakpoint hits, interrupts (Ctrl-C) and
+async counterpart to completion and prints breakpoint hits, interrupts (Ctrl-C) and
 node crashes instead of raising them.
 
 A step runs exactly one main-loop node itself, the way one iteration of the

@@ -79,7 +79,7 @@ async def amap_runs(
     progress: Any,
     outcomes: bool,
 ) -> AsyncIterator[Any]:
-    """The async twin of `map_runs` (the handles resolve on the caller's loop)."""
+    """The async form of `map_runs` (the handles resolve on the caller's loop)."""
     window, chunk = _window(workflow, max_in_flight, chunk_size)
     bar = make_progress(progress, _length(inputs))
     source = iter(inputs)

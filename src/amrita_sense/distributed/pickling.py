@@ -35,7 +35,7 @@ from amrita_sense.durable.node_state import sub_graphs
 
 
 def _program_types() -> tuple[type, ...]:
-    """The node-table classes of both cores (the twin's is a Python class, the compiled one is not picklable)."""
+    """The node-table classes of both cores (the pure build's is a Python class, the compiled one is not picklable)."""
     return tuple({_core.Program, _core_py.Program})
 
 

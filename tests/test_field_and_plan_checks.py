@@ -1,4 +1,4 @@
-"""Hardening (issue 14) for what issue 12 moved into the core: the Python layer's fields, the run's
+"""Checks (issue 14) on what issue 12 moved into the core: the Python layer's fields, the run's
 bookkeeping, the shared plan tables and the worker-thread batches.
 
 Every field Python can write checks the value where it is written (the compiled loop reads them
@@ -19,7 +19,7 @@ from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.dicache import DIRecord
 from amrita_sense.runtime.plans import shape_of
 from amrita_sense.streaming import SuspendObjectStream
-from dual import Recorder
+from support.dual import Recorder
 
 
 def graph():

@@ -329,4 +329,4 @@ def both_cores() -> tuple[SenseCopy, SenseCopy]:
     except ImportError as exc:
         if required:
             pytest.fail(f"AMRITA_SENSE_REQUIRE_EXTENSIONS=1 but the compiled core cannot be loaded: {exc}")
-        pytest.skip(f"the compiled core cannot be loaded, nothing to compare the twin with: {exc}")
+        pytest.skip(f"the compiled core cannot be loaded, nothing to compare the pure build with: {exc}")

@@ -5,7 +5,7 @@ Each trigger uses only the API both have, and makes one raise site fire.
 prefix); the prefixes are 1.1.3's messages, verbatim (our messages may add
 detail after them). `tests/test_messages.py` runs the triggers on this
 runtime; run this file with a 1.1.3 interpreter
-(`python tests/raise_sites.py`) to check that the table still describes
+(`python tests/support/raise_sites.py`) to check that the table still describes
 1.1.3: it prints each site that does not match and exits non-zero.
 """
 

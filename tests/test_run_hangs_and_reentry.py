@@ -1,4 +1,4 @@
-"""Hardening (issue 14): runs that used to hang or run twice.
+"""Runs that must neither hang nor run twice (issue 14):
 
 - a default `@Node()` (worker-thread) function raising StopIteration;
 - a node awaiting its own interpreter's end (`terminate()`, `wait`, `wait_all_forks()`, ...);
@@ -18,7 +18,7 @@ import pytest
 from amrita_sense import IllegalState, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.node.wrapper import Node
-from dual import Recorder, new_loop
+from support.dual import Recorder, new_loop
 
 LOOPS = ["asyncio", "uvloop"]
 

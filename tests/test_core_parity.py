@@ -1,5 +1,5 @@
-"""Behaviours where the two cores used to differ, settled once (issue 18): each test runs on the
-compiled core and on the pure twin (the two test passes), and says what both must do."""
+"""What both cores must do alike where they once differed (issue 18): each test runs on the
+compiled core and on the pure build (the two test passes), and says what both must do."""
 
 from __future__ import annotations
 
@@ -42,20 +42,20 @@ def bound_pointer() -> PointerVector:
 def test_copy_of_a_stack_subclass_is_a_stack_with_its_items_and_capacity():
     stack = TaggedStack("t")
     stack.push("x")
-    twin = stack.copy()
-    assert type(twin) is Stack
-    assert (twin.stack, twin.ovf) == (["x"], 3)
-    twin.push("y")
+    copied = stack.copy()
+    assert type(copied) is Stack
+    assert (copied.stack, copied.ovf) == (["x"], 3)
+    copied.push("y")
     assert stack.stack == ["x"]
 
 
 def test_copy_module_keeps_a_stack_subclass_without_calling_its_init():
     stack = TaggedStack("t")
     stack.push([1])
-    for twin in (copy.copy(stack), copy.deepcopy(stack)):
-        assert type(twin) is TaggedStack
-        assert (twin.stack, twin.ovf, twin.tag) == ([[1]], 3, "t")
-        assert twin.stack is not stack.stack
+    for copied in (copy.copy(stack), copy.deepcopy(stack)):
+        assert type(copied) is TaggedStack
+        assert (copied.stack, copied.ovf, copied.tag) == ([[1]], 3, "t")
+        assert copied.stack is not stack.stack
     assert copy.copy(stack).stack[0] is stack.stack[0]
     assert copy.deepcopy(stack).stack[0] is not stack.stack[0]
 
@@ -67,19 +67,19 @@ def test_copy_module_keeps_a_stack_subclass_without_calling_its_init():
 def test_a_pointer_copies_and_pickles_as_its_address(how):
     duplicate = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda v: pickle.loads(pickle.dumps(v))}[how]
     for vec in (PointerVector([1, 2]), bound_pointer()):
-        twin = duplicate(vec)
-        assert type(twin) is PointerVector
-        assert twin == vec and list(twin) == list(vec)
-        twin.append(5)
-        assert len(vec) != len(twin)
+        copied = duplicate(vec)
+        assert type(copied) is PointerVector
+        assert copied == vec and list(copied) == list(vec)
+        copied.append(5)
+        assert len(vec) != len(copied)
 
 
 def test_a_pointer_subclass_pickles_as_itself_with_its_attributes():
     vec = TaggedVector([4])
     vec.note = "n"
-    twin = pickle.loads(pickle.dumps(vec))
-    assert type(twin) is TaggedVector
-    assert (list(twin), twin.note) == ([4], "n")
+    restored = pickle.loads(pickle.dumps(vec))
+    assert type(restored) is TaggedVector
+    assert (list(restored), restored.note) == ([4], "n")
 
 
 @pytest.mark.parametrize("build", [lambda: PointerVector([1]), lambda: Stack(4)])
@@ -92,9 +92,9 @@ def test_a_pickle_names_no_core_so_it_loads_on_either_build(build):
 def test_a_stack_pickles_with_its_items_and_capacity():
     stack = Stack(5)
     stack.push(PointerVector([2]))
-    twin = pickle.loads(pickle.dumps(stack))
-    assert type(twin) is Stack
-    assert (twin.ovf, twin.stack) == (5, [PointerVector([2])])
+    restored = pickle.loads(pickle.dumps(stack))
+    assert type(restored) is Stack
+    assert (restored.ovf, restored.stack) == (5, [PointerVector([2])])
 
 
 # ----- what cannot be written or deleted ---------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_the_public_fields_cannot_be_deleted(make, name):
 
 @pytest.mark.skipif(
     IMPLEMENTATION != "cython",
-    reason="the twin keeps the pointer's view fields plain slots: a property each cost its step loop a quarter",
+    reason="the pure build keeps the pointer's view fields plain slots: a property each cost its step loop a quarter",
 )
 @pytest.mark.parametrize("name", ["_items", "_row", "_prog"])
 def test_the_view_fields_of_a_pointer_are_read_only(name):
@@ -131,7 +131,7 @@ def test_no_weak_reference_to_a_pointer_as_in_113():
 
 
 def test_a_suspend_flag_reads_as_the_truth_of_what_was_stored():
-    # the compiled core stores a bool; the twin keeps the value (its step loop reads the plain slot)
+    # the compiled core stores a bool; the pure build keeps the value (its step loop reads the plain slot)
     flag = SuspendFlag()
     flag.pending = "yes"
     assert flag.pending and (flag.pending is True or IMPLEMENTATION == "python")
@@ -203,7 +203,7 @@ def test_moves_from_threads_lose_no_update(busy_switching):
 async def test_the_lock_stays_taken_between_steps_while_nobody_waits():
     """The loop hands the lock over only to a waiter (or at a suspend, a stop, a clock check): from
     the first node to the last of a run of plain steps, every Python call the loop thread makes (the
-    core's own, in the twin) sees the lock taken."""
+    core's own, in the pure build) sees the lock taken."""
     seen: list[bool] = []
     active = [False]
 

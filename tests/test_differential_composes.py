@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dual import SenseCopy, run_on, run_program
+from support.dual import SenseCopy, run_on, run_program
 
 MAX_STEPS = 600
 MAX_RUNS = 4
@@ -303,8 +303,8 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 )
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
-    compiled, twin = cores
-    assert run_on(compiled, _drive, spec, loop_name) == run_on(twin, _drive, spec, loop_name)
+    compiled, pure = cores
+    assert run_on(compiled, _drive, spec, loop_name) == run_on(pure, _drive, spec, loop_name)
 
 
 @settings(max_examples=30, deadline=None)

@@ -2,7 +2,7 @@
 
 The instruction programs of `test_differential_instructions` (branches, loops,
 Try, CALL into FN blocks, INVOKE, SUSPEND, failures) and the raw programs of
-`test_differential_foundation` (nested segments, empty segments, jumps and
+`test_differential_composes` (nested segments, empty segments, jumps and
 pointer writes of every kind, `call_sub` and its variants from user nodes) are
 built here with recording nodes whose counters and trace live in a `RunState`
 passed in `extra_args`, not in closures. A snapshot taken with `codec=pickle` therefore
@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from test_differential_foundation import PROGRAMS as RAW_PROGRAMS
-from test_differential_foundation import Builder as RawBuilder
+from test_differential_composes import PROGRAMS as RAW_PROGRAMS
+from test_differential_composes import Builder as RawBuilder
 from test_differential_instructions import PROGRAMS, Builder
 
 MAX_RUNS = 6

@@ -7,7 +7,7 @@ PUSH/POP_CONTEXT, INT/IRET, CALL, JMP, a user node calling `jump_*` or
 JSON-able data (see `Builder`), built on one package:
 
 - `Api()`: the `amrita_sense` the test session imported;
-- `Api(sense.sub)`: a `dual.SenseCopy` (the compiled core and the pure twin side by side);
+- `Api(sense.sub)`: a `dual.SenseCopy` (the compiled core and the pure build side by side);
 - amrita-sense 1.1.3, when this file runs as a script under its interpreter:
   `python movers.py PROGRAMS.json RECORDS.json` (the reference differential).
 

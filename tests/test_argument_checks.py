@@ -1,4 +1,4 @@
-"""Hardening (issue 14): a bad argument gets a `TypeError` (or `ValueError`) naming it, where it is
+"""Argument checks (issue 14): a bad argument gets a `TypeError` (or `ValueError`) naming it, where it is
 given (construction, compose or render time), instead of an `AttributeError` deep inside later."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from amrita_sense.instructions.native import NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 from amrita_sense.node.wrapper import Node
 from amrita_sense.runtime.types import Flags, InterpreterContext
 from amrita_sense.streaming import SuspendObjectStream
-from dual import Recorder
+from support.dual import Recorder
 
 JUNK = [None, 5, "x", 1.5, object()]
 

@@ -7,7 +7,7 @@ at the same call, else the stage it gets to first). `ACCEPTED` lists inputs 1.1.
 ever raising (or then waits forever, reported as `Hung`), with our type.
 
 `tests/test_bad_input_types.py` checks that ours is an instance of 1.1.3's type for every case, on
-both builds. Run this file with a 1.1.3 interpreter (`python tests/bad_inputs.py`, with
+both builds. Run this file with a 1.1.3 interpreter (`python tests/support/bad_inputs.py`, with
 AMRITA_SENSE_TURBO=0) to check the table against 1.1.3: it prints each case that does not match
 and exits non-zero (`--dump` prints every outcome).
 """

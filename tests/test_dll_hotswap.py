@@ -1,4 +1,4 @@
-"""Hardening (issue 14): hot-swapping the DLL slot a node runs in.
+"""Hot-swapping the DLL slot a node runs in (issue 14).
 
 After `DLLCompose.apply()` from a node inside the slot, the run advances from that node's address in
 the new payload, as 1.1.3 does; where the new payload is too short for that address (1.1.3 ends the
@@ -14,7 +14,7 @@ import pytest
 from amrita_sense import NodeCompose, WorkflowInterpreter
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.node import DLLCompose
-from dual import Recorder, run_program, run_whole
+from support.dual import Recorder, run_program, run_whole
 
 SHAPES = [(old, pos, new) for old, new in itertools.product((1, 2, 3), (1, 2, 3)) for pos in range(old)]
 

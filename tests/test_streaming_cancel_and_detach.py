@@ -1,4 +1,4 @@
-"""Hardening (issue 14): stream readers that go away early, and senders cancelled at the hand-over.
+"""Streams (issue 14): readers that go away early, and senders cancelled at the hand-over.
 
 Rule for a cancelled send: a send that delivered its item returns (the cancellation is requested
 again, so the task sees it at its next await); a send that raises CancelledError delivered nothing

@@ -1,6 +1,6 @@
 """A workflow process for the kill test: runs a program with a checkpoint after every node.
 
-    python tests/durable_worker.py SPEC_FILE DATABASE RUN_ID TRACE_FILE DELAY LOOP
+    python tests/support/durable_worker.py SPEC_FILE DATABASE RUN_ID TRACE_FILE DELAY LOOP
 
 SPEC_FILE holds a program spec (a Python literal, see `durable_programs`). The
 process resumes RUN_ID from the SQLite DATABASE when a checkpoint exists, else
@@ -19,12 +19,12 @@ import pickle
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: `support` and the test modules
 
 from amrita_sense import WorkflowInterpreter  # noqa: E402
 from amrita_sense.durable import Checkpointing, CheckpointNotFound, SQLiteCheckpointStore  # noqa: E402
-from durable_programs import CONTINUING, RunState, StateBuilder, drive, passthrough  # noqa: E402
-from worker_support import ThisPackage  # noqa: E402
+from support.durable_programs import CONTINUING, RunState, StateBuilder, drive, passthrough  # noqa: E402
+from support.worker_support import ThisPackage  # noqa: E402
 
 
 async def main(spec: dict, database: str, run_id: str, sink: str, delay: float) -> None:

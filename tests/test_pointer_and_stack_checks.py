@@ -1,4 +1,4 @@
-"""Hardening (issue 14): the program counter, the return stack and the interpreter's kept attributes
+"""Stored-value checks (issue 14): the program counter, the return stack and the interpreter's kept attributes
 check what they store, so the compiled core's unchecked fast paths only ever see what they assume.
 
 Each case here crashed the compiled core (SIGSEGV or `SystemError`) or was accepted silently
@@ -13,7 +13,7 @@ from amrita_sense import NodeCompose, PointerVector, Stack, WorkflowInterpreter
 from amrita_sense._core import InterpretLock
 from amrita_sense.exceptions import InvalidOperand
 from amrita_sense.node.wrapper import Node
-from dual import Recorder
+from support.dual import Recorder
 
 NOT_AN_ADDRESS = [0, -1, 1.5, "ab", {0: 1}, {1}, object(), [0, "x"], [None]]
 

@@ -1,5 +1,5 @@
-"""Hardening (issue 14): the per-class caches of the renderer, the node table and the Try fast path
-do not keep the classes they have seen alive (a class made per request used to stay for good)."""
+"""The per-class caches of the renderer, the node table and the Try fast path (issue 14) do not
+keep the classes they have seen alive (a class made per request used to stay for good)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Real AmritaCore chat turns over a scripted model adapter (no network).
 
-Run as a script: `python tests/amrita_core_turns.py LOOP` (LOOP: asyncio or
+Run as a script: `python tests/support/amrita_core_turns.py LOOP` (LOOP: asyncio or
 uvloop) runs every scenario in a fresh process on whatever `amrita_sense` the
 interpreter imports, and prints one JSON object: what the runtime is and, per
 scenario, what the model was sent, what the consumer received and what was
