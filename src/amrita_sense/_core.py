@@ -1,15 +1,15 @@
-"""Pick the core: the compiled `amrita_sense._sense_core`, or the pure-Python twin.
+"""Pick the core: the compiled `amrita_sense._sense_core`, or the pure build.
 
 Both are `_core_py.py`: the compiled core is that file compiled by Cython (with `_sense_core.pxd`),
-the twin the file itself, imported as `amrita_sense._core_py`.
+the pure build the file itself, imported as `amrita_sense._core_py`.
 
-AMRITA_SENSE_NO_EXTENSIONS=1 forces the twin; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
+AMRITA_SENSE_NO_EXTENSIONS=1 forces the pure build; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
 makes a missing compiled core an error instead of a fallback. A fallback nobody asked
-for (CPython without a loadable compiled core) warns once, at import: the twin is about
+for (CPython without a loadable compiled core) warns once, at import: the pure build is about
 ten times slower on the engine's own work. `IMPLEMENTATION` records what actually loaded
 and `CORE_REASON` why.
 
-Type checkers see the twin's classes (one set of classes, from a real module), whichever
+Type checkers see the pure build's classes (one set of classes, from a real module), whichever
 core loads at run time.
 """
 
@@ -26,7 +26,7 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-def _twin(reason: str):
+def _pure(reason: str):
     from amrita_sense import _core_py as core
 
     return core, reason
@@ -35,34 +35,34 @@ def _twin(reason: str):
 def _load():
     """(core module, why it was chosen)."""
     if _flag("AMRITA_SENSE_NO_EXTENSIONS"):
-        return _twin("the pure-Python twin: AMRITA_SENSE_NO_EXTENSIONS asked for it")
+        return _pure("the pure build: AMRITA_SENSE_NO_EXTENSIONS asked for it")
     if platform.python_implementation() != "CPython":
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise ImportError("the compiled core was required but this interpreter cannot load it")
-        return _twin(f"the pure-Python twin: {platform.python_implementation()} cannot load the compiled core")
+        return _pure(f"the pure build: {platform.python_implementation()} cannot load the compiled core")
     try:
         from amrita_sense import _sense_core as core  # type: ignore[attr-defined,unused-ignore]  # no stub: typed as _core_py
     except ImportError as exc:
         if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
             raise
         if importlib.util.find_spec(f"{__package__}._sense_core") is None:
-            return _unasked_twin(
+            return _unasked_pure(
                 "this installation has no compiled core (it was built with AMRITA_SENSE_NO_EXTENSIONS=1, "
                 "or pip reused such a build from its cache)"
             )
-        return _unasked_twin(f"the compiled core failed to load ({exc})")
+        return _unasked_pure(f"the compiled core failed to load ({exc})")
     return core, f"the compiled core ({core.__file__})"
 
 
-def _unasked_twin(why: str):
+def _unasked_pure(why: str):
     warnings.warn(
-        f"amrita_sense runs on its pure-Python twin, about 10x slower: {why}. Reinstall with a C compiler "
+        f"amrita_sense runs on its pure build, about 10x slower: {why}. Reinstall with a C compiler "
         "(pip install --no-cache-dir --force-reinstall amrita-sense-turbo), or set AMRITA_SENSE_NO_EXTENSIONS=1 "
-        "to choose the twin and silence this warning",
+        "to choose the pure build and silence this warning",
         RuntimeWarning,
         stacklevel=4,
     )
-    return _twin(f"the pure-Python twin: {why}")
+    return _pure(f"the pure build: {why}")
 
 
 if TYPE_CHECKING:

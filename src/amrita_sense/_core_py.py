@@ -732,9 +732,9 @@ class Stack:
 
     def copy(self):
         """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
-        twin = Stack(self._limit)
-        twin.stack = self._items.copy()
-        return twin
+        copied = Stack(self._limit)
+        copied.stack = self._items.copy()
+        return copied
 
     def __reduce__(self):
         return _portable.stack_reduce(self, self._limit, self._items)

@@ -1,7 +1,7 @@
 """How a `PointerVector` and a `Stack` copy and pickle, the same in both cores.
 
 `copy.copy`, `copy.deepcopy` and `pickle` go through `__reduce__`, which names the functions here
-rather than a core's class: a pickle made on the compiled core loads on the pure twin and back, and
+rather than a core's class: a pickle made on the compiled core loads on the pure build and back, and
 gives an object of the core that loads it. A subclass comes back as that subclass (made by `__new__`,
 initialised by its core base, with its instance dict; its own `__init__` is not called). A bound
 pointer comes back as the plain list of its address: equal to the original, tied to no program.

@@ -266,11 +266,11 @@ class FactoryGroup(dict):
 
     def bind(self, args: Any, kwargs: Mapping[str, Any]) -> FactoryGroup:
         """A copy that carries the pools it must be resolved from."""
-        twin = FactoryGroup(self)
-        twin.plain, twin.scoped, twin.direct_only = self.plain, self.scoped, self.direct_only
-        twin.needs_call_scope, twin.stable, twin.schedule = self.needs_call_scope, self.stable, self.schedule
-        twin.pools = (args, kwargs)
-        return twin
+        bound = FactoryGroup(self)
+        bound.plain, bound.scoped, bound.direct_only = self.plain, self.scoped, self.direct_only
+        bound.needs_call_scope, bound.stable, bound.schedule = self.needs_call_scope, self.stable, self.schedule
+        bound.pools = (args, kwargs)
+        return bound
 
 
 class ScopeChain(Mapping):

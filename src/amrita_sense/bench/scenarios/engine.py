@@ -35,7 +35,7 @@ from .bodies import (
 from .framework import CountMismatch, Holder, Plan, Tally, Target, expect, need, scenario, unique_ids
 
 # Scenarios that run the interpreter's step loop: the compiled core must beat the pure build here.
-_PURE = Target("vs_twin", ">=", 5)
+_PURE = Target("vs_pure", ">=", 5)
 
 
 # ---------------------------------------------------------------------------

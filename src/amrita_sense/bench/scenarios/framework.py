@@ -43,7 +43,7 @@ class Target:
     """A performance target from bench.md, evaluated by the runner on medians.
 
     `metric` is one of: "x_floor" (compiled / floor), "vs_ref" (1.1.3 / compiled),
-    "vs_twin" (pure build / compiled), "value" (the compiled value itself, in the
+    "vs_pure" (pure build / compiled), "value" (the compiled value itself, in the
     scenario's unit: seconds, or bytes for memory), "x_fastest" (compiled / the
     compiled time of the fastest variant of its family: a family's targets only).
     """
@@ -57,7 +57,7 @@ class Target:
             return f"{self.op}{self.bound:g}x floor"
         if self.metric == "vs_ref":
             return f"{self.op}{self.bound:g}x vs 1.1.3"
-        if self.metric == "vs_twin":
+        if self.metric == "vs_pure":
             return f"{self.op}{self.bound:g}x vs pure build"
         if self.metric == "x_fastest":
             return f"{self.op}{self.bound:g}x the fastest variant"
