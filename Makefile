@@ -15,7 +15,7 @@ dev: $(PY)  ## the development venv, with the test, lint and type-check tools
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-build:  ## compile the core (_core_py.py with _sense_core.pxd) in place as src/amrita_sense/_sense_core*.so; after each edit of either
+build:  ## compile the core (core/_sense_core.py with core/_sense_core.pxd) in place as src/amrita_sense/core/_sense_core*.so; after each edit of either
 	$(PY) setup.py build_ext --inplace
 
 test: test-compiled test-pure  ## the suite on both builds, each under asyncio and uvloop
@@ -32,7 +32,7 @@ bench: build  ## the benchmark runner on the source tree, quick (scripts/bench.s
 lint:  ## ruff (check and format) and cython-lint, as CI runs them (configured in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/_capi.pxd src/amrita_sense/_sense_core.pxd
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/core/_capi.pxd src/amrita_sense/core/_sense_core.pxd
 
 format:  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
@@ -42,5 +42,5 @@ typecheck:  ## mypy on the package, the import hook and the typed example (pypro
 	$(PY) -m mypy
 
 clean:
-	rm -rf build src/amrita_sense/_core_py.c src/amrita_sense/_sense_core*.so
-	rm -f src/_sense_core.c src/_sense_core*.so src/amrita_sense/_core_py*.so  # left by older layouts
+	rm -rf build src/amrita_sense/core/_sense_core.c src/amrita_sense/core/_sense_core*.so
+	rm -f src/_sense_core.c src/_sense_core*.so src/amrita_sense/_core_py*.so src/amrita_sense/_core_py.c src/amrita_sense/_sense_core*.so  # left by older layouts

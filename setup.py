@@ -8,20 +8,20 @@ warning only where AMRITA_SENSE_NO_EXTENSIONS=1 is set at run time too). Other P
 implementations than CPython always get the pure build. AMRITA_SENSE_DEBUG_BUILD=1 builds the
 debug core (checks and assertions on, see `_core_build_options`).
 
-One source. The compiled core is `src/amrita_sense/_core_py.py`, the pure build's core, compiled
-by Cython in its pure Python mode with the augmenting `src/amrita_sense/_sense_core.pxd` (the C
+One source. The compiled core is `src/amrita_sense/core/_sense_core.py`, the pure build's core, compiled
+by Cython in its pure Python mode with the augmenting `src/amrita_sense/core/_sense_core.pxd` (the C
 types; the file's `if cython.compiled:` blocks hold the C-API paths) into the extension module
-`amrita_sense._sense_core`. The pure build imports the same file as `amrita_sense._core_py`.
+`amrita_sense.core._sense_core`. The pure build runs the same file as `amrita_sense.core.pure`.
 
 Layout. The source tree keeps the runtime at `src/amrita_sense/` (dev mode: `PYTHONPATH=src`,
-`setup.py build_ext --inplace` puts the core at `src/amrita_sense/_sense_core*.so`). The wheel
+`setup.py build_ext --inplace` puts the core at `src/amrita_sense/core/_sense_core*.so`). The wheel
 installs nothing that the `amrita-sense` distribution also installs:
 
     amrita_sense_turbo/                  the import hook (`src/amrita_sense_turbo/`)
     amrita_sense_turbo/runtime/amrita_sense/   the runtime, with the compiled core
     amrita_sense_turbo.pth               puts the hook in front of the import system at start-up
 
-The compiled core is compiled as the module `amrita_sense._sense_core` (the name its
+The compiled core is compiled as the module `amrita_sense.core._sense_core` (the name its
 classes report as `__module__`); only its file moves into the wheel's runtime directory.
 """
 
@@ -48,8 +48,10 @@ SKIP = _env_flag("AMRITA_SENSE_NO_EXTENSIONS") or platform.python_implementation
 RUNTIME = "amrita_sense"  # the import name users keep
 HOOK = "amrita_sense_turbo"  # the directory (and hook package) of this distribution
 RUNTIME_PARENT = f"{HOOK}.runtime"  # installed runtime: amrita_sense_turbo/runtime/amrita_sense
-CORE = f"{RUNTIME}._sense_core"
-CORE_SOURCES = {"py": f"src/{RUNTIME}/_core_py.py", "pxd": f"src/{RUNTIME}/_sense_core.pxd"}
+CORE = f"{RUNTIME}.core._sense_core"
+CORE_SOURCES = {"py": f"src/{RUNTIME}/core/_sense_core.py", "pxd": f"src/{RUNTIME}/core/_sense_core.pxd"}
+OLD_CORE_BUILDS = [f"src/{RUNTIME}/_sense_core.*.so", f"src/{RUNTIME}/_core_py.*.so", f"src/{RUNTIME}/_core_py.c"]
+"""What in-place builds of earlier layouts left beside the package's root aliases (they would shadow them)."""
 PTH_NAME = f"{HOOK}.pth"
 # A path line (so static tools that read .pth files find the runtime) and the hook itself.
 PTH_TEXT = f"{HOOK}/runtime\nimport {HOOK}\n"
@@ -78,7 +80,7 @@ def _is_runtime(package):
 
 class LayoutBuildPy(build_py):
     """Build the packages in their installed layout and write the `.pth` hook at the root of the
-    build. (The core's types are those of `_core_py.py`, which ships as the pure build; its `.pxd`
+    build. (The core's types are those of `core/_sense_core.py`, which ships as the pure build; its `.pxd`
     only augments that file for Cython and is not shipped.)"""
 
     def get_package_dir(self, package):
@@ -198,11 +200,11 @@ def _no_core(cause):
 
 
 def _drop_stale_c():
-    """Remove a generated C file Cython would wrongly reuse: one compiled under another module name
-    (an in-place build of the single-source candidate made it as `amrita_sense._core_py`), or older than
-    the `.pxd`."""
-    for leftover in glob.glob(os.path.splitext(CORE_SOURCES["py"])[0] + ".*.so"):
-        os.remove(leftover)  # that candidate's in-place extension: it would shadow the pure build's `.py`
+    """Remove what earlier layouts' in-place builds left (`OLD_CORE_BUILDS`), and a generated C file
+    Cython would wrongly reuse: one compiled under another module name, or older than the `.pxd`."""
+    for pattern in OLD_CORE_BUILDS:
+        for leftover in glob.glob(pattern):
+            os.remove(leftover)
     c_file = os.path.splitext(CORE_SOURCES["py"])[0] + ".c"
     if not os.path.exists(c_file):
         return
@@ -258,8 +260,8 @@ def _extensions():
     _drop_stale_c()
     directives, build_options, force = _core_build_options()
     try:
-        # `_core_py.py` compiled under the core's module name: Cython takes `amrita_sense/_sense_core.pxd`
-        # (found by that name from the source's package root) as its augmenting declarations
+        # `core/_sense_core.py` compiled under its own module name, with `core/_sense_core.pxd` (the same
+        # stem) as its augmenting declarations
         return cythonize(
             [Extension(CORE, [CORE_SOURCES["py"]], **build_options)],
             compiler_directives=directives,
@@ -287,7 +289,7 @@ setup(
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
     # the sdist carries the core's `.pxd` files (MANIFEST.in); they only build it, so no wheel does
-    exclude_package_data={_installed_name(RUNTIME): ["*.pxd"]},
+    exclude_package_data={_installed_name(RUNTIME): ["*.pxd"], _installed_name(f"{RUNTIME}.core"): ["*.pxd"]},
     ext_modules=_extensions(),
     cmdclass={
         "build_ext": CoreBuildExt,

@@ -70,7 +70,7 @@ def main() -> None:
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
     check_common(names, lambda n: archive.read(n).decode())
-    cores = [n for n in names if n.startswith(RUNTIME + "_sense_core.") and n.endswith((".so", ".pyd"))]
+    cores = [n for n in names if n.startswith(RUNTIME + "core/_sense_core.") and n.endswith((".so", ".pyd"))]
     if pure:
         if cores or not wheel.endswith("-py3-none-any.whl"):
             fail(f"a pure wheel must be py3-none-any without a compiled core: {wheel}, {cores}")
@@ -80,9 +80,9 @@ def main() -> None:
         fail(f"not manylinux-tagged: {wheel}")
     if not cores:
         fail(f"the wheel holds no compiled core in {RUNTIME}")
-    for typed in ("_core_py.py", "py.typed"):  # the core's one source: the pure build and the core's types
+    for typed in ("core/_sense_core.py", "core/pure.py", "py.typed"):  # the core's one source, its pure build, types
         if RUNTIME + typed not in names:
-            fail(f"{typed} is not beside the compiled core")
+            fail(f"{typed} is not in the wheel beside the compiled core")
     if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):
         fail("the wheel ships Cython or C sources")
     check_core(archive.read(cores[0]), cores[0])

@@ -85,8 +85,17 @@ def test_a_pointer_subclass_pickles_as_itself_with_its_attributes():
 @pytest.mark.parametrize("build", [lambda: PointerVector([1]), lambda: Stack(4)])
 def test_a_pickle_names_no_core_so_it_loads_on_either_build(build):
     data = pickle.dumps(build())
-    assert b"_sense_core" not in data and b"_core_py" not in data
+    assert b"_sense_core" not in data and b"_core_py" not in data and b".pure" not in data
+    assert b"amrita_sense.core.portable" in data
+
+
+@pytest.mark.parametrize("build", [lambda: PointerVector([1, 2]), lambda: Stack(4)])
+def test_a_pickle_made_before_the_core_moved_still_loads(build):
+    made = build()
+    data = pickle.dumps(made, protocol=0).replace(b"amrita_sense.core.portable", b"amrita_sense._portable")
     assert b"amrita_sense._portable" in data
+    restored = pickle.loads(data)
+    assert type(restored) is type(made) and pickle.dumps(restored) == pickle.dumps(made)
 
 
 def test_a_stack_pickles_with_its_items_and_capacity():

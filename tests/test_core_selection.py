@@ -24,10 +24,10 @@ def test_no_extensions_forces_the_pure_build():
 
 
 def test_implementation_names_the_loaded_core():
-    from amrita_sense import _core
+    from amrita_sense import core as _core
 
     assert amrita_sense.IMPLEMENTATION in ("cython", "python")
-    expected = "amrita_sense._sense_core" if amrita_sense.IMPLEMENTATION == "cython" else "amrita_sense._core_py"
+    expected = "amrita_sense.core._sense_core" if amrita_sense.IMPLEMENTATION == "cython" else "amrita_sense.core.pure"
     assert _core._impl.__name__ == expected
 
 
@@ -38,7 +38,7 @@ def test_compiled_core_imports_before_the_package():
     if amrita_sense.IMPLEMENTATION != "cython":
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    code = "import amrita_sense._sense_core, amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'"
+    code = "import amrita_sense.core._sense_core, amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython'"
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
 
 
@@ -48,7 +48,7 @@ def test_compiled_classes_belong_to_the_package():
     if amrita_sense.IMPLEMENTATION != "cython":
         return
     for cls in (_core.PointerVector, _core.Stack, _core.InterpreterCore, _core.InterpretLock):
-        assert cls.__module__ == "amrita_sense._sense_core"
+        assert cls.__module__ == "amrita_sense.core._sense_core"
 
 
 def test_core_reason_says_why_this_core_loaded():
@@ -58,12 +58,10 @@ def test_core_reason_says_why_this_core_loaded():
         assert _core.CORE_REASON.startswith("the compiled core (") and "_sense_core" in _core.CORE_REASON
     elif _flag("AMRITA_SENSE_NO_EXTENSIONS"):
         assert PURE_REASON.fullmatch(_core.CORE_REASON).group(1) == "AMRITA_SENSE_NO_EXTENSIONS asked for it"
-        assert _core._impl.__file__.endswith("_core_py.py")  # the core's one source, run by the interpreter
+        assert _core._impl.__file__.endswith("_sense_core.py")  # the core's one source, run by the interpreter
     else:
-        import importlib.util
-
         assert PURE_REASON.fullmatch(_core.CORE_REASON)
-        if importlib.util.find_spec("amrita_sense._sense_core") is None:
+        if not _core._compiled_core_installed():
             assert "this installation has no compiled core" in _core.CORE_REASON
 
 
@@ -89,7 +87,7 @@ def _runtime_copy_without_core(tmp_path):
 
     copy = tmp_path / "amrita_sense"
     shutil.copytree(Path(amrita_sense.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for core in copy.glob("_sense_core*"):
+    for core in (copy / "core").glob("_sense_core*"):
         if core.suffix in (".so", ".pyd"):
             core.unlink()
     return tmp_path
@@ -130,7 +128,29 @@ def test_an_asked_for_pure_build_does_not_warn(tmp_path):
 
 def test_a_core_that_fails_to_load_warns_with_the_error(tmp_path):
     root = _runtime_copy_without_core(tmp_path)
-    (root / "amrita_sense" / "_sense_core.py").write_text("raise ImportError('broken on purpose')\n")
+    import importlib.machinery
+
+    broken = root / "amrita_sense" / "core" / f"_sense_core{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    broken.write_bytes(b"not a shared library")
     proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)")
     assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
-    assert "the compiled core failed to load (broken on purpose)" in proc.stderr
+    assert "the compiled core failed to load (" in proc.stderr
+
+
+def test_the_source_refuses_to_run_under_the_compiled_cores_name(tmp_path):
+    root = _runtime_copy_without_core(tmp_path)
+    proc = _import_in_child(root, "import amrita_sense.core._sense_core")
+    assert proc.returncode != 0 and "the compiled core is not built here" in proc.stderr
+
+
+def test_the_former_module_paths_are_the_same_modules():
+    import importlib
+
+    from amrita_sense import core
+
+    assert importlib.import_module("amrita_sense._core") is core
+    assert importlib.import_module("amrita_sense._core_py") is importlib.import_module("amrita_sense.core.pure")
+    assert importlib.import_module("amrita_sense._portable") is importlib.import_module("amrita_sense.core.portable")
+    assert importlib.import_module("amrita_sense._opcodes") is importlib.import_module("amrita_sense.core.opcodes")
+    if amrita_sense.IMPLEMENTATION == "cython":
+        assert importlib.import_module("amrita_sense._sense_core") is core._impl

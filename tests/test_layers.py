@@ -22,24 +22,26 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "src" / "amrita_sense"
 BY_NAME = re.compile(r"^(amrita_sense(?:\.\w+)*):\w+$")
 
-CORE_FILES = {"_core_py.py", "_core.py"}
+CORE_FILES = {"core/__init__.py", "core/_sense_core.py", "core/pure.py"}
 CORE_MAY_IMPORT = {
+    "core/cython_shim.py",
+    "core/opcodes.py",
+    "core/portable.py",
     "_classmemo.py",
-    "_cython_shim.py",
-    "_opcodes.py",
-    "_portable.py",
     "_unsafe.py",
     "exceptions.py",
 }
-"""The ground floor the core stands on (and the core's own two files)."""
+"""The ground floor the core stands on: its own folder and three leaf modules beside it."""
 
-ALLOWED_CIRCLES = [{"_core.py", "_core_py.py", "_portable.py"}]
-"""The selector's own loop: the selector imports the core it picks, the core its portability
-shims, and those shims (pickle support) find the loaded core through the selector when called."""
+ALLOWED_CIRCLES = [{"core/__init__.py", "core/_sense_core.py", "core/portable.py", "core/pure.py"}]
+"""The selector's own loop, inside the core's folder: the selector imports the core it picks (the
+pure build names the source's types for type checkers), the core its pickle support, and that
+finds the loaded core through the selector when called."""
 
 IMPORTS_INSIDE_FUNCTIONS = {
-    ("_core.py", "_core_py.py"): "the selector imports the pure build only when it is the one chosen",
-    ("_portable.py", "_core.py"): "unpickling rebuilds on whichever core loaded; the core imports _portable",
+    ("core/__init__.py", "core/pure.py"): "the selector imports the pure build only when it is the one chosen",
+    ("core/__init__.py", "core/_sense_core.py"): "the same, for the compiled core",
+    ("core/portable.py", "core/__init__.py"): "unpickling rebuilds on whichever core loaded; the core imports it",
     ("bench/_worker.py", "__init__.py"): "a benchmark worker imports the package after choosing its build",
     ("bench/workload.py", "__init__.py"): "the same, for the workloads a worker builds",
     ("runtime/workflow.py", "durable/fingerprint.py"): "the interpreter's durable entry points: durable is above it",
@@ -49,7 +51,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
 """Every package import inside a function, and why it cannot be at module level."""
 
 
-COMPILED = {"amrita_sense._sense_core": "_core_py.py"}
+COMPILED = {"amrita_sense.core._sense_core": "core/_sense_core.py"}
 """Compiled modules and the source each is built from."""
 
 
@@ -175,19 +177,19 @@ def graph():
 def test_the_reader_sees_every_kind_of_import():
     source = """
 from typing import TYPE_CHECKING
-from amrita_sense import _opcodes
+from amrita_sense.core import opcodes
 if TYPE_CHECKING:
     from amrita_sense.streaming import SuspendObjectStream
 def later():
-    from . import exceptions
+    from .. import exceptions
     importlib.import_module("amrita_sense._unsafe")
     return _late("amrita_sense.types:Stack")
 """
-    visitor = _Imports(PACKAGE_ROOT / "_core_py.py")
+    visitor = _Imports(PACKAGE_ROOT / "core" / "_sense_core.py")
     visitor.visit(ast.parse(source))
     assert sorted(visitor.found) == [
-        ("_opcodes.py", False),
         ("_unsafe.py", True),
+        ("core/opcodes.py", False),
         ("exceptions.py", True),
         ("streaming.py", False),
         ("types.py", True),
@@ -217,7 +219,7 @@ def test_every_import_inside_a_function_is_a_declared_one(graph):
 def _upward_calls_of_the_core() -> dict[str, int]:
     """The attributes the core reads on `self` that `InterpreterCore` neither defines nor keeps in a
     field: its calls up into the interpreter (name -> first line)."""
-    tree = ast.parse((PACKAGE_ROOT / "_core_py.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE_ROOT / "core" / "_sense_core.py").read_text(encoding="utf-8"))
     core = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "InterpreterCore")
     defined = {m.name for m in core.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for member in core.body:

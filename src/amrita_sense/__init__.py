@@ -6,8 +6,8 @@ API is amrita-sense 1.1.3's).
 """
 
 from . import _unsafe
-from ._core import IMPLEMENTATION
 from ._version import __version__ as __version__  # re-exported
+from .core import IMPLEMENTATION
 from .di.signature import sign_func
 from .exceptions import (
     AliasNotFoundError,

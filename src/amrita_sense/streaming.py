@@ -31,8 +31,8 @@ from functools import wraps
 from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
-from amrita_sense import _core
-from amrita_sense._core import SuspendFlag
+from amrita_sense import core as _core
+from amrita_sense.core import SuspendFlag
 from amrita_sense.exceptions import InvalidOperand, StreamStateError
 
 ObjectTypeT = TypeVar("ObjectTypeT")

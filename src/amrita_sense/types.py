@@ -6,7 +6,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from amrita_sense._core import PointerVector, Stack
+from amrita_sense.core import PointerVector, Stack
 
 
 class LRUCache(OrderedDict):

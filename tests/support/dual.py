@@ -28,10 +28,10 @@ from types import ModuleType
 from typing import Any
 
 PACKAGE = "amrita_sense"
-COMPILED_CORE = "amrita_sense._sense_core"
+COMPILED_CORE = "amrita_sense.core._sense_core"
 CORES = ("cython", "python")
-CORE_MODULES = {"cython": COMPILED_CORE, "python": "amrita_sense._core_py"}
-"""The module each core lives in: `_core_py.py` compiled (setup.py), and that file itself."""
+CORE_MODULES = {"cython": COMPILED_CORE, "python": "amrita_sense.core.pure"}
+"""The module each core lives in: `core/_sense_core.py` compiled (setup.py), and that file run as Python."""
 
 
 def _is_package_module(name: str) -> bool:
@@ -46,7 +46,8 @@ def compiled_core_importable() -> bool:
     """True when the compiled core imports (without binding it to a package copy if it is already loaded)."""
     if COMPILED_CORE in sys.modules:
         return True
-    return importlib.util.find_spec(COMPILED_CORE) is not None
+    spec = importlib.util.find_spec(COMPILED_CORE)
+    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
 
 
 class SenseCopy:
@@ -324,7 +325,7 @@ def both_cores() -> tuple[SenseCopy, SenseCopy]:
     required = os.environ.get("AMRITA_SENSE_REQUIRE_EXTENSIONS", "") not in ("", "0")
     try:
         if not compiled_core_importable():
-            raise ImportError("no compiled core (amrita_sense._sense_core) was found")
+            raise ImportError("no compiled core (amrita_sense.core._sense_core) was found")
         return load_sense("cython"), load_sense("python")
     except ImportError as exc:
         if required:

@@ -113,9 +113,9 @@ def _describe_build(expect: str) -> dict:
     if expect not in ("reference", impl):
         raise RuntimeError(f"expected the {expect} core, but {impl} loaded")
     version = getattr(amrita_sense, "__version__", None) or _distribution_version("amrita-sense-turbo")
-    info.update(
-        implementation=impl, version=version, core_file=sys.modules[f"{amrita_sense.__name__}._core"]._impl.__file__
-    )
+    # the core's selector: `amrita_sense.core`, or `amrita_sense._core` in builds made before it moved
+    selector = sys.modules.get(f"{amrita_sense.__name__}.core") or sys.modules[f"{amrita_sense.__name__}._core"]
+    info.update(implementation=impl, version=version, core_file=selector._impl.__file__)
     return info
 
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 
 __all__ = ["CacheState", "DependencyCache", "DependencyStore"]
 

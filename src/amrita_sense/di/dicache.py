@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.types import DICache, LRUCache
 
 PAYLOAD_SIZE = 2048

@@ -11,9 +11,10 @@ the interpreter is the calling side: `_invoke`, `_invoke_plain`, `_offload`, `_f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from amrita_sense import _core, _unsafe
+from amrita_sense import _unsafe
+from amrita_sense import core as _core
 from amrita_sense.di.cache import DependencyStore
 from amrita_sense.di.depends import DependsFactory
 from amrita_sense.di.dicache import PAYLOAD_SIZE, DICacheView, DIRecord
@@ -52,10 +53,27 @@ PRELOAD_LIMIT = 2048
 """At most this many functions are warmed by `WORKFLOW_DI_PRELOAD_CACHE`."""
 
 
-class Injection:
+if TYPE_CHECKING:  # what the type checker reads: the core's fields are this class's too
+    _InjectionBase = _core.InterpreterCore
+else:  # at run time a slot-free mixin, listed before the core in the bases of WorkflowInterpreter
+    _InjectionBase = object
+
+
+class Injection(_InjectionBase):
     """The interpreter's dependency injection (see the module's docstring)."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # the calling side, which `WorkflowInterpreter` implements
+
+        async def _invoke(self, node: BaseNode, plan: tuple) -> Any: ...
+
+        async def _invoke_plain(self, node: BaseNode, func: Any, args: tuple | None, kwargs: dict | None) -> Any: ...
+
+        async def _offload(self, func: Any, args: tuple | None, kwargs: dict | None) -> Any: ...
+
+        @property
+        def is_running(self) -> bool: ...
 
     @property
     def _lifecycles(self) -> dict[Scope, LifecycleScope]:

@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.di.depends import DependsFactory
 from amrita_sense.di.inject import (
     FactoryGroup,

@@ -22,7 +22,7 @@ import traceback
 from collections import OrderedDict
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.distributed import pickling
 from amrita_sense.distributed.errors import NotPicklable, RunEnded
 from amrita_sense.distributed.outcome import (

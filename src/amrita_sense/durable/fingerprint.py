@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.durable.errors import GraphMismatch
 from amrita_sense.durable.node_state import memo_rows, sub_graphs
 from amrita_sense.node.core import program_of

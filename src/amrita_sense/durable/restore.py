@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.durable import format as fmt
 from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, CorruptSnapshot, GraphMismatch, RestoreError

@@ -54,7 +54,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.durable import format as fmt
 from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, SnapshotUnavailable

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Awaitable
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.exceptions import AliasNotFoundError, BreakLoop, InvalidOperand
 from amrita_sense.node.abc_base import AbstractComposeOriginal, is_rendered_compose
 from amrita_sense.node.core import BaseNode

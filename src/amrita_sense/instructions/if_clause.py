@@ -11,7 +11,7 @@ from abc import ABC
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from amrita_sense._opcodes import OP_BRANCH, OP_ELSE, native_operands
+from amrita_sense.core.opcodes import OP_BRANCH, OP_ELSE, native_operands
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, require_node, require_part, resume_near, resume_offset
 from amrita_sense.instructions.workfl_ctrl import NOP

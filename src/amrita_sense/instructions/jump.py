@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amrita_sense._opcodes import OP_JUMP, native_operands
+from amrita_sense.core.opcodes import OP_JUMP, native_operands
 from amrita_sense.instructions._support import NODE_SLOTS, already_compiled, check_target, resolve_alias_strict
 from amrita_sense.node.compile_rules import Locate, NativeOp, target
 from amrita_sense.node.core import BaseNode

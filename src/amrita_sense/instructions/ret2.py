@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from amrita_sense._opcodes import OP_CALLSUB, OP_RET, native_operands
+from amrita_sense.core.opcodes import OP_CALLSUB, OP_RET, native_operands
 from amrita_sense.instructions._support import already_compiled, check_target
 from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.compile_rules import Locate, NativeOp, callee, node_row, target

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from amrita_sense._opcodes import OP_INVOKE, OP_JUMP, native_operands
+from amrita_sense.core.opcodes import OP_INVOKE, OP_JUMP, native_operands
 from amrita_sense.exceptions import GraphBuildError
 from amrita_sense.instructions._support import (
     NODE_SLOTS,

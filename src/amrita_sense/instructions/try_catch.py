@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _unsafe
-from amrita_sense._opcodes import OP_TRY, native_operands
+from amrita_sense.core.opcodes import OP_TRY, native_operands
 from amrita_sense.exceptions import IllegalState, InterruptKeepContext, InvalidOperand
 from amrita_sense.instructions._support import require_part, resume_near
 from amrita_sense.instructions.enum import BuiltinTags

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from amrita_sense._opcodes import OP_NOP
+from amrita_sense.core.opcodes import OP_NOP
 from amrita_sense.exceptions import InterruptKeepContext, InterruptNotice
 from amrita_sense.node.compile_rules import give_rule
 from amrita_sense.node.core import Node as _NodeType

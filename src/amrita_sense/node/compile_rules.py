@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from amrita_sense._opcodes import OP_CALL
+from amrita_sense.core.opcodes import OP_CALL
 
 Locate = Callable[[list], tuple]
 """The table's `locate(address)`: `(row, exact)` (see `node.table._TableBuilder.locate`)."""

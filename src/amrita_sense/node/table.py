@@ -5,9 +5,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense._classmemo import ClassMemo
-from amrita_sense._opcodes import OP_CALL, dense_row
+from amrita_sense.core.opcodes import OP_CALL, dense_row
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.compile_rules import compile_native
 from amrita_sense.utils import isabstractmethod

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from amrita_sense import _core
+from amrita_sense import core as _core
 from amrita_sense.runtime.types import RunMark
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"

@@ -17,9 +17,9 @@ from io import StringIO
 from typing import Any, Generic, TypeVar, cast
 from uuid import uuid4
 
-from amrita_sense import _core
-from amrita_sense._core import address_list
+from amrita_sense import core as _core
 from amrita_sense._unsafe import __flags__
+from amrita_sense.core import address_list
 from amrita_sense.di import LifecycleScope, Scope
 from amrita_sense.di.inject import (
     callable_name,
@@ -115,7 +115,7 @@ def _flag_bits(value: Any, name: str) -> int:
     return int(value)
 
 
-class WorkflowInterpreter(_core.InterpreterCore, Injection, Generic[io_T]):
+class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
     __slots__ = ("__weakref__", "_checkpoints", "_node_calls", "_parked_tag", "_stepped")

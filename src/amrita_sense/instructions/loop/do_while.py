@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense import _unsafe
-from amrita_sense._opcodes import OP_DO, OP_DO_CHECK, native_operands
+from amrita_sense.core.opcodes import OP_DO, OP_DO_CHECK, native_operands
 from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, broke_out, require_part, resume_near
 from amrita_sense.instructions.loop._guard import reject_composition_body

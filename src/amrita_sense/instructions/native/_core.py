@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amrita_sense._opcodes import OP_CALLSUB, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, native_operands
+from amrita_sense.core.opcodes import OP_CALLSUB, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, native_operands
 from amrita_sense.exceptions import InterruptKeepContext
 from amrita_sense.instructions._support import NODE_SLOTS, resume_near
 from amrita_sense.instructions.enum import BuiltinTags

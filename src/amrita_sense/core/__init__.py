@@ -1,0 +1,123 @@
+"""The core, on the ground floor of the package, and the choice of which one runs: the compiled
+`amrita_sense.core._sense_core`, or the pure build.
+
+One source: `_sense_core.py` is the pure build (run as Python by `core.pure`, under that name:
+beside it, the compiled extension wins an import of the source's own name), and the compiled core
+is the same file compiled by Cython with `_sense_core.pxd`. Beside them: the opcode table
+(`opcodes`), the C-API helpers (`_capi.pxd`), the pickle support (`portable`) and the stand-in
+for Cython's pure-mode module (`cython_shim`). Nothing here imports above the core: what it needs
+from the layers above is given to it (`provide`), and what it calls on the interpreter is its
+declared `LAYER_CONTRACT`.
+
+AMRITA_SENSE_NO_EXTENSIONS=1 forces the pure build; AMRITA_SENSE_REQUIRE_EXTENSIONS=1
+makes a missing compiled core an error instead of a fallback. A fallback nobody asked
+for (CPython without a loadable compiled core) warns once, at import: the pure build is about
+ten times slower on the engine's own work. `IMPLEMENTATION` records what actually loaded
+and `CORE_REASON` why.
+
+Type checkers see the pure build's classes (one set of classes, from a real module), whichever
+core loads at run time.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import warnings
+from typing import TYPE_CHECKING
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _pure(reason: str):
+    from amrita_sense.core import pure as core
+
+    return core, reason
+
+
+def _load():
+    """(core module, why it was chosen)."""
+    if _flag("AMRITA_SENSE_NO_EXTENSIONS"):
+        return _pure("the pure build: AMRITA_SENSE_NO_EXTENSIONS asked for it")
+    if platform.python_implementation() != "CPython":
+        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
+            raise ImportError("the compiled core was required but this interpreter cannot load it")
+        return _pure(f"the pure build: {platform.python_implementation()} cannot load the compiled core")
+    try:
+        if not _compiled_core_installed():
+            raise ImportError("this installation has no compiled core")
+        from amrita_sense.core import _sense_core as core
+    except ImportError as exc:
+        if _flag("AMRITA_SENSE_REQUIRE_EXTENSIONS"):
+            raise
+        if not _compiled_core_installed():
+            return _unasked_pure(
+                "this installation has no compiled core (it was built with AMRITA_SENSE_NO_EXTENSIONS=1, "
+                "or pip reused such a build from its cache)"
+            )
+        return _unasked_pure(f"the compiled core failed to load ({exc})")
+    return core, f"the compiled core ({core.__file__})"
+
+
+def _compiled_core_installed() -> bool:
+    """Whether the compiled extension sits beside its source (the source alone is the pure build)."""
+    spec = importlib.util.find_spec(f"{__name__}._sense_core")
+    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+
+
+def _unasked_pure(why: str):
+    warnings.warn(
+        f"amrita_sense runs on its pure build, about 10x slower: {why}. Reinstall with a C compiler "
+        "(pip install --no-cache-dir --force-reinstall amrita-sense-turbo), or set AMRITA_SENSE_NO_EXTENSIONS=1 "
+        "to choose the pure build and silence this warning",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    return _pure(f"the pure build: {why}")
+
+
+if TYPE_CHECKING:
+    from amrita_sense.core import _sense_core as _impl
+
+    CORE_REASON: str
+else:
+    _impl, CORE_REASON = _load()
+
+IMPLEMENTATION: str = _impl.IMPLEMENTATION
+Program = _impl.Program
+PointerVector = _impl.PointerVector
+address_list = _impl.address_list
+args_pool = _impl.args_pool
+kwargs_pool = _impl.kwargs_pool
+exception_types = _impl.exception_types
+check_stream = _impl.check_stream
+Stack = _impl.Stack
+SuspendFlag = _impl.SuspendFlag
+InterpretLock = _impl.InterpretLock
+InterpreterCore = _impl.InterpreterCore
+NEVER_PENDING = _impl.NEVER_PENDING
+ALWAYS_PENDING = _impl.ALWAYS_PENDING
+FLAG_IF = _impl.FLAG_IF
+FLAG_HLT = _impl.FLAG_HLT
+FLAG_JMP = _impl.FLAG_JMP
+ROW_CORO = _impl.ROW_CORO
+ROW_THREAD = _impl.ROW_THREAD
+ROW_PRECHECK = _impl.ROW_PRECHECK
+ROW_EMPTY = _impl.ROW_EMPTY
+NOT_NOW = _impl.NOT_NOW
+CallPlan = _impl.CallPlan
+NO_ARGUMENTS = _impl.NO_ARGUMENTS
+UNSHARED = _impl.UNSHARED
+same_types = _impl.same_types
+RUNNING = _impl.RUNNING
+pin_async_library = _impl.pin_async_library
+provide = _impl.provide
+restore_async_library = _impl.restore_async_library
+STEP_RAN = _impl.STEP_RAN
+STEP_SKIPPED = _impl.STEP_SKIPPED
+STEP_END = _impl.STEP_END
+LAYER_CONTRACT = _impl.LAYER_CONTRACT
