@@ -1,5 +1,5 @@
-# Augments src/amrita_sense/_core_py.py when Cython compiles it into the compiled core, the module
-# `amrita_sense._sense_core` (this file's name is how Cython finds it; see setup.py). The pure
+# Augments src/amrita_sense/core/_sense_core.py when Cython compiles it into the compiled core, the
+# module `amrita_sense.core._sense_core` (the shared stem is how Cython finds this file; see setup.py). The pure
 # build never reads this file. A class declared here becomes an extension type with these fields in
 # place of its __slots__: what a field may hold is what the pure build's code stores there (a typed
 # field refuses anything else with a TypeError, as the compiled core's fields do).
@@ -15,35 +15,36 @@ cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH, SUBCALL_DEPT
 
 
 cdef class CallPlan:
-    cdef readonly bint cached
-    cdef readonly object entry
-    cdef readonly object fetch
-    cdef readonly object fetch_with
-    cdef readonly bint keyed
-    cdef readonly object names
-    cdef readonly bint slow
-    cdef readonly tuple srcs
-    cdef Py_ssize_t n
+    cdef readonly bint cached  # its only providers are use_cache ones: the core runs it once their results exist
+    cdef readonly object entry  # the di.plans.PlanEntry it was made from (the Python layer runs slow plans from it)
+    cdef readonly object fetch  # fetch(pool, kwargs) -> the argument values (the pure build's path)
+    cdef readonly object fetch_with  # the same with the use_cache results (cached plans), else None
+    cdef readonly bint keyed  # some argument comes from the keyword pool
+    cdef readonly object names  # None: a positional call; else the parameter names of a keyword call
+    cdef readonly bint slow  # providers or use_cache values: the Python layer runs it (`_invoke_slow`)
+    cdef readonly tuple srcs  # per argument: pool position (int), keyword name (str) or use_cache result ((name,))
+    cdef Py_ssize_t n  # len(srcs), the length of cidx
     cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, KEYWORD or RESULT (_capi.pxd)
 
 
 cdef class Program:
-    cdef readonly object graph
+    # one entry per row (a node, or an empty segment execution can land on), in depth-first order
+    cdef readonly object graph  # the rendered graph this table was compiled from
     cdef readonly tuple nodes
-    cdef readonly tuple funcs
-    cdef readonly tuple bits
-    cdef readonly tuple static_plans
-    cdef readonly tuple ops
-    cdef readonly tuple operands
-    cdef readonly tuple landings
-    cdef readonly tuple addrs
-    cdef public object row_of
-    cdef readonly dict seg_row
+    cdef readonly tuple funcs  # each node's function (what the loop calls)
+    cdef readonly tuple bits  # ROW_CORO / ROW_THREAD / ROW_PRECHECK / ROW_EMPTY per row (cbits in C)
+    cdef readonly tuple static_plans  # the CallPlan of a node that takes no injection, else None
+    cdef readonly tuple ops  # the opcode per row (cops in C; opcodes.py)
+    cdef readonly tuple operands  # the operand record per row (opcodes.py's named fields), or None
+    cdef readonly tuple landings  # the address a step onto this row lands at when it is not the row's own
+    cdef readonly tuple addrs  # each row's address (a tuple of ints)
+    cdef public object row_of  # address -> row, built on the first lookup (None until then)
+    cdef readonly dict seg_row  # a segment's address -> the row execution enters it at
     cdef readonly Py_ssize_t nrows
-    cdef readonly Program _successor
-    cdef readonly dict tables
-    cdef int *cbits
-    cdef int *cops
+    cdef readonly Program _successor  # the table that replaced this one after an in-place slot swap
+    cdef readonly dict tables  # pool shape -> the shared plan table of that shape (bounded)
+    cdef int *cbits  # bits, ops and the dense rows (ROW_WIDTH per row: FIRST, SECOND, EXIT, THEN; -1
+    cdef int *cops   # where a field has no row) as C arrays, which the compiled loop indexes
     cdef int *crows
 
     cdef inline int _alloc_rows(self, Py_ssize_t nrows) except -1
@@ -52,8 +53,8 @@ cdef class Program:
 
 
 cdef class Stack:
-    cdef public list _items
-    cdef public Py_ssize_t _limit
+    cdef public list _items  # bottom first
+    cdef public Py_ssize_t _limit  # the capacity (1.1.3's `ovf`): a push beyond it raises
 
     cdef inline int _push(self, object item) except -1
     cdef inline object _pop(self)
@@ -75,44 +76,44 @@ cdef class PointerVector:
 
 
 cdef class InterpretLock:
-    cdef public object _owner
-    cdef public list _queue
+    cdef public object _owner  # the task holding the lock, or None
+    cdef public list _queue  # the futures of the tasks waiting for it, first come first served
 
     cdef inline bint _try_take(self, object owner) except -1
     cdef inline int _release(self) except -1
 
 
 # The calls the core makes up into WorkflowInterpreter (Python-level, looked up on the subclass):
-# `LAYER_CONTRACT` in _core_py.py lists each with its contract: _shared_plan, _run_unshared,
+# `LAYER_CONTRACT` in _sense_core.py lists each with its contract: _shared_plan, _run_unshared,
 # _invoke_slow, _invoke_slow_now, _offload, _offload_batch, _gate, _pools_hold_factories,
 # _workflow_scope_open, call_near, call_sub. Nothing else above the core is called from it.
 cdef class InterpreterCore:
     # the core's own state
-    cdef public Program _prog_v
+    cdef public Program _prog_v  # the node table the pointer indexes (the newest successor, once it moved)
     cdef public PointerVector _pointer_v
     cdef public Stack _ret_addr_stack_v
-    cdef public Stack _context_stack_v
-    cdef public int _flag_bits
+    cdef public Stack _context_stack_v  # None until first used
+    cdef public int _flag_bits  # C_FLAG_IF | C_FLAG_HLT | C_FLAG_JMP (the `Flags` register)
     cdef public object _middleware_v
-    cdef public object _native_rest
-    cdef public bint _outer_interpreting
+    cdef public object _native_rest  # a native opcode's continuation the loop awaits next (NATIVE_AWAIT)
+    cdef public bint _outer_interpreting  # a node's function is running a sub-call (no snapshot inside it)
     cdef public Py_ssize_t _subcalls  # sub-calls running now, nested (inline frames and `call_sub`)
     cdef public bint _pending_stop
     cdef public InterpretLock _interpret_lock_v
-    cdef public list _plans_v
-    cdef public list _exc_plans
-    cdef public bint _plans_valid_v
-    cdef public object _run_task_v
+    cdef public list _plans_v  # the shared plan table of the pools' shape (row -> CallPlan), or None: no table
+    cdef public list _exc_plans  # the same for CATCH handlers (the pools plus exc_type / exc_val / exc_tb)
+    cdef public bint _plans_valid_v  # this run reads the plan tables (off: DI cache off or pools untrusted)
+    cdef public object _run_task_v  # the task running the current run
     cdef readonly object _claim_v  # the mark the run holding the claim passed to `_start_run`, or None
     cdef public SuspendFlag _signal_v
-    cdef PointerVector _spare_pointer
+    cdef PointerVector _spare_pointer  # a pointer a finished inline sub-call left for the next one to reuse
     cdef object _batch_ctx  # while a worker-thread batch runs: the caller's context (`_batch_in_worker`)
-    cdef public bint _force_inline_v
-    cdef public bint _squashed_loops_v
-    cdef public double _yield_interval_v
-    cdef public object _panic_exc_v
-    cdef public tuple _pool_args
-    cdef public dict _pool_kwargs
+    cdef public bint _force_inline_v  # this run calls worker-thread nodes inline (FORCE_NOT_WRAP_TO_ASYNC)
+    cdef public bint _squashed_loops_v  # this run runs loops as 1.1.3 squashes them (the SQUASHED_LOOP flag)
+    cdef public double _yield_interval_v  # seconds of inline nodes after which the loop yields to the event loop
+    cdef public object _panic_exc_v  # the recorded panic, or None
+    cdef public tuple _pool_args  # the positional injection pool (`_ava_args`)
+    cdef public dict _pool_kwargs  # the keyword injection pool (`_ava_kwargs`)
     # the Python layer's fields (each behind a checked property of its name without `_s`)
     cdef public object _args_hash_s
     cdef public object _dep_store_s
