@@ -49,7 +49,8 @@ RUNTIME = "amrita_sense"  # the import name users keep
 HOOK = "amrita_sense_turbo"  # the directory (and hook package) of this distribution
 RUNTIME_PARENT = f"{HOOK}.runtime"  # installed runtime: amrita_sense_turbo/runtime/amrita_sense
 CORE = f"{RUNTIME}.core._sense_core"
-CORE_SOURCES = {"py": f"src/{RUNTIME}/core/_sense_core.py", "pxd": f"src/{RUNTIME}/core/_sense_core.pxd"}
+CORE_MODULES = (CORE, f"{RUNTIME}.core._checks")
+"""The compiled modules of the core, each compiled from `src/<its path>.py` with the `.pxd` of its stem."""
 OLD_CORE_BUILDS = [f"src/{RUNTIME}/_sense_core.*.so", f"src/{RUNTIME}/_core_py.*.so", f"src/{RUNTIME}/_core_py.c"]
 """What in-place builds of earlier layouts left beside the package's root aliases (they would shadow them)."""
 PTH_NAME = f"{HOOK}.pth"
@@ -205,14 +206,20 @@ def _drop_stale_c():
     for pattern in OLD_CORE_BUILDS:
         for leftover in glob.glob(pattern):
             os.remove(leftover)
-    c_file = os.path.splitext(CORE_SOURCES["py"])[0] + ".c"
-    if not os.path.exists(c_file):
-        return
-    with open(c_file, encoding="utf-8", errors="replace") as generated:
-        header = generated.read(2000)
-    stale = f'"module_name": "{CORE}"' not in header or os.path.getmtime(c_file) < os.path.getmtime(CORE_SOURCES["pxd"])
-    if stale:
-        os.remove(c_file)
+    for module in CORE_MODULES:
+        stem = _source_stem(module)
+        c_file = stem + ".c"
+        if not os.path.exists(c_file):
+            continue
+        with open(c_file, encoding="utf-8", errors="replace") as generated:
+            header = generated.read(2000)
+        if f'"module_name": "{module}"' not in header or os.path.getmtime(c_file) < os.path.getmtime(stem + ".pxd"):
+            os.remove(c_file)
+
+
+def _source_stem(module):
+    """`src/amrita_sense/core/_checks` for `amrita_sense.core._checks` (add `.py`, `.pxd`, `.c`)."""
+    return os.path.join("src", *module.split("."))
 
 
 def _core_build_options():
@@ -263,7 +270,7 @@ def _extensions():
         # `core/_sense_core.py` compiled under its own module name, with `core/_sense_core.pxd` (the same
         # stem) as its augmenting declarations
         return cythonize(
-            [Extension(CORE, [CORE_SOURCES["py"]], **build_options)],
+            [Extension(module, [_source_stem(module) + ".py"], **build_options) for module in CORE_MODULES],
             compiler_directives=directives,
             force=force,
             quiet=True,

@@ -80,7 +80,15 @@ def main() -> None:
         fail(f"not manylinux-tagged: {wheel}")
     if not cores:
         fail(f"the wheel holds no compiled core in {RUNTIME}")
-    for typed in ("core/_sense_core.py", "core/pure.py", "py.typed"):  # the core's one source, its pure build, types
+    if not any(n.startswith(RUNTIME + "core/_checks.") and n.endswith((".so", ".pyd")) for n in names):
+        fail(f"the wheel holds no compiled checks (core/_checks) in {RUNTIME}")
+    for typed in (
+        "core/_sense_core.py",
+        "core/pure.py",
+        "core/_checks.py",
+        "core/pure_checks.py",
+        "py.typed",
+    ):  # the core's one source, its pure build, types
         if RUNTIME + typed not in names:
             fail(f"{typed} is not in the wheel beside the compiled core")
     if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):

@@ -87,7 +87,7 @@ def _runtime_copy_without_core(tmp_path):
 
     copy = tmp_path / "amrita_sense"
     shutil.copytree(Path(amrita_sense.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for core in (copy / "core").glob("_sense_core*"):
+    for core in [*(copy / "core").glob("_sense_core*"), *(copy / "core").glob("_checks*")]:
         if core.suffix in (".so", ".pyd"):
             core.unlink()
     return tmp_path
@@ -130,8 +130,9 @@ def test_a_core_that_fails_to_load_warns_with_the_error(tmp_path):
     root = _runtime_copy_without_core(tmp_path)
     import importlib.machinery
 
-    broken = root / "amrita_sense" / "core" / f"_sense_core{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-    broken.write_bytes(b"not a shared library")
+    for stem in ("_sense_core", "_checks"):
+        broken = root / "amrita_sense" / "core" / f"{stem}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+        broken.write_bytes(b"not a shared library")
     proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)")
     assert proc.returncode == 0 and proc.stdout.strip() == "python", proc.stderr
     assert "the compiled core failed to load (" in proc.stderr

@@ -22,7 +22,14 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "src" / "amrita_sense"
 BY_NAME = re.compile(r"^(amrita_sense(?:\.\w+)*):\w+$")
 
-CORE_FILES = {"core/__init__.py", "core/_sense_core.py", "core/pure.py"}
+CORE_FILES = {
+    "core/__init__.py",
+    "core/_checks.py",
+    "core/_sense_core.py",
+    "core/pure.py",
+    "core/pure_checks.py",
+    "core/sources.py",
+}
 CORE_MAY_IMPORT = {
     "core/cython_shim.py",
     "core/opcodes.py",
@@ -51,7 +58,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
 """Every package import inside a function, and why it cannot be at module level."""
 
 
-COMPILED = {"amrita_sense.core._sense_core": "core/_sense_core.py"}
+COMPILED = {"amrita_sense.core._sense_core": "core/_sense_core.py", "amrita_sense.core._checks": "core/_checks.py"}
 """Compiled modules and the source each is built from."""
 
 

@@ -64,9 +64,12 @@ def _load():
 
 
 def _compiled_core_installed() -> bool:
-    """Whether the compiled extension sits beside its source (the source alone is the pure build)."""
-    spec = importlib.util.find_spec(f"{__name__}._sense_core")
-    return spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+    """Whether the compiled extensions sit beside their sources (the sources alone are the pure build)."""
+    for stem in ("_sense_core", "_checks"):
+        spec = importlib.util.find_spec(f"{__name__}.{stem}")
+        if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+            return False
+    return True
 
 
 def _unasked_pure(why: str):
@@ -91,10 +94,10 @@ IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Program = _impl.Program
 PointerVector = _impl.PointerVector
 address_list = _impl.address_list
-args_pool = _impl.args_pool
-kwargs_pool = _impl.kwargs_pool
-exception_types = _impl.exception_types
-check_stream = _impl.check_stream
+args_pool = _impl.checks.args_pool
+kwargs_pool = _impl.checks.kwargs_pool
+exception_types = _impl.checks.exception_types
+check_stream = _impl.checks.check_stream
 Stack = _impl.Stack
 SuspendFlag = _impl.SuspendFlag
 InterpretLock = _impl.InterpretLock
@@ -115,7 +118,7 @@ UNSHARED = _impl.UNSHARED
 same_types = _impl.same_types
 RUNNING = _impl.RUNNING
 pin_async_library = _impl.pin_async_library
-provide = _impl.provide
+provide = _impl.checks.provide
 restore_async_library = _impl.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED

@@ -297,31 +297,12 @@ cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)
 cdef bint _clashes(object kwargs) except -1
-cdef object _check_index(object value, str what)
-cdef object _checked_items(object items, str what)
 cdef list _offset_far(list base, list offset)
 cdef object _row_outside(Program prog, Py_ssize_t row)
 cdef int _check_subcall_depth(Py_ssize_t depth) except -1
 cdef object _finish_now(object outcome)
-cdef object _checked(object value, object kind, str name, str what)
-cdef object _refuse_delete(str name)
 
 
-@cython.locals(row=Py_ssize_t)
-cdef Py_ssize_t _row_index(object value, Py_ssize_t nrows, Py_ssize_t lowest) except? -2
-
-
-cdef dict _row_map(object rows, Py_ssize_t nrows)
-cdef object _checked_int(object value, str what)
-cdef Py_ssize_t _ssize(object value) except? -1
-cdef double _checked_seconds(object value, str name) except? -1.0
-cdef object _checked_middleware(object value, str name)
-cdef object _provided(str name)
-cdef object _optional(object value, object kind, str name, str what)
-cpdef tuple args_pool(object value, str name)
-cpdef dict kwargs_pool(object value, str name)
-cpdef tuple exception_types(object value, str name)
-cpdef object check_stream(object stream, str name)
 cpdef object _current_task()
 cpdef object pin_async_library(object task)
 cpdef object restore_async_library()

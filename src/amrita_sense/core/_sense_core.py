@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping
 from operator import attrgetter
 
 import sniffio
@@ -54,6 +53,48 @@ if cython.compiled:
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
     from cython.cimports.cpython.ref import Py_REFCNT
 
+if cython.compiled:  # the cold checks: C calls into their own compiled module
+    from cython.cimports.amrita_sense.core._checks import (
+        _check_index,
+        _checked,
+        _checked_int,
+        _checked_items,
+        _checked_middleware,
+        _checked_seconds,
+        _optional,
+        _provided,
+        _refuse_delete,
+        _row_index,
+        _row_map,
+        _ssize,
+        args_pool,
+        check_stream,
+        exception_types,
+        kwargs_pool,
+    )
+
+    from amrita_sense.core import _checks as checks  # noqa: F401  # the selector's Python-level checks
+else:
+    from amrita_sense.core import pure_checks as checks  # noqa: F401  # the same, pure
+    from amrita_sense.core.pure_checks import (  # type: ignore[attr-defined]
+        _check_index,
+        _checked,
+        _checked_int,
+        _checked_items,
+        _checked_middleware,
+        _checked_seconds,
+        _optional,
+        _provided,
+        _refuse_delete,
+        _row_index,
+        _row_map,
+        _ssize,
+        args_pool,
+        check_stream,
+        exception_types,
+        kwargs_pool,
+    )
+
 from amrita_sense import _unsafe
 from amrita_sense._classmemo import ClassMemo
 from amrita_sense.core import opcodes as _opcodes
@@ -63,12 +104,11 @@ from amrita_sense.exceptions import (
     IllegalState,
     InterruptKeepContext,
     InterruptNotice,
-    InvalidMiddleware,
     InvalidOperand,
     NullPointerException,
 )
 
-IMPLEMENTATION = "cython" if cython.compiled else "python"
+IMPLEMENTATION: str = "cython" if cython.compiled else "python"
 DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG) if cython.compiled else False  # the compiled core's debug build
 
 FLAG_IF = 1
@@ -95,7 +135,7 @@ BATCH_AWAIT = ("batch await",)
 TRY_CALLEE = ("try",)
 """The plan `_callee_plan` gives a called Try block whose parts can all run inline (`_try_ready`):
 the core runs the block in the frame (`_native_try_now`), not the TryNode's coroutine."""
-NOT_NOW = ("not now",)
+NOT_NOW: tuple = ("not now",)
 """What `_invoke_with_factories_now` returns when it did nothing: call `_invoke_with_factories`."""
 
 STEP_RAN = 0
@@ -219,9 +259,9 @@ def _results_fetcher(srcs):
     return lambda pool, kwargs, results: tuple(value(src, pool, kwargs, results) for src in srcs)
 
 
-NO_ARGUMENTS = CallPlan((), None, False, None)
+NO_ARGUMENTS: CallPlan = CallPlan((), None, False, None)
 """The plan of a function without parameters: the same for every pool."""
-UNSHARED = CallPlan((), None, True, None)
+UNSHARED: CallPlan = CallPlan((), None, True, None)
 """A table's mark for a node whose plan cannot be shared: the Python layer resolves it per interpreter."""
 
 
@@ -234,8 +274,8 @@ class SuspendFlag:
         self.pending = False
 
 
-NEVER_PENDING = SuspendFlag()
-ALWAYS_PENDING = SuspendFlag()
+NEVER_PENDING: SuspendFlag = SuspendFlag()
+ALWAYS_PENDING: SuspendFlag = SuspendFlag()
 ALWAYS_PENDING.pending = True
 
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
@@ -388,46 +428,9 @@ class Program:
         return -1, False
 
 
-def _row_index(value, nrows, lowest):
-    """`value` as a row of a table of `nrows` rows (`lowest` is -1 where "no row" is allowed)."""
-    row = _ssize(_checked_int(value, "Program: a row"))
-    if row < lowest or row >= nrows:
-        raise ValueError(f"Program: row {row} is outside the table of {nrows} rows")
-    return row
-
-
-def _row_map(rows, nrows):
-    """A copy of an address-to-row map whose rows all exist."""
-    for row in _checked(rows, dict, "Program: an address map", "a dict").values():
-        _row_index(row, nrows, 0)
-    return dict(rows)
-
-
-def _checked_int(value, what):
-    if not isinstance(value, int):
-        raise TypeError(f"{what} is an int, not {type(value).__name__}")
-    return value
-
-
 _EMPTY_POINTER = (
     "{}() on an empty pointer: after a finished run, reset(), pop() or clear() there is no current slot to move"
 )
-
-
-def _check_index(value, what):
-    if not isinstance(value, int):
-        raise InvalidOperand(f"{what} needs an int, not {type(value).__name__}")
-
-
-def _refuse_delete(name):
-    raise AttributeError(f"{name} cannot be deleted")
-
-
-def _checked_items(items, what):
-    for item in items:
-        if not isinstance(item, int):
-            raise InvalidOperand(f"{what}: an address holds ints, not {type(item).__name__}")
-    return items
 
 
 def address_list(value, what):
@@ -746,15 +749,6 @@ class Stack:
         return _portable.stack_reduce(self, self._limit, self._items)
 
 
-def _ssize(value):
-    """An int as a C `Py_ssize_t` field of the compiled core takes it (`OverflowError` if too large)."""
-    if cython.compiled:
-        return value  # converted to the C Py_ssize_t it returns there, with that OverflowError
-    if not -sys.maxsize - 1 <= value <= sys.maxsize:
-        raise OverflowError("Python int too large to convert to C ssize_t")
-    return int(value)
-
-
 class InterpretLock:
     """The interpreter lock: FIFO, owned by a task, handed over on release.
 
@@ -950,7 +944,7 @@ def same_types(values, types):
     return True
 
 
-RUNNING = object()
+RUNNING: object = object()
 """`_waiter` of a run whose future nobody asked for yet."""
 
 
@@ -1059,111 +1053,8 @@ def _clashes(kwargs):
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
 
 
-def _checked(value, kind, name, what):
-    """`value` if it is a `kind`, else `TypeError` naming `name`."""
-    if not isinstance(value, kind):
-        raise InvalidOperand(f"{name} must be {what}, not {type(value).__name__}")
-    return value
-
-
-def _checked_seconds(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidOperand(f"{name} must be a number of seconds, not {type(value).__name__}")
-    return float(value)
-
-
-def _checked_middleware(value, name):
-    if value is not None and not callable(value):
-        raise InvalidMiddleware(
-            f"{name} must be a callable taking a WorkflowInterpreter and returning an awaitable, "
-            f"or None, not {type(value).__name__}"
-        )
-    return value
-
-
 # ----- checked at the write: what the fields Python can write may hold -----------------------------
 # (as in the compiled core; the pools' checks are also the Python layer's)
-
-
-class _NotProvided:
-    """Stands for a class of the layer's that no module has provided yet (`provide`): as nothing
-    can be an instance of a class whose module was never imported, nothing is an instance of this."""
-
-
-_PROVIDED = {
-    "DIRecord": _NotProvided,  # runtime/dicache.py
-    "DependencyStore": _NotProvided,  # di/cache.py
-    "PoolShape": _NotProvided,  # runtime/plans.py
-    "SuspendObjectStream": _NotProvided,  # streaming.py
-    "resume_near": None,  # instructions/_support.py: a called node suspended; resume at a slot
-    "resume_offset": None,  # instructions/_support.py: the same, at an offset from the current slot
-}
-"""The parts of the layers above that the core checks against or calls: the one place it reaches up.
-Each module that defines one provides it when it is imported, so the core imports nothing above it."""
-
-
-def provide(**parts):
-    """Give the core the layer's `parts` (names of `_PROVIDED`), from the module that defines them."""
-    for name, part in parts.items():
-        if name not in _PROVIDED:
-            raise KeyError(f"the core takes no part named {name!r}")
-        _PROVIDED[name] = part
-
-
-def _provided(name):
-    return _PROVIDED[name]
-
-
-def _optional(value, kind, name, what):
-    """`value` if it is None or a `kind`, else `TypeError` naming `name`."""
-    if value is not None and not isinstance(value, kind):
-        raise InvalidOperand(f"{name} must be {what} or None, not {type(value).__name__}")
-    return value
-
-
-def args_pool(value, name):
-    """A positional injection pool: a tuple (a list or another iterable becomes one); `TypeError`
-    naming `name` otherwise."""
-    if type(value) is tuple:
-        return value
-    if value is None or isinstance(value, (str, bytes, dict)):
-        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}")
-    try:
-        return tuple(value)
-    except TypeError:
-        raise InvalidOperand(f"{name} must be a tuple of values, not {type(value).__name__}") from None
-
-
-def kwargs_pool(value, name):
-    """A keyword injection pool: a dict (kept), or another mapping (copied); `TypeError` naming `name`
-    otherwise."""
-    if type(value) is dict:
-        return value
-    if not isinstance(value, Mapping):
-        raise InvalidOperand(f"{name} must be a dict of values by name, not {type(value).__name__}")
-    return dict(value)
-
-
-def exception_types(value, name):
-    """Exception classes that pass through the workflow's handlers (`exception_ignored`), as a tuple."""
-    kinds = args_pool(value, name)
-    for kind in kinds:
-        if not (isinstance(kind, type) and issubclass(kind, BaseException)):
-            raise InvalidOperand(f"{name} holds exception classes, not {kind!r}")
-    return kinds
-
-
-def check_stream(stream, name):
-    """`stream` if it can be an interpreter's `object_io` (a SuspendObjectStream, or another gate with
-    `_wait_for_continue`), else `TypeError` naming `name`."""
-    if not isinstance(stream, _provided("SuspendObjectStream")) and not callable(
-        getattr(stream, "_wait_for_continue", None)
-    ):
-        raise InvalidOperand(
-            f"{name} must be a SuspendObjectStream (or another gate with `_wait_for_continue`), "
-            f"not {type(stream).__name__}"
-        )
-    return stream
 
 
 def _checked_waiter(value):
@@ -1332,7 +1223,7 @@ _FIELD_CHECKS = {
 }
 
 
-LAYER_CONTRACT = {
+LAYER_CONTRACT: dict[str, tuple[str, str]] = {
     # the calls the core makes up into its subclass (`WorkflowInterpreter` and its `di.interpreter.Injection`
     # base): name -> (how it is called, what it promises). tests/test_layers.py checks that the core calls
     # nothing else on `self` that it does not define, and that the interpreter implements each of these.
