@@ -80,17 +80,16 @@ def main() -> None:
         fail(f"not manylinux-tagged: {wheel}")
     if not cores:
         fail(f"the wheel holds no compiled core in {RUNTIME}")
-    if not any(n.startswith(RUNTIME + "core/_checks.") and n.endswith((".so", ".pyd")) for n in names):
-        fail(f"the wheel holds no compiled checks (core/_checks) in {RUNTIME}")
-    for typed in (
-        "core/_sense_core.py",
-        "core/pure.py",
-        "core/_checks.py",
-        "core/pure_checks.py",
-        "py.typed",
-    ):  # the core's one source, its pure build, types
-        if RUNTIME + typed not in names:
-            fail(f"{typed} is not in the wheel beside the compiled core")
+    for part in ("_checks", "_async_pin"):  # the core's other compiled parts (core.COMPILED_PARTS)
+        if not any(n.startswith(f"{RUNTIME}core/{part}.") and n.endswith((".so", ".pyd")) for n in names):
+            fail(f"the wheel holds no compiled core/{part} in {RUNTIME}")
+    for stem in ("_sense_core", "_checks", "_async_pin"):  # each part's one source, and its pure build
+        pure = "pure" if stem == "_sense_core" else f"pure{stem}"
+        for typed in (f"core/{stem}.py", f"core/{pure}.py"):
+            if RUNTIME + typed not in names:
+                fail(f"{typed} is not in the wheel beside the compiled core")
+    if RUNTIME + "py.typed" not in names:
+        fail("py.typed is not in the wheel")
     if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):
         fail("the wheel ships Cython or C sources")
     check_core(archive.read(cores[0]), cores[0])

@@ -87,7 +87,9 @@ def _runtime_copy_without_core(tmp_path):
 
     copy = tmp_path / "amrita_sense"
     shutil.copytree(Path(amrita_sense.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for core in [*(copy / "core").glob("_sense_core*"), *(copy / "core").glob("_checks*")]:
+    from amrita_sense.core import COMPILED_PARTS
+
+    for core in [path for stem in COMPILED_PARTS for path in (copy / "core").glob(f"{stem}*")]:
         if core.suffix in (".so", ".pyd"):
             core.unlink()
     return tmp_path
@@ -130,7 +132,9 @@ def test_a_core_that_fails_to_load_warns_with_the_error(tmp_path):
     root = _runtime_copy_without_core(tmp_path)
     import importlib.machinery
 
-    for stem in ("_sense_core", "_checks"):
+    from amrita_sense.core import COMPILED_PARTS
+
+    for stem in COMPILED_PARTS:
         broken = root / "amrita_sense" / "core" / f"{stem}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
         broken.write_bytes(b"not a shared library")
     proc = _import_in_child(root, "import amrita_sense; print(amrita_sense.IMPLEMENTATION)")

@@ -24,9 +24,11 @@ BY_NAME = re.compile(r"^(amrita_sense(?:\.\w+)*):\w+$")
 
 CORE_FILES = {
     "core/__init__.py",
+    "core/_async_pin.py",
     "core/_checks.py",
     "core/_sense_core.py",
     "core/pure.py",
+    "core/pure_async_pin.py",
     "core/pure_checks.py",
     "core/sources.py",
 }
@@ -58,7 +60,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
 """Every package import inside a function, and why it cannot be at module level."""
 
 
-COMPILED = {"amrita_sense.core._sense_core": "core/_sense_core.py", "amrita_sense.core._checks": "core/_checks.py"}
+COMPILED = {f"amrita_sense.core.{stem}": f"core/{stem}.py" for stem in ("_sense_core", "_checks", "_async_pin")}
 """Compiled modules and the source each is built from."""
 
 

@@ -28,6 +28,9 @@ import platform
 import warnings
 from typing import TYPE_CHECKING
 
+COMPILED_PARTS = ("_sense_core", "_checks", "_async_pin")
+"""The core's compiled modules (each beside its source, which the pure build runs as `pure*`)."""
+
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
@@ -65,7 +68,7 @@ def _load():
 
 def _compiled_core_installed() -> bool:
     """Whether the compiled extensions sit beside their sources (the sources alone are the pure build)."""
-    for stem in ("_sense_core", "_checks"):
+    for stem in COMPILED_PARTS:
         spec = importlib.util.find_spec(f"{__name__}.{stem}")
         if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
             return False
@@ -117,9 +120,9 @@ NO_ARGUMENTS = _impl.NO_ARGUMENTS
 UNSHARED = _impl.UNSHARED
 same_types = _impl.same_types
 RUNNING = _impl.RUNNING
-pin_async_library = _impl.pin_async_library
+pin_async_library = _impl.async_pin.pin_async_library
 provide = _impl.checks.provide
-restore_async_library = _impl.restore_async_library
+restore_async_library = _impl.async_pin.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END

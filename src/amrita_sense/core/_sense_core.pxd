@@ -290,7 +290,7 @@ cdef Stack _new_stack()
 cdef object _OBJECT_CLASS, _PLAIN_CLASS
 cdef tuple _last_verdict
 cdef dict _LATE, _TASK_TABLE
-cdef object _running_loop, _sniffio_local, _sniffio_cvar
+cdef object _running_loop
 cdef bint _plain_class(type kind) except -1
 cdef bint _is_instance(object obj, object spec) except -1
 cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
@@ -304,8 +304,6 @@ cdef object _finish_now(object outcome)
 
 
 cpdef object _current_task()
-cpdef object pin_async_library(object task)
-cpdef object restore_async_library()
 
 
 @cython.locals(i=Py_ssize_t, n=Py_ssize_t)

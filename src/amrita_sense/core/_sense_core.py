@@ -23,8 +23,6 @@ import time
 import weakref
 from operator import attrgetter
 
-import sniffio
-
 try:
     import cython
 except ModuleNotFoundError:  # a pure build without Cython installed
@@ -54,6 +52,7 @@ if cython.compiled:
     from cython.cimports.cpython.ref import Py_REFCNT
 
 if cython.compiled:  # the cold checks: C calls into their own compiled module
+    from cython.cimports.amrita_sense.core._async_pin import pin_async_library, restore_async_library
     from cython.cimports.amrita_sense.core._checks import (
         _check_index,
         _checked,
@@ -73,9 +72,15 @@ if cython.compiled:  # the cold checks: C calls into their own compiled module
         kwargs_pool,
     )
 
+    from amrita_sense.core import _async_pin as async_pin  # noqa: F401  # the selector's
     from amrita_sense.core import _checks as checks  # noqa: F401  # the selector's Python-level checks
 else:
+    from amrita_sense.core import pure_async_pin as async_pin  # noqa: F401  # the same, pure
     from amrita_sense.core import pure_checks as checks  # noqa: F401  # the same, pure
+    from amrita_sense.core.pure_async_pin import (  # type: ignore[attr-defined]
+        pin_async_library,
+        restore_async_library,
+    )
     from amrita_sense.core.pure_checks import (  # type: ignore[attr-defined]
         _check_index,
         _checked,
@@ -946,56 +951,6 @@ def same_types(values, types):
 
 RUNNING: object = object()
 """`_waiter` of a run whose future nobody asked for yet."""
-
-
-class _PinState(threading.local):
-    """Per thread: `cell` is `[runs in flight, the sniffio name the outermost one found]`."""
-
-    cell = None
-
-
-_pin_state = _PinState()
-_sniffio_local = sniffio.thread_local  # sniffio's own per-thread answer, an object it never replaces
-_sniffio_cvar = sniffio.current_async_library_cvar
-
-
-def pin_async_library(task):
-    """Record the running async library in `sniffio.thread_local` for the outermost run of this
-    thread (`task`: the current asyncio task, so the answer is sniffio's without asking it)."""
-    state = _pin_state
-    cell = state.cell
-    if cell is None:
-        cell = state.cell = [0, None]
-    depth = cell[0]
-    cell[0] = depth + 1
-    if depth == 0:
-        tlocal = _sniffio_local
-        previous = cell[1] = tlocal.name
-        if previous is None:
-            name = _sniffio_cvar.get()
-            if name is None and task is not None:
-                name = "asyncio"
-            if name is None:
-                try:
-                    name = sniffio.current_async_library()
-                except sniffio.AsyncLibraryNotFoundError:
-                    pass
-            tlocal.name = name
-
-
-def restore_async_library():
-    """Undo `pin_async_library()`: the outermost run of the thread restores the previous name. A
-    run cut short between its claim and its pin (a KeyboardInterrupt) restores what it never
-    pinned: at worst the name is restored while another run of the thread is in flight, where
-    sniffio finds the running library itself."""
-    cell = _pin_state.cell
-    if cell is None or cell[0] == 0:
-        return
-    if cell[0] > 1:
-        cell[0] -= 1
-        return
-    cell[0] = 0
-    _sniffio_local.name = cell[1]
 
 
 def _reports_itself(kind):
