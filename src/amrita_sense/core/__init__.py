@@ -5,7 +5,8 @@ One source: `_sense_core.py` is the pure build (run as Python by `core.pure`, un
 beside it, the compiled extension wins an import of the source's own name), and the compiled core
 is the same file compiled by Cython with `_sense_core.pxd`. Beside them: the opcode table
 (`opcodes`), the C-API helpers (`_capi.pxd`), the pickle support (`portable`) and the stand-in
-for Cython's pure-mode module (`cython_shim`). Nothing here imports above the core: what it needs
+for Cython's pure-mode module (`cython_shim`). The core's cold parts are modules of their own, split
+the same way (`_checks`, `_async_pin`: `COMPILED_PARTS`). Nothing here imports above the core: what it needs
 from the layers above is given to it (`provide`), and what it calls on the interpreter is its
 declared `LAYER_CONTRACT`.
 
