@@ -127,4 +127,5 @@ restore_async_library = _impl.async_pin.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END
+PC_CHECKPOINT = _impl.PC_CHECKPOINT
 LAYER_CONTRACT = _impl.LAYER_CONTRACT

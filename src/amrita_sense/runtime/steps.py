@@ -16,8 +16,8 @@ from typing import Any
 from amrita_sense import core as _core
 from amrita_sense.runtime.types import RunMark
 
-PC_CHECKPOINT = "WorkflowInterpreter::each_node"
-"""The tag of the between-node gate."""
+PC_CHECKPOINT: str = _core.PC_CHECKPOINT
+"""The tag of the between-node gate (the core's compiled loop parks at the same one)."""
 
 _STEP_END: Any = _core.STEP_END
 _STEP_SKIPPED: Any = _core.STEP_SKIPPED
