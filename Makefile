@@ -32,7 +32,7 @@ bench: build  ## the benchmark runner on the source tree, quick (scripts/bench.s
 lint:  ## ruff (check and format) and cython-lint, as CI runs them (configured in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/core/_capi.pxd src/amrita_sense/core/_sense_core.pxd src/amrita_sense/core/_checks.pxd src/amrita_sense/core/_async_pin.pxd
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/core/*.pxd
 
 format:  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

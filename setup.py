@@ -49,7 +49,13 @@ RUNTIME = "amrita_sense"  # the import name users keep
 HOOK = "amrita_sense_turbo"  # the directory (and hook package) of this distribution
 RUNTIME_PARENT = f"{HOOK}.runtime"  # installed runtime: amrita_sense_turbo/runtime/amrita_sense
 CORE = f"{RUNTIME}.core._sense_core"
-CORE_MODULES = (CORE, f"{RUNTIME}.core._checks", f"{RUNTIME}.core._async_pin")
+CORE_MODULES = (
+    CORE,
+    f"{RUNTIME}.core._state",
+    f"{RUNTIME}.core._structures",
+    f"{RUNTIME}.core._checks",
+    f"{RUNTIME}.core._async_pin",
+)
 """The compiled modules of the core, each compiled from `src/<its path>.py` with the `.pxd` of its stem."""
 OLD_CORE_BUILDS = [f"src/{RUNTIME}/_sense_core.*.so", f"src/{RUNTIME}/_core_py.*.so", f"src/{RUNTIME}/_core_py.c"]
 """What in-place builds of earlier layouts left beside the package's root aliases (they would shadow them)."""

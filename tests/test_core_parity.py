@@ -314,7 +314,7 @@ async def test_the_core_sees_the_task_asyncio_reports_in_and_out_of_tasks():
 
     from amrita_sense import _core
 
-    current = _core._impl._current_task
+    current = _core._structures_part._current_task
     assert current() is asyncio.current_task() is not None
 
     async def report():

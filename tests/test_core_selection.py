@@ -47,8 +47,9 @@ def test_compiled_classes_belong_to_the_package():
 
     if amrita_sense.IMPLEMENTATION != "cython":
         return
-    for cls in (_core.PointerVector, _core.Stack, _core.InterpreterCore, _core.InterpretLock):
-        assert cls.__module__ == "amrita_sense.core._sense_core"
+    assert _core.InterpreterCore.__module__ == "amrita_sense.core._sense_core"
+    for cls in (_core.PointerVector, _core.Stack, _core.InterpretLock, _core.Program):
+        assert cls.__module__ == "amrita_sense.core._structures"
 
 
 def test_core_reason_says_why_this_core_loaded():

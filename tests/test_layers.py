@@ -27,9 +27,13 @@ CORE_FILES = {
     "core/_async_pin.py",
     "core/_checks.py",
     "core/_sense_core.py",
+    "core/_state.py",
+    "core/_structures.py",
     "core/pure.py",
     "core/pure_async_pin.py",
     "core/pure_checks.py",
+    "core/pure_state.py",
+    "core/pure_structures.py",
     "core/sources.py",
 }
 CORE_MAY_IMPORT = {
@@ -42,10 +46,21 @@ CORE_MAY_IMPORT = {
 }
 """The ground floor the core stands on: its own folder and three leaf modules beside it."""
 
-ALLOWED_CIRCLES = [{"core/__init__.py", "core/_sense_core.py", "core/portable.py", "core/pure.py"}]
+ALLOWED_CIRCLES = [
+    {
+        "core/__init__.py",
+        "core/_sense_core.py",
+        "core/_state.py",
+        "core/_structures.py",
+        "core/portable.py",
+        "core/pure.py",
+        "core/pure_state.py",
+        "core/pure_structures.py",
+    }
+]
 """The selector's own loop, inside the core's folder: the selector imports the core it picks (the
-pure build names the source's types for type checkers), the core its pickle support, and that
-finds the loaded core through the selector when called."""
+pure build names the source's types for type checkers) and its parts, the parts their data structures,
+those their pickle support, and that finds the loaded core through the selector when called."""
 
 IMPORTS_INSIDE_FUNCTIONS = {
     ("core/__init__.py", "core/pure.py"): "the selector imports the pure build only when it is the one chosen",
@@ -225,17 +240,31 @@ def test_every_import_inside_a_function_is_a_declared_one(graph):
     assert not inner - set(IMPORTS_INSIDE_FUNCTIONS), "import at module level, or say why not here"
 
 
+CORE_CLASSES = (("core/_state.py", "CoreState"), ("core/_sense_core.py", "InterpreterCore"))
+"""The interpreter's classes in the core: its state, and the step loop that extends it."""
+
+
+def _class_in(relative: str, class_name: str) -> ast.ClassDef:
+    tree = ast.parse((PACKAGE_ROOT / relative).read_text(encoding="utf-8"))
+    return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+
+
 def _upward_calls_of_the_core() -> dict[str, int]:
-    """The attributes the core reads on `self` that `InterpreterCore` neither defines nor keeps in a
-    field: its calls up into the interpreter (name -> first line)."""
-    tree = ast.parse((PACKAGE_ROOT / "core" / "_sense_core.py").read_text(encoding="utf-8"))
-    core = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "InterpreterCore")
-    defined = {m.name for m in core.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for member in core.body:
-        if isinstance(member, ast.Assign) and getattr(member.targets[0], "id", "") == "__slots__":
-            defined |= {element.value for element in member.value.elts}
+    """The attributes the core's classes read on `self` (or on `core`, in the opcodes' functions) that
+    neither defines nor keeps in a field: their calls up into the interpreter (name -> first line)."""
+    classes = [_class_in(relative, name) for relative, name in CORE_CLASSES]
+    defined: set[str] = set()
+    for cls in classes:
+        for member in cls.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.add(member.name)
+            elif isinstance(member, ast.Assign) and isinstance(member.targets[0], ast.Name):
+                if member.targets[0].id == "__slots__":
+                    defined |= {element.value for element in member.value.elts}
+                else:
+                    defined.add(member.targets[0].id)
     found: dict[str, int] = {}
-    for node in ast.walk(core):
+    for node in (node for cls in classes for node in ast.walk(cls)):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             if node.attr not in defined:
                 found.setdefault(node.attr, node.lineno)
@@ -244,7 +273,7 @@ def _upward_calls_of_the_core() -> dict[str, int]:
 
 def _declared_contract() -> dict[str, tuple[str, str]]:
     """`LAYER_CONTRACT` as the core's source writes it (read, not imported: this test needs no build)."""
-    tree = ast.parse((PACKAGE_ROOT / "core" / "_sense_core.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE_ROOT / "core" / "_state.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "LAYER_CONTRACT":
             return ast.literal_eval(node.value)

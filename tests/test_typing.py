@@ -68,7 +68,7 @@ def test_type_checkers_see_signatures_and_one_set_of_classes(tmp_path: Path) -> 
     revealed = [line.split("Revealed type is ", 1)[1] for line in lines if "Revealed type is" in line]
     assert revealed[0] == '"amrita_sense.node.core.Node[int, [x: int, y: int =]]"'
     assert revealed[1] == '"amrita_sense.node.core.Node[bytes, [url: str]]"'
-    assert revealed[2].startswith('"def (') and "amrita_sense.core._sense_core.PointerVector" in revealed[2]
+    assert revealed[2].startswith('"def (') and "amrita_sense.core._structures.PointerVector" in revealed[2]
     errors = {int(line.split(":")[1]): line for line in lines if ": error:" in line}
     source = textwrap.dedent(USER_CODE).splitlines()
     expected = {number: text for number, text in enumerate(source, start=1) if "# E" in text}

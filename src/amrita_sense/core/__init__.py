@@ -5,8 +5,11 @@ One source: `_sense_core.py` is the pure build (run as Python by `core.pure`, un
 beside it, the compiled extension wins an import of the source's own name), and the compiled core
 is the same file compiled by Cython with `_sense_core.pxd`. Beside them: the opcode table
 (`opcodes`), the C-API helpers (`_capi.pxd`), the pickle support (`portable`) and the stand-in
-for Cython's pure-mode module (`cython_shim`). The core's cold parts are modules of their own, split
-the same way (`_checks`, `_async_pin`: `COMPILED_PARTS`). Nothing here imports above the core: what it needs
+for Cython's pure-mode module (`cython_shim`). The core's other parts are modules of their own, split
+the same way (`COMPILED_PARTS`): its data structures (`_structures`: the node table, the pointer, the
+stack, the lock), the interpreter's state (`_state`: `CoreState`, which the loop's `InterpreterCore`
+extends), the checks at the write (`_checks`) and the async-library pin (`_async_pin`). The selector
+takes every part from the same build as the core. Nothing here imports above the core: what it needs
 from the layers above is given to it (`provide`), and what it calls on the interpreter is its
 declared `LAYER_CONTRACT`.
 
@@ -29,7 +32,7 @@ import platform
 import warnings
 from typing import TYPE_CHECKING
 
-COMPILED_PARTS = ("_sense_core", "_checks", "_async_pin")
+COMPILED_PARTS = ("_sense_core", "_state", "_structures", "_checks", "_async_pin")
 """The core's compiled modules (each beside its source, which the pure build runs as `pure*`)."""
 
 
@@ -95,19 +98,32 @@ else:
     _impl, CORE_REASON = _load()
 
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
-Program = _impl.Program
-PointerVector = _impl.PointerVector
-address_list = _impl.address_list
-args_pool = _impl.checks.args_pool
-kwargs_pool = _impl.checks.kwargs_pool
-exception_types = _impl.checks.exception_types
-check_stream = _impl.checks.check_stream
-Stack = _impl.Stack
-SuspendFlag = _impl.SuspendFlag
-InterpretLock = _impl.InterpretLock
+
+# The core's other parts, of the same build as the core that loaded (type checkers see one set).
+if TYPE_CHECKING or IMPLEMENTATION == "cython":
+    from amrita_sense.core import _async_pin as _pin_part
+    from amrita_sense.core import _checks as _checks_part
+    from amrita_sense.core import _state as _state_part
+    from amrita_sense.core import _structures as _structures_part
+else:
+    from amrita_sense.core import pure_async_pin as _pin_part
+    from amrita_sense.core import pure_checks as _checks_part
+    from amrita_sense.core import pure_state as _state_part
+    from amrita_sense.core import pure_structures as _structures_part
+
+Program = _structures_part.Program
+PointerVector = _structures_part.PointerVector
+address_list = _structures_part.address_list
+args_pool = _checks_part.args_pool
+kwargs_pool = _checks_part.kwargs_pool
+exception_types = _checks_part.exception_types
+check_stream = _checks_part.check_stream
+Stack = _structures_part.Stack
+SuspendFlag = _structures_part.SuspendFlag
+InterpretLock = _structures_part.InterpretLock
 InterpreterCore = _impl.InterpreterCore
-NEVER_PENDING = _impl.NEVER_PENDING
-ALWAYS_PENDING = _impl.ALWAYS_PENDING
+NEVER_PENDING = _structures_part.NEVER_PENDING
+ALWAYS_PENDING = _structures_part.ALWAYS_PENDING
 FLAG_IF = _impl.FLAG_IF
 FLAG_HLT = _impl.FLAG_HLT
 FLAG_JMP = _impl.FLAG_JMP
@@ -116,16 +132,16 @@ ROW_THREAD = _impl.ROW_THREAD
 ROW_PRECHECK = _impl.ROW_PRECHECK
 ROW_EMPTY = _impl.ROW_EMPTY
 NOT_NOW = _impl.NOT_NOW
-CallPlan = _impl.CallPlan
-NO_ARGUMENTS = _impl.NO_ARGUMENTS
-UNSHARED = _impl.UNSHARED
+CallPlan = _structures_part.CallPlan
+NO_ARGUMENTS = _structures_part.NO_ARGUMENTS
+UNSHARED = _structures_part.UNSHARED
 same_types = _impl.same_types
-RUNNING = _impl.RUNNING
-pin_async_library = _impl.async_pin.pin_async_library
-provide = _impl.checks.provide
-restore_async_library = _impl.async_pin.restore_async_library
+RUNNING = _state_part.RUNNING
+pin_async_library = _pin_part.pin_async_library
+provide = _checks_part.provide
+restore_async_library = _pin_part.restore_async_library
 STEP_RAN = _impl.STEP_RAN
 STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END
 PC_CHECKPOINT = _impl.PC_CHECKPOINT
-LAYER_CONTRACT = _impl.LAYER_CONTRACT
+LAYER_CONTRACT = _state_part.LAYER_CONTRACT

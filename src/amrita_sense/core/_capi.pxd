@@ -91,6 +91,20 @@ cdef inline object list_pop(list items):
     return item
 
 
+cdef inline int bounded_push(list items, Py_ssize_t limit, object item) except -1:
+    """`Stack._push` (the Stack's `_items` and `_limit`): OverflowError when it is full."""
+    if len(items) >= limit:
+        raise OverflowError("Stack overflow")
+    return list_push(items, item)
+
+
+cdef inline object checked_pop(list items):
+    """`Stack._pop` (the Stack's `_items`): IndexError when it is empty."""
+    if not items:
+        raise IndexError("Stack is empty")
+    return list_pop(items)
+
+
 cdef inline bint is_subclass(object kind, object cls) noexcept:
     """`issubclass(kind, cls)` of two types, without `__subclasscheck__` (for classes whose metaclass
     is `type`, the only ones the core asks about)."""

@@ -7,132 +7,17 @@
 cimport cython
 
 from amrita_sense.core._capi cimport HandledState
+from amrita_sense.core._state cimport CoreState
+from amrita_sense.core._structures cimport CallPlan, InterpretLock, PointerVector, Program, Stack
 
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
 cdef int NATIVE_DONE, NATIVE_NOT_READY, NATIVE_AWAIT
-cdef Py_ssize_t _CHECK_CLOCK_EVERY, _TABLES_PER_PROGRAM, ROW_WIDTH, SUBCALL_DEPTH_FLOOR, FRAMES_PER_SUBCALL
+cdef Py_ssize_t _CHECK_CLOCK_EVERY, ROW_WIDTH, SUBCALL_DEPTH_FLOOR, FRAMES_PER_SUBCALL
 
 
-cdef class CallPlan:
-    cdef readonly bint cached  # its only providers are use_cache ones: the core runs it once their results exist
-    cdef readonly object entry  # the di.plans.PlanEntry it was made from (the Python layer runs slow plans from it)
-    cdef readonly object fetch  # fetch(pool, kwargs) -> the argument values (the pure build's path)
-    cdef readonly object fetch_with  # the same with the use_cache results (cached plans), else None
-    cdef readonly bint keyed  # some argument comes from the keyword pool
-    cdef readonly object names  # None: a positional call; else the parameter names of a keyword call
-    cdef readonly bint slow  # providers or use_cache values: the Python layer runs it (`_invoke_slow`)
-    cdef readonly tuple srcs  # per argument: pool position (int), keyword name (str) or use_cache result ((name,))
-    cdef Py_ssize_t n  # len(srcs), the length of cidx
-    cdef Py_ssize_t *cidx  # per argument: a position in the positional pool, KEYWORD or RESULT (_capi.pxd)
-
-
-cdef class Program:
-    # one entry per row (a node, or an empty segment execution can land on), in depth-first order
-    cdef readonly object graph  # the rendered graph this table was compiled from
-    cdef readonly tuple nodes
-    cdef readonly tuple funcs  # each node's function (what the loop calls)
-    cdef readonly tuple bits  # ROW_CORO / ROW_THREAD / ROW_PRECHECK / ROW_EMPTY per row (cbits in C)
-    cdef readonly tuple static_plans  # the CallPlan of a node that takes no injection, else None
-    cdef readonly tuple ops  # the opcode per row (cops in C; opcodes.py)
-    cdef readonly tuple operands  # the operand record per row (opcodes.py's named fields), or None
-    cdef readonly tuple landings  # the address a step onto this row lands at when it is not the row's own
-    cdef readonly tuple addrs  # each row's address (a tuple of ints)
-    cdef public object row_of  # address -> row, built on the first lookup (None until then)
-    cdef readonly dict seg_row  # a segment's address -> the row execution enters it at
-    cdef readonly Py_ssize_t nrows
-    cdef readonly Program _successor  # the table that replaced this one after an in-place slot swap
-    cdef readonly dict tables  # pool shape -> the shared plan table of that shape (bounded)
-    cdef int *cbits  # bits, ops and the dense rows (ROW_WIDTH per row: FIRST, SECOND, EXIT, THEN; -1
-    cdef int *cops   # where a field has no row) as C arrays, which the compiled loop indexes
-    cdef int *crows
-
-    cdef inline int _alloc_rows(self, Py_ssize_t nrows) except -1
-
-    cdef inline list _table_for(self, object shape)
-
-
-cdef class Stack:
-    cdef public list _items  # bottom first
-    cdef public Py_ssize_t _limit  # the capacity (1.1.3's `ovf`): a push beyond it raises
-
-    cdef inline int _push(self, object item) except -1
-    cdef inline object _pop(self)
-
-
-cdef class SuspendFlag:
-    cdef public bint pending
-
-
-cdef class PointerVector:
-    # the view fields: written by the core's C code only (Python sees them read-only)
-    cdef readonly object _items
-    cdef readonly Program _prog
-    cdef readonly Py_ssize_t _row
-
-    cdef inline list _list(self)
-    cdef inline object _bound_addr(self)
-    cdef inline void _set_row(self, Program prog, Py_ssize_t row)
-
-
-cdef class InterpretLock:
-    cdef public object _owner  # the task holding the lock, or None
-    cdef public list _queue  # the futures of the tasks waiting for it, first come first served
-
-    cdef inline bint _try_take(self, object owner) except -1
-    cdef inline int _release(self) except -1
-
-
-# The calls the core makes up into WorkflowInterpreter (Python-level, looked up on the subclass):
-# `LAYER_CONTRACT` in _sense_core.py lists each with its contract: _shared_plan, _run_unshared,
-# _invoke_slow, _invoke_slow_now, _offload, _offload_batch, _gate, _pools_hold_factories,
-# _workflow_scope_open, call_near, call_sub. Nothing else above the core is called from it.
-cdef class InterpreterCore:
-    # the core's own state
-    cdef public Program _prog_v  # the node table the pointer indexes (the newest successor, once it moved)
-    cdef public PointerVector _pointer_v
-    cdef public Stack _ret_addr_stack_v
-    cdef public Stack _context_stack_v  # None until first used
-    cdef public int _flag_bits  # C_FLAG_IF | C_FLAG_HLT | C_FLAG_JMP (the `Flags` register)
-    cdef public object _middleware_v
-    cdef public object _native_rest  # a native opcode's continuation the loop awaits next (NATIVE_AWAIT)
-    cdef public bint _outer_interpreting  # a node's function is running a sub-call (no snapshot inside it)
-    cdef public Py_ssize_t _subcalls  # sub-calls running now, nested (inline frames and `call_sub`)
-    cdef public bint _pending_stop
-    cdef public InterpretLock _interpret_lock_v
-    cdef public list _plans_v  # the shared plan table of the pools' shape (row -> CallPlan), or None: no table
-    cdef public list _exc_plans  # the same for CATCH handlers (the pools plus exc_type / exc_val / exc_tb)
-    cdef public bint _plans_valid_v  # this run reads the plan tables (off: DI cache off or pools untrusted)
-    cdef public object _run_task_v  # the task running the current run
-    cdef readonly object _claim_v  # the mark the run holding the claim passed to `_start_run`, or None
-    cdef public SuspendFlag _signal_v
-    cdef PointerVector _spare_pointer  # a pointer a finished inline sub-call left for the next one to reuse
-    cdef object _batch_ctx  # while a worker-thread batch runs: the caller's context (`_batch_in_worker`)
-    cdef public bint _force_inline_v  # this run calls worker-thread nodes inline (FORCE_NOT_WRAP_TO_ASYNC)
-    cdef public bint _squashed_loops_v  # this run runs loops as 1.1.3 squashes them (the SQUASHED_LOOP flag)
-    cdef public double _yield_interval_v  # seconds of inline nodes after which the loop yields to the event loop
-    cdef public object _panic_exc_v  # the recorded panic, or None
-    cdef public tuple _pool_args  # the positional injection pool (`_ava_args`)
-    cdef public dict _pool_kwargs  # the keyword injection pool (`_ava_kwargs`)
-    # the Python layer's fields (each behind a checked property of its name without `_s`)
-    cdef public object _args_hash_s
-    cdef public object _dep_store_s
-    cdef public object _di_record_s
-    cdef public object _exc_ignored_s
-    cdef public object _glob_lock_s
-    cdef public object _graph_s
-    cdef public object _interpreter_id_s
-    cdef public object _lifecycles_s
-    cdef public object _object_io_s
-    cdef public object _parent_interpreter_s
-    cdef public object _provider_values_s
-    cdef public object _shape_s
-    cdef public object _sub_interpreters_s
-    cdef public object _sub_interpreters_all_s
-    cdef public object _top_interpreter_s
-    cdef public object _values_key_s
-    cdef public object _waiter_s
-
+# The step loop; its fields are its base's (`_state.pxd`).
+cdef class InterpreterCore(CoreState):
     # the step loop's C-level methods (the Python layer calls the `def` wrappers without `_c`)
     cdef inline (Py_ssize_t, bint) _locate_current(self) except *
 
@@ -145,7 +30,6 @@ cdef class InterpreterCore:
     @cython.locals(other=PointerVector)
     cdef inline int _c_rebase_to(self, object ptr) except -1
     cdef inline int _adopt_successor(self) except -1
-    cdef inline int _c_refresh_plans(self) except -1
     cdef inline bint _c_mark_jump(self) except -1
     cdef inline int _move_to(self, object addr) except -1
     cdef inline object _check_last_index(self, object value, str method)
@@ -274,36 +158,17 @@ cdef class InterpreterCore:
 # module-level C functions (no Python module attribute in the compiled core)
 
 
-@cython.locals(vec=PointerVector)
-cdef PointerVector _bound_pointer(Program prog, Py_ssize_t row)
-cdef PointerVector _start_pointer(Program prog)
-
-
-@cython.locals(lock=InterpretLock)
-cdef InterpretLock _new_lock()
-
-
-@cython.locals(stack=Stack)
-cdef Stack _new_stack()
-
-
 cdef object _OBJECT_CLASS, _PLAIN_CLASS
 cdef tuple _last_verdict
-cdef dict _LATE, _TASK_TABLE
-cdef object _running_loop
 cdef bint _plain_class(type kind) except -1
+cdef inline void _bind(PointerVector ptr, Program prog, Py_ssize_t row) noexcept
 cdef bint _is_instance(object obj, object spec) except -1
-cdef bint _still_at(PointerVector ptr, Program prog, Py_ssize_t row) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)
 cdef bint _clashes(object kwargs) except -1
-cdef list _offset_far(list base, list offset)
 cdef object _row_outside(Program prog, Py_ssize_t row)
 cdef int _check_subcall_depth(Py_ssize_t depth) except -1
 cdef object _finish_now(object outcome)
-
-
-cpdef object _current_task()
 
 
 @cython.locals(i=Py_ssize_t, n=Py_ssize_t)

@@ -18,10 +18,8 @@ import asyncio
 import contextvars
 import functools
 import sys
-import threading
 import time
 import weakref
-from operator import attrgetter
 
 try:
     import cython
@@ -35,80 +33,56 @@ if not cython.compiled and __name__.rpartition(".")[2] == "_sense_core":
 if cython.compiled:
     from cython.cimports.amrita_sense.core._capi import (
         AMRITA_SENSE_DEBUG,
-        KEYWORD,
         MAX_STACK_ARGS,
-        RESULT,
+        bounded_push,
         call_catching,
         call_from_pools,
+        checked_pop,
         end_handling,
         is_subclass,
-        list_pop,
-        list_push,
         plan_values,
         start_handling,
         weak_target,
     )
-    from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
     from cython.cimports.cpython.ref import Py_REFCNT
 
-if cython.compiled:  # the cold checks: C calls into their own compiled module
-    from cython.cimports.amrita_sense.core._async_pin import pin_async_library, restore_async_library
-    from cython.cimports.amrita_sense.core._checks import (
-        _check_index,
-        _checked,
-        _checked_int,
-        _checked_items,
-        _checked_middleware,
-        _checked_seconds,
-        _optional,
-        _provided,
-        _refuse_delete,
-        _row_index,
-        _row_map,
-        _ssize,
-        args_pool,
-        check_stream,
-        exception_types,
-        kwargs_pool,
+if not cython.compiled:  # the core's other parts, pure (type checkers read these)
+    from amrita_sense.core.pure_checks import _check_index, _provided  # type: ignore[attr-defined]
+    from amrita_sense.core.pure_state import CoreState  # type: ignore[attr-defined]
+    from amrita_sense.core.pure_structures import (  # type: ignore[attr-defined]
+        _EMPTY_POINTER,
+        CallPlan,
+        InterpretLock,
+        PointerVector,
+        Program,
+        Stack,
+        _bound_pointer,
+        _start_pointer,
+        _still_at,
+        address_list,
+    )
+else:  # compiled: their types' fields are C struct members here, their functions C calls
+    from cython.cimports.amrita_sense.core._checks import _check_index, _provided
+    from cython.cimports.amrita_sense.core._state import CoreState
+    from cython.cimports.amrita_sense.core._structures import (
+        CallPlan,
+        InterpretLock,
+        PointerVector,
+        Program,
+        Stack,
+        _bound_pointer,
+        _start_pointer,
+        _still_at,
     )
 
-    from amrita_sense.core import _async_pin as async_pin  # noqa: F401  # the selector's
-    from amrita_sense.core import _checks as checks  # noqa: F401  # the selector's Python-level checks
-else:
-    from amrita_sense.core import pure_async_pin as async_pin  # noqa: F401  # the same, pure
-    from amrita_sense.core import pure_checks as checks  # noqa: F401  # the same, pure
-    from amrita_sense.core.pure_async_pin import (  # type: ignore[attr-defined]
-        pin_async_library,
-        restore_async_library,
-    )
-    from amrita_sense.core.pure_checks import (  # type: ignore[attr-defined]
-        _check_index,
-        _checked,
-        _checked_int,
-        _checked_items,
-        _checked_middleware,
-        _checked_seconds,
-        _optional,
-        _provided,
-        _refuse_delete,
-        _row_index,
-        _row_map,
-        _ssize,
-        args_pool,
-        check_stream,
-        exception_types,
-        kwargs_pool,
-    )
+    from amrita_sense.core._structures import _EMPTY_POINTER, address_list
 
 from amrita_sense import _unsafe
 from amrita_sense._classmemo import ClassMemo
 from amrita_sense.core import opcodes as _opcodes
-from amrita_sense.core import portable as _portable
 from amrita_sense.exceptions import (
     BreakLoop,
-    IllegalState,
     InterruptKeepContext,
-    InterruptNotice,
     InvalidOperand,
     NullPointerException,
 )
@@ -148,7 +122,6 @@ STEP_SKIPPED = 1
 STEP_END = 2
 
 _CHECK_CLOCK_EVERY = 64
-_TABLES_PER_PROGRAM = 64
 
 # The opcodes and the operand record's fields, from the one table (`amrita_sense/_opcodes.py`); C ints
 # in the compiled core (`_sense_core.pxd`), as are the other constants the loop reads.
@@ -196,746 +169,14 @@ FRAMES_PER_SUBCALL = 12
 5 to 7 per level, the compiled core 4 to 6, a middleware one more)."""
 
 
-class CallPlan:
-    """A shared injection plan as the core runs it: where each argument comes from.
-
-    `srcs` holds one entry per argument: an int (a position in the positional
-    pool), a str (a name in the keyword pool, or in the call's extra
-    keywords) or a 1-tuple `(name,)` (the calling interpreter's `use_cache`
-    result for the parameter `name`). `names` is None for a positional call,
-    else the parameter names of a keyword call. `slow` plans (providers,
-    `use_cache` values) are run by the Python layer from `entry` (a
-    `runtime.plans.PlanEntry`), except that a `cached` plan (its only providers
-    are `use_cache` ones) is run by the core once the interpreter has their
-    results (`fetch_with`). `keyed`: some argument is read from the keyword pool.
-    """
-
-    __slots__ = ("cached", "entry", "fetch", "fetch_with", "keyed", "names", "slow", "srcs")
-
-    def __init__(self, srcs, names, slow, entry):
-        self.srcs = srcs
-        self.names = names
-        self.slow = slow
-        self.entry = entry
-        self.fetch = _fetcher(srcs)
-        self.cached = any(type(src) is tuple and len(src) == 1 for src in srcs)
-        self.keyed = any(type(src) is not int and not (type(src) is tuple and len(src) == 1) for src in srcs)
-        self.fetch_with = _results_fetcher(srcs) if self.cached else None
-        if cython.compiled:  # per argument, as the C loop reads it: a pool position, KEYWORD or RESULT
-            PyMem_Free(self.cidx)  # a second __init__ replaces the first one's
-            self.n = len(srcs)
-            self.cidx = cython.cast(cython.p_Py_ssize_t, PyMem_Malloc((self.n + 1) * cython.sizeof(cython.Py_ssize_t)))
-            if self.cidx == cython.NULL:
-                raise MemoryError()
-            for i in range(self.n):
-                src = srcs[i]
-                if type(src) is int and src >= 0:
-                    self.cidx[i] = src
-                else:
-                    self.cidx[i] = RESULT if type(src) is tuple and len(src) == 1 else KEYWORD
-
-    def __dealloc__(self):
-        if cython.compiled:
-            PyMem_Free(self.cidx)
-
-
-def _fetcher(srcs):
-    """`fetch(pool, kwargs)` -> the argument values, specialised for up to two positional sources."""
-    if not srcs:
-        return lambda pool, kwargs: ()
-    if all(type(src) is int for src in srcs):
-        if len(srcs) == 1:
-            (i,) = srcs
-            return lambda pool, kwargs: (pool[i],)
-        if len(srcs) == 2:
-            i, j = srcs
-            return lambda pool, kwargs: (pool[i], pool[j])
-    return lambda pool, kwargs: tuple(kwargs[src] if type(src) is str else pool[src] for src in srcs)
-
-
-def _results_fetcher(srcs):
-    """`fetch_with(pool, kwargs, results)` -> the argument values of a plan with `use_cache` sources."""
-
-    def value(src, pool, kwargs, results):
-        if type(src) is int:
-            return pool[src]
-        return results[src[0]] if type(src) is tuple else kwargs[src]
-
-    return lambda pool, kwargs, results: tuple(value(src, pool, kwargs, results) for src in srcs)
-
-
-NO_ARGUMENTS: CallPlan = CallPlan((), None, False, None)
-"""The plan of a function without parameters: the same for every pool."""
-UNSHARED: CallPlan = CallPlan((), None, True, None)
-"""A table's mark for a node whose plan cannot be shared: the Python layer resolves it per interpreter."""
-
-
-class SuspendFlag:
-    """A cell that says whether a suspend request is outstanding on a stream (`pending`, a bool)."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending = False
-
-
-NEVER_PENDING: SuspendFlag = SuspendFlag()
-ALWAYS_PENDING: SuspendFlag = SuspendFlag()
-ALWAYS_PENDING.pending = True
-
 PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 
 
-class Program:
-    """The flat node table of one rendered graph.
-
-    One row per executable slot in depth-first order (a node, or an empty
-    segment that execution can land on). Plain advancement is `row + 1`:
-    entering nested segments and leaving exhausted ones is already folded
-    into the order. Each row has an opcode (`ops`), its operands, and the
-    rows the opcode works with (`rows`); see `_opcodes` for both layouts.
-    """
-
-    __slots__ = (
-        "addrs",
-        "bits",
-        "cbits",
-        "cops",
-        "crows",
-        "funcs",
-        "graph",
-        "landings",
-        "nodes",
-        "nrows",
-        "operands",
-        "ops",
-        "row_of",
-        "seg_row",
-        "static_plans",
-        "_successor",
-        "tables",
-    )
-
-    @cython.locals(i=cython.Py_ssize_t, k=cython.Py_ssize_t, nrows=cython.Py_ssize_t)
-    def __init__(self, graph, nodes, funcs, bits, static_plans, ops, operands, rows, landings, addrs, row_of, seg_row):
-        nrows = len(nodes)
-        if getattr(self, "nodes", None) is not None:  # interpreters index the tables they were made with
-            raise TypeError("a Program is initialised once")
-        for table in (funcs, bits, static_plans, ops, operands, rows, landings, addrs):
-            if len(table) != nrows:
-                raise ValueError(f"Program: every per-row table needs {nrows} rows, one has {len(table)}")
-        for plan in static_plans:
-            if plan is not None and type(plan) is not CallPlan:
-                raise TypeError(f"Program: a static plan is a CallPlan or None, not {type(plan).__name__}")
-        # Row layout: `rows[i]` is the dense row of row i, the ROW_WIDTH fields FIRST, SECOND, EXIT, THEN
-        # (`_opcodes.dense_row`, built by node.table). Each entry is a row of this table or -1
-        # (`_row_index` checks it here), so the native opcodes index the tables with it once they
-        # tested for -1. `cbits` / `cops` / `crows` are what the loop indexes: C arrays in the
-        # compiled core (filled here, before any field is set), tuples in the pure build.
-        if cython.compiled:
-            self._alloc_rows(nrows)
-            for i in range(nrows):
-                self.cbits[i] = _checked_int(bits[i], "Program: a row's bits")
-                self.cops[i] = _checked_int(ops[i], "Program: a row's opcode")
-                for k in range(ROW_WIDTH):
-                    self.crows[ROW_WIDTH * i + k] = _row_index(rows[i][k], nrows, -1)
-        else:
-            dense = tuple(_row_index(rows[i][k], nrows, -1) for i in range(nrows) for k in range(ROW_WIDTH))
-            for i in range(nrows):
-                _checked_int(bits[i], "Program: a row's bits")
-                _checked_int(ops[i], "Program: a row's opcode")
-        self.graph = graph
-        self.nodes = tuple(nodes)
-        self.funcs = tuple(funcs)
-        self.bits = tuple(bits)
-        self.static_plans = tuple(static_plans)
-        self.ops = tuple(ops)
-        self.operands = tuple(operands)
-        self.landings = tuple(landings)
-        self.addrs = tuple(addrs)
-        self.row_of = None if row_of is None else _row_map(row_of, nrows)
-        self.seg_row = _row_map(seg_row, nrows)
-        if not cython.compiled:
-            self.cbits = self.bits
-            self.cops = self.ops
-            self.crows = dense  # the dense rows one after another, ROW_WIDTH ints per row
-        self.nrows = nrows
-        self._successor = None
-        self.tables = {}
-
-    def _alloc_rows(self, nrows):
-        """The C arrays for `nrows` rows (the compiled core); those of an initialisation that
-        failed are freed first."""
-        PyMem_Free(self.cbits)
-        PyMem_Free(self.cops)
-        PyMem_Free(self.crows)
-        self.cbits = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
-        self.cops = cython.cast(cython.p_int, PyMem_Malloc((nrows + 1) * cython.sizeof(cython.int)))
-        self.crows = cython.cast(cython.p_int, PyMem_Malloc((ROW_WIDTH * nrows + 1) * cython.sizeof(cython.int)))
-        if self.cbits == cython.NULL or self.cops == cython.NULL or self.crows == cython.NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        if cython.compiled:
-            PyMem_Free(self.cbits)
-            PyMem_Free(self.cops)
-            PyMem_Free(self.crows)
-
-    @property
-    def successor(self):
-        """The program this one was recompiled into (a hot-swapped slot), or None."""
-        return self._successor
-
-    @successor.setter
-    def successor(self, value):
-        if value is not None and not isinstance(value, Program):
-            raise TypeError(f"Program.successor must be a Program or None, not {type(value).__name__}")
-        prog = value
-        while prog is not None:  # followed to its end by every interpreter of this program
-            if prog is self:
-                raise ValueError("Program.successor would make a cycle")
-            prog = prog._successor
-        self._successor = value
-
-    @successor.deleter
-    def successor(self):
-        _refuse_delete("successor")
-
-    def table_for(self, shape):
-        """A copy of the row table of plans for pools of `shape` (the core's own is kept from Python,
-        as in the compiled core, whose loop runs its plans unchecked)."""
-        return tuple(self._table_for(shape))
-
-    def _table_for(self, shape):
-        """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
-        table = self.tables.get(shape)
-        if table is None:
-            if len(self.tables) >= _TABLES_PER_PROGRAM:
-                self.tables.clear()
-            table = self.tables[shape] = [None] * self.nrows
-        return table
-
-    def locate(self, items):
-        """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
-
-        `exact` is False when the address names a non-empty segment whose
-        first executable row is `row`.
-        """
-        key = tuple(items)
-        if self.row_of is None:
-            self.row_of = {addr: row for row, addr in enumerate(self.addrs)}
-        row = self.row_of.get(key)
-        if row is not None:
-            return row, True
-        row = self.seg_row.get(key)
-        if row is not None:
-            return row, False
-        return -1, False
-
-
-_EMPTY_POINTER = (
-    "{}() on an empty pointer: after a finished run, reset(), pop() or clear() there is no current slot to move"
-)
-
-
-def address_list(value, what):
-    """`value` (a PointerVector, or a list or tuple of ints) as a new list; `TypeError` naming `what`
-    otherwise."""
-    if isinstance(value, PointerVector):
-        return _checked_items(list(cython.cast(PointerVector, value)._list()), what)
-    if isinstance(value, (list, tuple)):
-        return _checked_items(list(value), what)
-    raise InvalidOperand(
-        f"{what} needs an address (a list or tuple of ints, or a PointerVector), not {type(value).__name__}"
-    )
-
-
-# Thread safety, the contract of 1.1.3: each method of a PointerVector or a Stack is atomic with
-# respect to other threads (a sequence of calls is not). The compiled core gets that from the GIL (each
-# method is one C call that runs no Python code between its check and its write); here one lock for all
-# of them does it, not one per object, so the objects carry only their state (they copy and pickle
-# alike in both cores). Nothing is released or called back while it is held.
-_ATOMIC = threading.Lock()
-
-
-class PointerVector:
-    """The program counter: a list of indices from the root segment down.
-
-    While bound to a program it is a lazy view: the core moves `_row` and
-    the list is materialised only when someone reads it. Every write is
-    checked (a list of ints; `offset` / `near_to` need a current slot).
-    """
-
-    # No lock of its own: the module's `_ATOMIC` makes each mutator atomic (see there).
-    __slots__ = ("_items", "_prog", "_row")
-
-    def __init__(self, base=None):
-        if base is None:
-            self._items = [0]
-        elif isinstance(base, list):  # kept, not copied, as in 1.1.3
-            self._items = _checked_items(base, "PointerVector(base)") or [0]
-        else:
-            self._items = address_list(base, "PointerVector(base)") or [0]
-        self._row = -1
-        self._prog = None
-
-    @staticmethod
-    def _at_row(prog, row):
-        """A vector bound to `row` of `prog`, as the loop leaves the pointer (restoring a saved one)."""
-        _check_bindable(prog, row)
-        return _bound_pointer(prog, row)
-
-    def _list(self):
-        # The view is materialised here, at the first read or write from Python (base_addr,
-        # indexing, a mutator); the loop itself only rebinds (`_set_row`) and compares rows, so a
-        # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
-        # are kept only for `_still_at`.
-        items = self._items
-        if items is None:
-            items = list(self._bound_addr())
-            self._items = items
-        return items
-
-    def _bound_addr(self):
-        if self._prog is None:  # made by __new__ without __init__ (the pure build: an unset slot)
-            raise TypeError("PointerVector was created without __init__ and holds no address")
-        return self._prog.addrs[self._row]
-
-    def _set_row(self, prog, row):
-        self._prog = prog
-        self._row = row
-        self._items = None
-
-    @property
-    def base_addr(self):
-        return self._list()
-
-    @base_addr.setter
-    def base_addr(self, value):
-        if isinstance(value, list):
-            self._items = _checked_items(value, "PointerVector.base_addr")
-        else:
-            self._items = address_list(value, "PointerVector.base_addr")
-
-    @base_addr.deleter
-    def base_addr(self):
-        _refuse_delete("base_addr")
-
-    def offset(self, offset):
-        _check_index(offset, "PointerVector.offset(offset)")
-        with _ATOMIC:
-            items = self._list()
-            if not items:
-                raise IndexError(_EMPTY_POINTER.format("PointerVector.offset"))
-            items[-1] += offset
-            return self
-
-    def offset_far(self, offset):
-        offset = address_list(offset, "PointerVector.offset_far(offset)")
-        with _ATOMIC:
-            items = self._list()
-            items[:] = _offset_far(items, offset)
-            return self
-
-    def near_to(self, short_offset):
-        _check_index(short_offset, "PointerVector.near_to(short_offset)")
-        with _ATOMIC:
-            items = self._list()
-            if not items:
-                raise IndexError(_EMPTY_POINTER.format("PointerVector.near_to"))
-            items[-1] = short_offset
-            return self
-
-    def far_to(self, addr):
-        addr = address_list(addr, "PointerVector.far_to(addr)")
-        with _ATOMIC:
-            self._list()[:] = addr
-            return self
-
-    def pop(self):
-        with _ATOMIC:
-            return self._list().pop()
-
-    def append(self, node_ip):
-        _check_index(node_ip, "PointerVector.append(node_ip)")
-        with _ATOMIC:
-            self._list().append(node_ip)
-
-    def clear(self):
-        with _ATOMIC:
-            self._items = []
-
-    def copy(self):
-        if self._items is None:
-            self._bound_addr()  # an uninitialised vector raises here
-            return _bound_pointer(self._prog, self._row)
-        return PointerVector(list(self._items))
-
-    def __reduce__(self):
-        # copy, deepcopy and pickle keep the address, unbound, and load on either core (`_portable`)
-        return _portable.pointer_reduce(self, list(self._list()))
-
-    def __add__(self, other):
-        if not isinstance(other, PointerVector):
-            raise InvalidOperand(f"PointerVector + needs a PointerVector, not {type(other).__name__}")
-        return self.copy().offset_far(other.base_addr)
-
-    def __sub__(self, other):
-        if not isinstance(other, PointerVector):
-            raise InvalidOperand(f"PointerVector - needs a PointerVector, not {type(other).__name__}")
-        return self.copy().offset_far([-i for i in other.base_addr])
-
-    def __bool__(self):
-        return self._items is None or bool(self._items)
-
-    def __eq__(self, value):
-        if not isinstance(value, type(self)):
-            return False
-        return self._list() == cython.cast(PointerVector, value)._list()
-
-    def __hash__(self):
-        return hash(tuple(self._list()))
-
-    def __repr__(self):
-        return f"PointerVector({self._list()})"
-
-    def __getitem__(self, index):
-        return self._list()[index]
-
-    def __setitem__(self, index, value):
-        if isinstance(index, slice):
-            value = address_list(value, "PointerVector[...] = value")
-        else:
-            _check_index(value, "PointerVector[index] = value")
-        with _ATOMIC:
-            self._list()[index] = value
-
-    def __iter__(self):
-        return iter(list(self._list()))
-
-    def __len__(self):
-        if self._items is None:
-            return len(self._bound_addr())
-        return len(self._items)
-
-    def __delitem__(self, key):
-        raise ValueError("Cannot delete items from PointerVector")
-
-
-def _bound_pointer(prog, row):
-    """A vector bound to `row` of `prog` (the core's own, unchecked)."""
-    vec = PointerVector.__new__(PointerVector)
-    vec._items = None
-    vec._row = row
-    vec._prog = prog
-    return vec
-
-
-def _check_bindable(prog, row):
-    if not isinstance(prog, Program):
-        raise InvalidOperand(f"PointerVector._at_row(prog) needs a Program, not {type(prog).__name__}")
-    _check_index(row, "PointerVector._at_row(row)")
-    if not 0 <= row < prog.nrows:
-        raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
-
-
-def _offset_far(base, offset):
-    """Element-wise sum after zero-padding; cut at the first negative coordinate."""
-    width = max(len(base), len(offset))
-    base = base + [0] * (width - len(base))
-    offset = offset + [0] * (width - len(offset))
-    result = []
-    for a, b in zip(base, offset):
-        if a + b < 0:
-            break
-        result.append(a + b)
-    return result
-
-
-class Stack:
-    """A bounded LIFO stack; `push` past the limit raises `OverflowError`."""
-
-    __slots__ = ("_items", "_limit")
-
-    def __init__(self, ovf=1024):
-        _check_index(ovf, "Stack(ovf)")
-        self._items = []
-        self._limit = _ssize(ovf)
-
-    @property
-    def stack(self):
-        """The items, bottom first (a list)."""
-        return self._items
-
-    @stack.setter
-    def stack(self, value):
-        if not isinstance(value, list):
-            raise InvalidOperand(f"Stack.stack must be a list, not {type(value).__name__}")
-        self._items = value
-
-    @stack.deleter
-    def stack(self):
-        _refuse_delete("stack")
-
-    @property
-    def ovf(self):
-        """The capacity: `push` on a stack this long raises `OverflowError`."""
-        return self._limit
-
-    @ovf.setter
-    def ovf(self, value):
-        _check_index(value, "Stack.ovf")
-        self._limit = _ssize(value)
-
-    @ovf.deleter
-    def ovf(self):
-        _refuse_delete("ovf")
-
-    def __class_getitem__(cls, item):
-        return cls
-
-    def __len__(self):
-        return len(self._items)
-
-    def __repr__(self):
-        return repr(self._items)
-
-    def __str__(self):
-        return str(self._items)
-
-    def __bool__(self):
-        return bool(self._items)
-
-    def push(self, item):
-        if cython.compiled:  # atomic by the GIL: no Python code runs between the check and the write
-            self._push(item)
-        else:
-            with _ATOMIC:
-                self._push(item)
-
-    def pop(self):
-        if cython.compiled:
-            return self._pop()
-        with _ATOMIC:
-            return self._pop()
-
-    def _push(self, item):
-        if len(self._items) >= self._limit:
-            raise OverflowError("Stack overflow")
-        if cython.compiled:
-            list_push(self._items, item)
-        else:
-            self._items.append(item)
-
-    def _pop(self):
-        if not self._items:
-            raise IndexError("Stack is empty")
-        if cython.compiled:
-            return list_pop(self._items)
-        return self._items.pop()
-
-    def clear(self):
-        with _ATOMIC:
-            dropped = self._items[:]  # the items' last references go after the lock: a __del__ may push
-            self._items.clear()
-        del dropped
-
-    def resize(self, size):
-        _check_index(size, "Stack.resize(size)")
-        self.ovf = size
-
-    def copy(self):
-        """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
-        copied = Stack(self._limit)
-        copied.stack = self._items.copy()
-        return copied
-
-    def __reduce__(self):
-        return _portable.stack_reduce(self, self._limit, self._items)
-
-
-class InterpretLock:
-    """The interpreter lock: FIFO, owned by a task, handed over on release.
-
-    Uncontended acquire and release are a few field writes. A contended
-    acquirer parks on a future; `release` hands the lock straight to the
-    first live waiter, so the main loop cannot take it back before an
-    injected call has run.
-    """
-
-    __slots__ = ("_owner", "_queue")
-
-    def __init__(self):
-        self._owner = None
-        self._queue = []  # (future, owner) in arrival order; a list or None, as the compiled core's field
-
-    @property
-    def owner(self):
-        return self._owner
-
-    @property
-    def _waiters(self):
-        """The parked acquirers, `(future, owner)` in arrival order (a list), or None before the first."""
-        return self._queue
-
-    @_waiters.setter
-    def _waiters(self, value):
-        self._queue = _optional(value, list, "_waiters", "a list")
-
-    @_waiters.deleter
-    def _waiters(self):
-        _refuse_delete("_waiters")
-
-    def locked(self):
-        return self._owner is not None
-
-    def async_owned(self):
-        return self._owner is not None and self._owner is _current_task()
-
-    def _try_take(self, owner):
-        if self._owner is None and not self._queue:
-            self._owner = owner
-            return True
-        return False
-
-    async def async_acquire(self, blocking=True, timeout=None):
-        owner = _current_task()
-        if owner is not None and self._owner is owner:
-            raise RuntimeError("the current task is already holding this lock")
-        if self._try_take(owner):
-            return True
-        if not blocking:
-            return False
-        return await self._park(owner, timeout)
-
-    async def _park(self, owner, timeout):
-        fut = asyncio.get_running_loop().create_future()
-        entry = (fut, owner)
-        if self._queue is None:
-            self._queue = []
-        self._queue.append(entry)
-        try:
-            if timeout is None:
-                await fut
-            else:
-                await asyncio.wait_for(asyncio.shield(fut), timeout)
-            return True
-        except BaseException:
-            self._abandon(entry)
-            raise
-
-    def _abandon(self, entry):
-        fut = entry[0]
-        if fut.done() and not fut.cancelled():
-            self.async_release()
-            return
-        fut.cancel()
-        try:
-            self._queue.remove(entry)
-        except ValueError:
-            pass
-
-    def async_release(self):
-        self._release()
-
-    def _release(self):
-        # Each step leaves a state `_release_held_by` can finish if an asynchronous exception
-        # (KeyboardInterrupt) stops the release half-way: a waiter is woken before it is made the
-        # owner and removed, so a woken waiter is never lost.
-        waiters = self._queue
-        while waiters:
-            fut, owner = waiters[0]
-            if fut.done():  # cancelled: it gave up waiting
-                waiters.pop(0)
-                continue
-            fut.set_result(True)
-            self._owner = owner
-            waiters.pop(0)
-            break
-        else:
-            self._owner = None
-
-    def _release_held_by(self, holder):
-        """Release the lock if `holder` (a run that has ended) still owns it, that is, its last
-        release was cut short; a waiter it had already woken becomes the owner."""
-        if holder is None or self._owner is not holder:
-            return
-        waiters = self._queue
-        if waiters and waiters[0][0].done() and not waiters[0][0].cancelled():
-            self._owner = waiters.pop(0)[1]
-            return
-        self._release()
-
-    acquire = async_acquire
-    release = async_release
-
-    async def __aenter__(self):
-        await self.async_acquire()
-        return self
-
-    async def __aexit__(self, exc_type, exc, tb):
-        self.async_release()
-
-
-def _new_lock():
-    """`InterpretLock()` without the call protocol; its waiter list is made by the first waiter."""
-    lock = InterpretLock.__new__(InterpretLock)
-    lock._owner = None
-    lock._queue = None
-    return lock
-
-
-def _new_stack():
-    """`Stack()` without the call protocol."""
-    stack = Stack.__new__(Stack)
-    stack._items = []
-    stack._limit = 1024
-    return stack
-
-
-def _task_table():
-    """asyncio's table of each running loop's current task when `asyncio.current_task` is the Python
-    function that only reads it (Python 3.10 and 3.11; from 3.12 it is C code, called as it is), else None."""
-    table = getattr(asyncio.tasks, "_current_tasks", None)
-    reader = asyncio.current_task
-    if (
-        type(table) is dict
-        and getattr(reader, "__code__", None) is not None
-        and reader.__globals__.get("_current_tasks") is table
-    ):
-        return table
-    return None
-
-
-_TASK_TABLE = _task_table()
-_running_loop = asyncio.get_running_loop
-
-
-def _current_task():
-    """The running task, or None outside a running loop (a RecursionError, a RuntimeError too, is raised):
-    `asyncio.current_task()`, without its Python frame where it has one (`_task_table`)."""
-    try:
-        if _TASK_TABLE is None:
-            return asyncio.current_task()
-        return _TASK_TABLE.get(_running_loop())
-    except RecursionError:
-        raise
-    except RuntimeError:
-        return None
-
-
-def _start_pointer(prog):
-    """`[0]`, bound to the first row when that row is the top-level slot 0."""
-    if prog.nrows and len(prog.addrs[0]) == 1:
-        return _bound_pointer(prog, 0)
-    return PointerVector([0])
-
-
-def _still_at(ptr, prog, row):
-    """True when the pointer designates `row` of `prog` (bound to it, or a list equal to its address)."""
-    if ptr._prog is not prog or ptr._row != row:
-        return False
-    return ptr._items is None or tuple(ptr._items) == prog.addrs[row]
+def _bind(ptr, prog, row):
+    """Point `ptr` at `row` of `prog`, as a view: no list until someone reads it (`PointerVector._list`)."""
+    ptr._prog = prog
+    ptr._row = row
+    ptr._items = None
 
 
 def same_types(values, types):
@@ -947,10 +188,6 @@ def same_types(values, types):
         if type(values[i]) is not types[i]:
             return False
     return True
-
-
-RUNNING: object = object()
-"""`_waiter` of a run whose future nobody asked for yet."""
 
 
 def _reports_itself(kind):
@@ -1006,23 +243,6 @@ def _clashes(kwargs):
     if not kwargs:
         return False
     return "exc_type" in kwargs or "exc_val" in kwargs or "exc_tb" in kwargs
-
-
-# ----- checked at the write: what the fields Python can write may hold -----------------------------
-# (as in the compiled core; the pools' checks are also the Python layer's)
-
-
-def _checked_waiter(value):
-    """`_waiter`: None (no run), RUNNING (a run whose future nobody asked for) or its future."""
-    if value is not None and value is not RUNNING and not isinstance(value, asyncio.Future):
-        raise InvalidOperand(f"_waiter must be an asyncio.Future, RUNNING or None, not {type(value).__name__}")
-    return value
-
-
-def _checked_graph(value, name):
-    if getattr(value, "__rendered_compose__", False) is not True:
-        raise InvalidOperand(f"{name} must be a rendered graph, not {type(value).__name__}")
-    return value
 
 
 class Parked(Exception):
@@ -1111,426 +331,16 @@ def _checked_call_plan(plan):
     return plan
 
 
-# ----- checked at the write: the Python layer's fields (made in InterpreterCore's body) ------
-
-
-def _checked_field(storage, name, check):
-    """A field kept in the attribute `storage` whose writes are checked (`check(interp, value, name)`
-    gives what to store) and which cannot be deleted; a read is `attrgetter(storage)` (C code)."""
-
-    def write(interp, value):
-        setattr(interp, storage, check(interp, value, name))
-
-    def refuse(interp):
-        _refuse_delete(name)
-
-    return property(attrgetter(storage), write, refuse)
-
-
-def _optional_of(kind, what):
-    """A check for a field that holds None or a `kind` (a class, or the name of a provided one)."""
-    if isinstance(kind, str):
-        return lambda interp, value, name: _optional(value, _provided(kind), name, what)
-    return lambda interp, value, name: _optional(value, kind, name, what)
-
-
-def _check_stream_field(interp, value, name):
-    """A stream, whose suspend flag the loop then reads (a gate without one: every step asks it)."""
-    if value is None:
-        interp._signal_v = NEVER_PENDING
-    else:
-        check_stream(value, name)
-        flag = getattr(value, "_suspend_flag", None)
-        interp._signal_v = flag if isinstance(flag, SuspendFlag) else ALWAYS_PENDING
-    return value
-
-
-def _check_parent(interp, value, name):
-    _optional(value, InterpreterCore, name, "an interpreter")
-    ancestor = value
-    while ancestor is not None:  # followed by the tree's walks (tracebacks, the debugger)
-        if ancestor is interp:
-            raise ValueError(f"{name} would make a cycle")
-        ancestor = ancestor._parent_interpreter
-    return value
-
-
-_FIELD_CHECKS = {
-    "_shape": _optional_of("PoolShape", "a PoolShape"),
-    "_exc_ignored": lambda interp, value, name: exception_types(value, name),
-    "_ava_args_v": lambda interp, value, name: args_pool(value, name),
-    "_ava_kwargs_v": lambda interp, value, name: kwargs_pool(value, name),
-    "_args_hash": _optional_of(int, "an int"),
-    "_dep_store_v": _optional_of("DependencyStore", "a DependencyStore"),
-    "_di_record": _optional_of("DIRecord", "a DIRecord"),
-    "_glob_lock_v": _optional_of(InterpretLock, "an InterpretLock"),
-    "_graph": lambda interp, value, name: _checked_graph(value, name),
-    "_interpreter_id": _optional_of(str, "a string"),
-    "_lifecycles_v": _optional_of(dict, "a dict"),
-    "_object_io": _check_stream_field,
-    "_parent_interpreter": _check_parent,
-    "_provider_values": _optional_of(dict, "a dict"),
-    "_sub_interpreters": lambda interp, value, name: _checked(value, dict, name, "a dict"),
-    "_sub_interpreters_all": _optional_of(dict, "a dict"),
-    "_top_interpreter": lambda interp, value, name: _optional(value, InterpreterCore, name, "an interpreter"),
-    "_values_key": _optional_of(tuple, "a tuple"),
-    "_waiter": lambda interp, value, name: _checked_waiter(value),
-}
-
-
-LAYER_CONTRACT: dict[str, tuple[str, str]] = {
-    # the calls the core makes up into its subclass (`WorkflowInterpreter` and its `di.interpreter.Injection`
-    # base): name -> (how it is called, what it promises). tests/test_layers.py checks that the core calls
-    # nothing else on `self` that it does not define, and that the interpreter implements each of these.
-    "_shared_plan": ("sync", "the node's plan for the pools' shape, shared by every interpreter of it, or UNSHARED"),
-    "_run_unshared": ("async", "inject and call a node whose plan is UNSHARED (the per-interpreter path); its result"),
-    "_invoke_slow": ("async", "call a node whose table plan needs providers or use_cache results; its result"),
-    "_invoke_slow_now": ("sync", "_invoke_slow done at once: None, an awaitable that finishes it, or NOT_NOW"),
-    "_offload": ("async", "run a sync node body in a worker thread with the caller's context; its result"),
-    "_offload_batch": ("async", "run a batch of worker-thread nodes (`_batch_in_worker`) in one worker thread"),
-    "_gate": ("async", "the suspend gate for `tag` (the stream's and checkpointing's); True when it parked"),
-    "_pools_hold_factories": ("sync", "True when a Depends object sits in the pools (run start resolves it)"),
-    "_workflow_scope_open": ("sync", "True when the workflow scope holds providers to tear down (store cleared)"),
-    "call_near": ("async", "1.1.3's call_near: run the node `addr` slots away as a sub-call; its result"),
-    "call_sub": ("async", "1.1.3's call_sub: run the node at `addr` as a sub-call, pointer restored; its result"),
-}
-
-
-class InterpreterCore:
-    """The interpreter state the hot path touches, and the step loop itself.
+class InterpreterCore(CoreState):
+    """The step loop over the interpreter's state (`CoreState`): the pointer's moves, the injection
+    plans and calls, the native opcodes, sub-calls, and the loop itself (`_execute`).
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds the public API;
     it implements the calls of `LAYER_CONTRACT` (the Python-level slow paths), the only calls the
     core makes up into it.
     """
 
-    __slots__ = (
-        "_args_hash_s",
-        "_batch_ctx",
-        "_context_stack_v",
-        "_dep_store_s",
-        "_di_record_s",
-        "_exc_ignored_s",
-        "_exc_plans",
-        "_flag_bits",
-        "_force_inline_v",
-        "_glob_lock_s",
-        "_graph_s",
-        "_interpret_lock_v",
-        "_interpreter_id_s",
-        "_lifecycles_s",
-        "_middleware_v",
-        "_native_rest",
-        "_object_io_s",
-        "_outer_interpreting",
-        "_panic_exc_v",
-        "_parent_interpreter_s",
-        "_pending_stop",
-        "_plans_v",
-        "_plans_valid_v",
-        "_pointer_v",
-        "_pool_args",
-        "_pool_kwargs",
-        "_prog_v",
-        "_provider_values_s",
-        "_ret_addr_stack_v",
-        "_run_task_v",
-        "_claim_v",
-        "_shape_s",
-        "_signal_v",
-        "_spare_pointer",
-        "_squashed_loops_v",
-        "_subcalls",
-        "_sub_interpreters_s",
-        "_sub_interpreters_all_s",
-        "_top_interpreter_s",
-        "_values_key_s",
-        "_waiter_s",
-        "_yield_interval_v",
-    )
-
-    def _core_init(self, prog, addr_stack, context_stack, middleware):
-        self._prog_v = _checked(prog, Program, "the program", "a Program")
-        self._pointer_v = _start_pointer(prog)
-        self._ret_addr_stack_v = (
-            _new_stack() if addr_stack is None else _checked(addr_stack, Stack, "addr_stack", "a Stack")
-        )
-        self._context_stack_v = (
-            None if context_stack is None else _checked(context_stack, Stack, "context_stack", "a Stack")
-        )
-        self._middleware_v = _checked_middleware(middleware, "middleware")
-        self._interpret_lock_v = _new_lock()
-        self._signal_v = NEVER_PENDING
-        self._yield_interval_v = 0.001
-        if not cython.compiled:  # the compiled core's C fields start as None, 0 and False
-            self._flag_bits = 0
-            self._spare_pointer = None
-            self._batch_ctx = None
-            self._native_rest = None
-            self._outer_interpreting = False
-            self._pending_stop = False
-            self._subcalls = 0
-            self._plans_v = None
-            self._exc_plans = None
-            self._plans_valid_v = False
-            self._run_task_v = None
-            self._claim_v = None
-            self._force_inline_v = False
-            self._squashed_loops_v = False
-            # the Python layer's fields (`_layer_init` fills some)
-            self._args_hash_s = None
-            self._dep_store_s = None
-            self._di_record_s = None
-            self._glob_lock_s = None
-            self._graph_s = None
-            self._interpreter_id_s = None
-            self._lifecycles_s = None
-            self._object_io_s = None
-            self._parent_interpreter_s = None
-            self._provider_values_s = None
-            self._sub_interpreters_s = None
-            self._sub_interpreters_all_s = None
-            self._top_interpreter_s = None
-            self._values_key_s = None
-            self._waiter_s = None
-            self._shape_s = None
-            self._exc_ignored_s = None
-            self._panic_exc_v = None
-            self._pool_args = None
-            self._pool_kwargs = None
-
-    # ----- kept attributes: writes are checked (the compiled core's loop reads them unchecked) ---
-    # The core itself reads and writes the storage behind them (`_v` / `_s` names).
-
-    @property
-    def _pointer(self):
-        """The program counter (a PointerVector)."""
-        return self._pointer_v
-
-    @_pointer.setter
-    def _pointer(self, value):
-        self._pointer_v = _checked(value, PointerVector, "_pointer", "a PointerVector")
-
-    @_pointer.deleter
-    def _pointer(self):
-        _refuse_delete("_pointer")
-
-    @property
-    def _ret_addr_stack(self):
-        """The return stack (a Stack of PointerVectors)."""
-        return self._ret_addr_stack_v
-
-    @_ret_addr_stack.setter
-    def _ret_addr_stack(self, value):
-        self._ret_addr_stack_v = _checked(value, Stack, "_ret_addr_stack", "a Stack")
-
-    @_ret_addr_stack.deleter
-    def _ret_addr_stack(self):
-        _refuse_delete("_ret_addr_stack")
-
-    @property
-    def _context_stack(self):
-        """The context stack of PUSH_CONTEXT / INT (a Stack), made on first use."""
-        if self._context_stack_v is None:
-            self._context_stack_v = Stack()
-        return self._context_stack_v
-
-    @_context_stack.setter
-    def _context_stack(self, value):
-        self._context_stack_v = _checked(value, Stack, "_context_stack", "a Stack")
-
-    @_context_stack.deleter
-    def _context_stack(self):
-        _refuse_delete("_context_stack")
-
-    @property
-    def _middleware(self):
-        """Runs every main-loop step instead of the node (an async callable), or None."""
-        return self._middleware_v
-
-    @_middleware.setter
-    def _middleware(self, value):
-        self._middleware_v = _checked_middleware(value, "_middleware")
-
-    @_middleware.deleter
-    def _middleware(self):
-        _refuse_delete("_middleware")
-
-    @property
-    def _interpret_lock(self):
-        """The interpreter lock (an InterpretLock)."""
-        return self._interpret_lock_v
-
-    @_interpret_lock.setter
-    def _interpret_lock(self, value):
-        self._interpret_lock_v = _checked(value, InterpretLock, "_interpret_lock", "an InterpretLock")
-
-    @_interpret_lock.deleter
-    def _interpret_lock(self):
-        _refuse_delete("_interpret_lock")
-
-    @property
-    def _yield_interval(self):
-        """Seconds of inline sync nodes after which a run hands the event loop a turn."""
-        return self._yield_interval_v
-
-    @_yield_interval.setter
-    def _yield_interval(self, value):
-        self._yield_interval_v = _checked_seconds(value, "_yield_interval")
-
-    @_yield_interval.deleter
-    def _yield_interval(self):
-        _refuse_delete("_yield_interval")
-
-    @property
-    def _panic_exc(self):
-        """The exception of the last panic (an exception), or None."""
-        return self._panic_exc_v
-
-    @_panic_exc.setter
-    def _panic_exc(self, value):
-        if value is not None and not isinstance(value, BaseException):
-            raise InvalidOperand(f"_panic_exc must be an exception or None, not {type(value).__name__}")
-        self._panic_exc_v = value
-
-    @_panic_exc.deleter
-    def _panic_exc(self):
-        _refuse_delete("_panic_exc")
-
-    @property
-    def _plans(self):
-        """A copy of the per-row injection plans (None when there are none)."""
-        return None if self._plans_v is None else list(self._plans_v)
-
-    @_plans.setter
-    def _plans(self, value):
-        if value is not None:
-            raise TypeError("_plans can only be reset to None")
-        self._plans_v = None
-
-    @_plans.deleter
-    def _plans(self):
-        _refuse_delete("_plans")
-
-    @property
-    def _signal(self):
-        """The suspend-request flag of the stream (a SuspendFlag)."""
-        return self._signal_v
-
-    @_signal.setter
-    def _signal(self, value):
-        self._signal_v = _checked(value, SuspendFlag, "_signal", "a SuspendFlag")
-
-    @_signal.deleter
-    def _signal(self):
-        _refuse_delete("_signal")
-
-    # The core's own bookkeeping: read-only from Python.
-    _prog = property(attrgetter("_prog_v"), doc="The node table the interpreter runs (a Program).")
-    _run_task = property(attrgetter("_run_task_v"), doc="The task driving the current run, or None.")
-    _plans_valid = property(attrgetter("_plans_valid_v"), doc="Plans are cached in this run.")
-    _force_inline = property(attrgetter("_force_inline_v"), doc="This run calls worker-thread nodes inline.")
-    _squashed_loops = property(attrgetter("_squashed_loops_v"), doc="This run runs native loops as nodes.")
-
-    # The Python layer's fields: each kept in an attribute `<name>_s` (the core reads that), every
-    # write checked (`_FIELD_CHECKS`), deletes refused.
-    _args_hash = _checked_field("_args_hash_s", "_args_hash", _FIELD_CHECKS["_args_hash"])
-    _dep_store_v = _checked_field("_dep_store_s", "_dep_store_v", _FIELD_CHECKS["_dep_store_v"])
-    _di_record = _checked_field("_di_record_s", "_di_record", _FIELD_CHECKS["_di_record"])
-    _glob_lock_v = _checked_field("_glob_lock_s", "_glob_lock_v", _FIELD_CHECKS["_glob_lock_v"])
-    _graph = _checked_field("_graph_s", "_graph", _FIELD_CHECKS["_graph"])
-    _interpreter_id = _checked_field("_interpreter_id_s", "_interpreter_id", _FIELD_CHECKS["_interpreter_id"])
-    _lifecycles_v = _checked_field("_lifecycles_s", "_lifecycles_v", _FIELD_CHECKS["_lifecycles_v"])
-    _object_io = _checked_field("_object_io_s", "_object_io", _FIELD_CHECKS["_object_io"])
-    _parent_interpreter = _checked_field(
-        "_parent_interpreter_s", "_parent_interpreter", _FIELD_CHECKS["_parent_interpreter"]
-    )
-    _provider_values = _checked_field("_provider_values_s", "_provider_values", _FIELD_CHECKS["_provider_values"])
-    _sub_interpreters = _checked_field("_sub_interpreters_s", "_sub_interpreters", _FIELD_CHECKS["_sub_interpreters"])
-    _sub_interpreters_all = _checked_field(
-        "_sub_interpreters_all_s", "_sub_interpreters_all", _FIELD_CHECKS["_sub_interpreters_all"]
-    )
-    _top_interpreter = _checked_field("_top_interpreter_s", "_top_interpreter", _FIELD_CHECKS["_top_interpreter"])
-    _values_key = _checked_field("_values_key_s", "_values_key", _FIELD_CHECKS["_values_key"])
-    _waiter = _checked_field("_waiter_s", "_waiter", _FIELD_CHECKS["_waiter"])
-    _shape = _checked_field("_shape_s", "_shape", _FIELD_CHECKS["_shape"])
-    _exc_ignored = _checked_field("_exc_ignored_s", "_exc_ignored", _FIELD_CHECKS["_exc_ignored"])
-    _ava_args_v = _checked_field("_pool_args", "_ava_args_v", _FIELD_CHECKS["_ava_args_v"])
-    _ava_kwargs_v = _checked_field("_pool_kwargs", "_ava_kwargs_v", _FIELD_CHECKS["_ava_kwargs_v"])
-
-    def _start_run(self, flags, mark):
-        """Start a run (its bookkeeping and the engine `flags` it reads); True when run-start work
-        (`Depends` in the pools, the preload) must be awaited next. `mark` (an object the caller
-        made for this run) names the claim: once this returned or raised, the run is the caller's
-        to end (`_finish_run`) exactly when `_claim_v is mark`, whatever cut the start short."""
-        waiter = self._waiter_s
-        if waiter is RUNNING or (waiter is not None and not waiter.done()):
-            raise IllegalState("Cannot start a new workflow while one is already running")
-        # The claim is one statement that calls nothing, so nothing runs between its test and its
-        # writes: no other thread (the GIL), no signal handler, no trace function (runs started from
-        # two threads at once: one wins; a KeyboardInterrupt lands before it or after it).
-        self._waiter_s, self._claim_v = (RUNNING, mark) if self._waiter_s is waiter else (self._waiter_s, self._claim_v)
-        if self._claim_v is not mark:
-            raise IllegalState("Cannot start a new workflow while one is already running")
-        task = self._run_task_v = _current_task()
-        pin_async_library(task)
-        self._force_inline_v = bool(flags.FORCE_NOT_WRAP_TO_ASYNC)
-        self._squashed_loops_v = bool(flags.SQUASHED_LOOP)
-        self._plans_valid_v = not (flags.WORKFLOW_DI_NO_CACHE or flags.NO_DEPENDENCY_META_CACHE)
-        self._c_refresh_plans()
-        if flags.WORKFLOW_DI_PRELOAD_CACHE:
-            return True
-        shape = self._shape_s
-        if shape is not None and not shape.private and not self._pool_kwargs:
-            return shape.holds_factories
-        return self._pools_hold_factories()
-
-    def _finish_run(self, outcome):
-        """End a run's bookkeeping (its future gets `outcome`); True when the workflow scope must be
-        torn down next (then `restore_async_library()` is the caller's), else the run is over."""
-        # Every step up to the claim's release can be done again: when an asynchronous exception
-        # (KeyboardInterrupt) cuts this short, the claim is still the caller's and it calls again.
-        lock = self._interpret_lock_v
-        if lock._owner is not None and lock._owner is self._run_task_v:
-            lock._release_held_by(self._run_task_v)  # a KeyboardInterrupt cut the loop's last release short
-        fut = self._waiter_s
-        if fut is not None and fut is not RUNNING and not fut.done():
-            if isinstance(outcome, Exception):
-                fut.set_exception(outcome)
-                fut.exception()
-            else:
-                fut.set_result(None)
-        self._waiter_s, self._claim_v, self._run_task_v = None, None, None  # one statement: the release
-        if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
-            if (self._lifecycles_s is not None or self._dep_store_s is not None) and self._workflow_scope_open():
-                return True
-        restore_async_library()
-        return False
-
-    def _layer_init(self, graph, extra_args, extra_kwargs, exception_ignored, no_passing, shape_of, yield_interval):
-        """The Python layer's first fields in one call (the others start as None): the graph (the
-        program's), the pools (the interpreter itself, then `extra_args`; a copy of `extra_kwargs`),
-        the pass-through exception types (none with `no_passing`), the pools' shape (`shape_of`, which
-        must give a PoolShape), the tree's child maps. The arguments are checked as `args_pool` /
-        `kwargs_pool` / `exception_types` do."""
-        if graph is not self._prog_v.graph:
-            raise TypeError("_layer_init(graph): the graph must be the one the interpreter's program was made from")
-        args = (self,) + (extra_args if type(extra_args) is tuple else args_pool(extra_args, "extra_args"))
-        kwargs = {} if extra_kwargs is None else dict(kwargs_pool(extra_kwargs, "extra_kwargs"))
-        if type(exception_ignored) is not tuple or exception_ignored:
-            exception_ignored = exception_types(exception_ignored, "exception_ignored")
-        shape = shape_of(args, kwargs)
-        if type(shape) is not _provided("PoolShape"):
-            raise TypeError(f"_layer_init(shape_of) must give a PoolShape, not {type(shape).__name__}")
-        self._yield_interval_v = _checked_seconds(yield_interval, "yield_interval")
-        passing = () if no_passing else exception_ignored + (InterruptNotice, BreakLoop)
-        self._graph_s = graph  # each checked above
-        self._pool_args = args
-        self._pool_kwargs = kwargs
-        self._exc_ignored_s = passing
-        self._shape_s = shape
-        self._sub_interpreters_s = {}
-        self._sub_interpreters_all_s = {}
+    __slots__ = ()
 
     # ----- pointer resolution and movement -------------------------------------------
 
@@ -1550,7 +360,7 @@ class InterpreterCore:
         if row < 0:
             raise NullPointerException(f"address {self._pointer_v._list()} not found")
         if not exact:
-            self._pointer_v._set_row(self._prog_v, row)
+            _bind(self._pointer_v, self._prog_v, row)
         if self._prog_v.cbits[row] & C_ROW_EMPTY:
             raise NullPointerException(f"address {list(self._prog_v.addrs[row])} not found")
         return row
@@ -1580,7 +390,7 @@ class InterpreterCore:
         if row + 1 < self._prog_v.nrows:
             landing = self._prog_v.landings[row + 1]
             if landing is None:
-                ptr._set_row(self._prog_v, row + 1)
+                _bind(ptr, self._prog_v, row + 1)
             else:
                 ptr._items = list(landing)
             return True
@@ -1594,8 +404,9 @@ class InterpreterCore:
     def _c_rebase_to(self, ptr):
         other = ptr if isinstance(ptr, PointerVector) else None
         if other is not None and other._items is None:
-            other._bound_addr()  # an uninitialised vector raises here
-            self._pointer_v._set_row(other._prog, other._row)
+            if other._prog is None:
+                other._bound_addr()  # an uninitialised vector raises here
+            _bind(self._pointer_v, other._prog, other._row)
         else:
             self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
 
@@ -1606,15 +417,6 @@ class InterpreterCore:
             prog = prog._successor
         self._prog_v = prog
         self._c_refresh_plans()
-
-    def _refresh_plans(self):
-        """Take the program's plan table for the pools' shape, or none when plans are off."""
-        self._c_refresh_plans()
-
-    def _c_refresh_plans(self):
-        shape = self._shape_s
-        self._plans_v = self._prog_v._table_for(shape) if self._plans_valid_v and shape is not None else None
-        self._exc_plans = None
 
     def _mark_jump(self):
         """Set JMP and clear HLT; False when a jump already moved the pointer this cycle."""
@@ -1631,7 +433,7 @@ class InterpreterCore:
         """Point at `addr` (a list), binding to a row when the address is a node."""
         row, exact = self._prog_v.locate(addr)
         if row >= 0 and exact:
-            self._pointer_v._set_row(self._prog_v, row)
+            _bind(self._pointer_v, self._prog_v, row)
         else:
             self._pointer_v.far_to(addr)
 
@@ -1972,7 +774,7 @@ class InterpreterCore:
                 return -1
         if not self._batchable(following, False):
             return -1
-        ptr._set_row(prog, following)
+        _bind(ptr, prog, following)
         self._flag_bits &= ~C_FLAG_JMP
         return following
 
@@ -2035,15 +837,15 @@ class InterpreterCore:
     def _push_ret(self, item):
         """Push `item` on the return stack (a Stack subclass's own `push` runs)."""
         stack = self._ret_addr_stack_v
-        if cython.compiled and type(stack) is Stack:
-            stack._push(item)
+        if cython.compiled and type(stack) is Stack:  # `Stack._push`, inlined (`_capi.pxd`)
+            bounded_push(stack._items, stack._limit, item)
         else:
             stack.push(item)
 
     def _pop_ret(self):
         stack = self._ret_addr_stack_v
         if cython.compiled and type(stack) is Stack:
-            return stack._pop()
+            return checked_pop(stack._items)
         return stack.pop()
 
     def _still_at(self, row):
@@ -2148,7 +950,7 @@ class InterpreterCore:
         """Point at a jump-target descriptor `(row, exact, address)`."""
         row, exact, addr = target[0], target[1], target[2]
         if row >= 0 and exact:
-            self._pointer_v._set_row(self._prog_v, row)
+            _bind(self._pointer_v, self._prog_v, row)
         else:
             self._pointer_v._items = list(addr)
 
@@ -2161,7 +963,7 @@ class InterpreterCore:
         `target_row` when the target is one row, else through its descriptor."""
         if self._c_mark_jump():
             if target_row >= 0:
-                self._pointer_v._set_row(self._prog_v, target_row)
+                _bind(self._pointer_v, self._prog_v, target_row)
             else:
                 self._goto(self._prog_v.operands[row][k])
 
@@ -2229,7 +1031,7 @@ class InterpreterCore:
         if ptr is None:
             return _bound_pointer(self._prog_v, row)
         self._spare_pointer = None
-        ptr._set_row(self._prog_v, row)
+        _bind(ptr, self._prog_v, row)
         return ptr
 
     def _recycle(self, ptr):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_CORES = ("amrita_sense.core._sense_core", "amrita_sense.core.pure")
+_CORES = ("amrita_sense.core._structures", "amrita_sense.core.pure_structures")
+"""The modules of the two builds' data structures (the classes whose pickles name no class)."""
 
 
 def pointer_reduce(vec: Any, items: list[int]) -> tuple:
