@@ -80,10 +80,21 @@ def main() -> None:
         fail(f"not manylinux-tagged: {wheel}")
     if not cores:
         fail(f"the wheel holds no compiled core in {RUNTIME}")
-    for part in ("_state", "_structures", "_checks", "_async_pin"):  # the core's other compiled parts (core.COMPILED_PARTS)
+    for part in (
+        "_state",
+        "_structures",
+        "_checks",
+        "_async_pin",
+    ):  # the core's other compiled parts (core.COMPILED_PARTS)
         if not any(n.startswith(f"{RUNTIME}core/{part}.") and n.endswith((".so", ".pyd")) for n in names):
             fail(f"the wheel holds no compiled core/{part} in {RUNTIME}")
-    for stem in ("_sense_core", "_state", "_structures", "_checks", "_async_pin"):  # each part's one source, and its pure build
+    for stem in (
+        "_sense_core",
+        "_state",
+        "_structures",
+        "_checks",
+        "_async_pin",
+    ):  # each part's one source, and its pure build
         pure = "pure" if stem == "_sense_core" else f"pure{stem}"
         for typed in (f"core/{stem}.py", f"core/{pure}.py"):
             if RUNTIME + typed not in names:

@@ -263,11 +263,17 @@ def _upward_calls_of_the_core() -> dict[str, int]:
                     defined |= {element.value for element in member.value.elts}
                 else:
                     defined.add(member.targets[0].id)
+    loop_module = ast.parse((PACKAGE_ROOT / "core" / "_sense_core.py").read_text(encoding="utf-8"))
+    opcodes = [f for f in loop_module.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    bodies = [(cls, "self") for cls in classes] + [
+        (f, "core") for f in opcodes if f.args.args[:1] and f.args.args[0].arg == "core"
+    ]
     found: dict[str, int] = {}
-    for node in (node for cls in classes for node in ast.walk(cls)):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-            if node.attr not in defined:
-                found.setdefault(node.attr, node.lineno)
+    for body, name in bodies:
+        for node in ast.walk(body):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+                if node.attr not in defined:
+                    found.setdefault(node.attr, node.lineno)
     return found
 
 

@@ -70,11 +70,6 @@ cdef class InterpreterCore(CoreState):
     @cython.locals(ptr=PointerVector)
     cdef inline bint _left_unmarked(self, Py_ssize_t row) except -1
 
-    @cython.locals(ptr=PointerVector)
-    cdef inline bint _left_block(self, Py_ssize_t row) except -1
-    cdef inline int _finish_with(self, object rest) except -1
-    cdef inline int _leave_body(self, Py_ssize_t row, Py_ssize_t target_row, int k, object broke) except -1
-
     @cython.locals(bits=int)
     cdef inline bint _inline_callable(self, Py_ssize_t row) except -1
 
@@ -100,50 +95,10 @@ cdef class InterpreterCore(CoreState):
     cdef inline object _call_resuming(self, Py_ssize_t callee, object plan, Py_ssize_t row, int k, bint near)
     cdef inline int _resume_at(self, Py_ssize_t row, int k, bint near) except -1
 
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
-    cdef inline int _native_branch(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, then_row=Py_ssize_t)
-    cdef inline int _native_else(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
-    cdef inline int _native_while(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
-    cdef inline int _native_do(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
-    cdef inline int _native_do_check(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
-    cdef inline int _native_if(self, Py_ssize_t row) except -1
-
-    @cython.locals(target=Py_ssize_t)
-    cdef inline int _native_invoke(self, Py_ssize_t row) except -1
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
-    cdef inline int _native_loop_head(self, Py_ssize_t row) except -1
-
-    @cython.locals(bound=PointerVector)
-    cdef inline int _native_loop_control(self, object operands) except -1
-
     cdef inline CallPlan _near_plan(self, Py_ssize_t row, bint with_exc)
 
     @cython.locals(plan=CallPlan)
     cdef inline CallPlan _exc_ready_plan(self, Py_ssize_t row)
-    cdef inline object _run_part(self, Py_ssize_t target, CallPlan plan, object extra)
-    cdef inline object _catch_for(self, tuple catches, object exc)
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t, handler=tuple, catches=tuple)
-    cdef inline object _native_try_now(self, Py_ssize_t row, tuple operands, bint planned)
-
-    @cython.locals(rows=cython.p_int, at=Py_ssize_t)
-    cdef inline int _native_callsub(self, Py_ssize_t row) except -1
-    cdef inline object _call_body_catching(self, Py_ssize_t target, CallPlan plan)
-
-    @cython.locals(saved=HandledState)
-    cdef inline int _run_handler(self, Py_ssize_t target, CallPlan plan, object raised) except -1
-    cdef inline int _native_ret(self) except -1
 
     @cython.locals(depth=Py_ssize_t)
     cdef inline int _enter_frame(self, Py_ssize_t row) except -1
@@ -156,6 +111,65 @@ cdef class InterpreterCore(CoreState):
 
 
 # module-level C functions (no Python module attribute in the compiled core)
+
+
+# the native opcodes (`_sense_core.py`'s functions of the core)
+@cython.locals(ptr=PointerVector)
+cdef inline bint _left_block(InterpreterCore core, Py_ssize_t row) except -1
+cdef inline int _finish_with(InterpreterCore core, object rest) except -1
+cdef inline int _leave_body(InterpreterCore core, Py_ssize_t row, Py_ssize_t target_row, int k, object broke) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
+cdef inline int _native_branch(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, then_row=Py_ssize_t)
+cdef inline int _native_else(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, checkup_row=Py_ssize_t)
+cdef inline int _native_while(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, body=Py_ssize_t, exit_row=Py_ssize_t, check_row=Py_ssize_t)
+cdef inline int _native_do(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, exit_row=Py_ssize_t, back_row=Py_ssize_t)
+cdef inline int _native_do_check(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, body=Py_ssize_t, false_row=Py_ssize_t, then_row=Py_ssize_t)
+cdef inline int _native_if(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(target=Py_ssize_t)
+cdef inline int _native_invoke(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, cond=Py_ssize_t, head=Py_ssize_t, exit_row=Py_ssize_t, body_row=Py_ssize_t)
+cdef inline int _native_loop_head(InterpreterCore core, Py_ssize_t row) except -1
+
+
+@cython.locals(bound=PointerVector)
+cdef inline int _native_loop_control(InterpreterCore core, object operands) except -1
+cdef inline object _run_part(InterpreterCore core, Py_ssize_t target, CallPlan plan, object extra)
+cdef inline object _catch_for(InterpreterCore core, tuple catches, object exc)
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t, handler=tuple, catches=tuple)
+cdef inline object _native_try_now(InterpreterCore core, Py_ssize_t row, tuple operands, bint planned)
+
+
+@cython.locals(rows=cython.p_int, at=Py_ssize_t)
+cdef inline int _native_callsub(InterpreterCore core, Py_ssize_t row) except -1
+cdef inline object _call_body_catching(InterpreterCore core, Py_ssize_t target, CallPlan plan)
+
+
+@cython.locals(saved=HandledState)
+cdef inline int _run_handler(InterpreterCore core, Py_ssize_t target, CallPlan plan, object raised) except -1
+cdef inline int _native_ret(InterpreterCore core) except -1
 
 
 cdef object _OBJECT_CLASS, _PLAIN_CLASS

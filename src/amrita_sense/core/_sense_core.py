@@ -24,7 +24,7 @@ import weakref
 try:
     import cython
 except ModuleNotFoundError:  # a pure build without Cython installed
-    from amrita_sense.core import cython_shim as cython  # type: ignore[no-redef]
+    from amrita_sense.core import cython_shim as cython  # type: ignore[no-redef,unused-ignore]
 
 if not cython.compiled and __name__.rpartition(".")[2] == "_sense_core":
     # imported as Python under the compiled core's name: the extension is not built here
@@ -48,7 +48,7 @@ if cython.compiled:
 
 if not cython.compiled:  # the core's other parts, pure (type checkers read these)
     from amrita_sense.core.pure_checks import _check_index, _provided  # type: ignore[attr-defined]
-    from amrita_sense.core.pure_state import CoreState  # type: ignore[attr-defined]
+    from amrita_sense.core.pure_state import CoreState
     from amrita_sense.core.pure_structures import (  # type: ignore[attr-defined]
         _EMPTY_POINTER,
         CallPlan,
@@ -88,7 +88,9 @@ from amrita_sense.exceptions import (
 )
 
 IMPLEMENTATION: str = "cython" if cython.compiled else "python"
-DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG) if cython.compiled else False  # the compiled core's debug build
+DEBUG_BUILD = False  # the compiled core's debug build
+if cython.compiled:
+    DEBUG_BUILD = bool(AMRITA_SENSE_DEBUG)
 
 FLAG_IF = 1
 FLAG_HLT = 2
@@ -207,10 +209,14 @@ def _plain_class(kind):
     """`_reports_itself(kind)`, remembered for the last class asked about, without keeping it alive."""
     global _last_verdict
     ref, verdict = _last_verdict
-    if ref is not None and (weak_target(ref) if cython.compiled else ref()) is kind:
+    if cython.compiled:
+        last = None if ref is None else weak_target(ref)
+    else:
+        last = None if ref is None else ref()
+    if last is kind:
         return verdict
     verdict = _PLAIN_CLASS(kind)
-    _last_verdict = (weakref.ref(kind), verdict)
+    _last_verdict = (weakref.ref(kind), verdict)  # type: ignore[assignment]  # (None, False) until the first
     return verdict
 
 
@@ -218,20 +224,19 @@ def _is_instance(obj, spec):
     """`isinstance(obj, spec)`. Compiled, when `obj` reports its own class, classes whose metaclass is
     `type` (no `__instancecheck__`) are tested as `isinstance` would, without its `__class__` lookup per
     class that does not match."""
-    if not cython.compiled:
-        return isinstance(obj, spec)
-    kind = type(obj)
-    if not _plain_class(kind):
-        return isinstance(obj, spec)
-    if type(spec) is not tuple:
-        return is_subclass(kind, spec) if type(spec) is type else isinstance(obj, spec)
-    for member in spec:
-        if type(member) is type:
-            if is_subclass(kind, member):
-                return True
-        elif isinstance(obj, member):
-            return True
-    return False
+    if cython.compiled:
+        kind = type(obj)
+        if _plain_class(kind):
+            if type(spec) is not tuple:
+                return is_subclass(kind, spec) if type(spec) is type else isinstance(obj, spec)
+            for member in spec:
+                if type(member) is type:
+                    if is_subclass(kind, member):
+                        return True
+                elif isinstance(obj, member):
+                    return True
+            return False
+    return isinstance(obj, spec)
 
 
 def _exc_keywords(exc):
@@ -333,7 +338,8 @@ def _checked_call_plan(plan):
 
 class InterpreterCore(CoreState):
     """The step loop over the interpreter's state (`CoreState`): the pointer's moves, the injection
-    plans and calls, the native opcodes, sub-calls, and the loop itself (`_execute`).
+    plans and calls, sub-calls, and the loop itself (`_execute`). The native opcodes are functions of
+    the core below the class (`_native_while(core, row)`, ...), which `_run_native_sync` dispatches to.
 
     `amrita_sense.runtime.workflow.WorkflowInterpreter` subclasses this and adds the public API;
     it implements the calls of `LAYER_CONTRACT` (the Python-level slow paths), the only calls the
@@ -507,7 +513,7 @@ class InterpreterCore(CoreState):
                 return None
             plan = table[row]
             if plan is None:
-                plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))
+                plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], False))  # type: ignore[attr-defined]  # LAYER_CONTRACT
         # unchecked: both tables hold CallPlans only (the Program checks its static plans when made)
         return cython.cast(CallPlan, plan)
 
@@ -524,10 +530,10 @@ class InterpreterCore(CoreState):
         if table is None:
             if self._plans_v is None:
                 return None
-            table = self._exc_plans = self._prog_v._table_for(self._shape_s.with_exc)
+            table = self._exc_plans = self._prog_v._table_for(self._shape_s.with_exc)  # type: ignore[union-attr]  # set by _layer_init before any run
         plan = table[row]
         if plan is None:
-            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], True))
+            plan = table[row] = _checked_call_plan(self._shared_plan(self._prog_v.nodes[row], True))  # type: ignore[attr-defined]  # LAYER_CONTRACT
         return plan
 
     def _ready_plan(self, row):
@@ -539,7 +545,7 @@ class InterpreterCore(CoreState):
 
     def _plan_args(self, plan, extra):
         """`(args, None)` or `(None, kwargs)`: the plan's values from the pools (and `extra` keywords)."""
-        kwargs = self._pool_kwargs if extra is None else {**self._pool_kwargs, **extra}
+        kwargs = self._pool_kwargs if extra is None else {**self._pool_kwargs, **extra}  # type: ignore[dict-item]  # the pools are set before any run
         values = plan.fetch(self._pool_args, kwargs)
         if plan.names is None:
             return values, None
@@ -594,19 +600,19 @@ class InterpreterCore(CoreState):
             _row_outside(prog, row)
         bits = prog.cbits[row]
         if self._signal_v.pending:
-            await self._gate(prog.nodes[row].tag)
+            await self._gate(prog.nodes[row].tag)  # type: ignore[attr-defined]  # LAYER_CONTRACT
         if bits & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = self._row_plan(row)
         if plan is None:
-            return await self._run_unshared(prog.nodes[row])
+            return await self._run_unshared(prog.nodes[row])  # type: ignore[attr-defined]  # LAYER_CONTRACT
         if plan.slow:
-            return await self._invoke_slow(prog.nodes[row], plan)
+            return await self._invoke_slow(prog.nodes[row], plan)  # type: ignore[attr-defined]  # LAYER_CONTRACT
         func = prog.funcs[row]
         if bits & C_ROW_CORO:
             return await self._call_plan(func, plan, None)
         if bits & C_ROW_THREAD and not self._force_inline_v:
-            return await self._offload(func, *self._plan_args(plan, None))
+            return await self._offload(func, *self._plan_args(plan, None))  # type: ignore[attr-defined]  # LAYER_CONTRACT
         return self._call_plan(func, plan, None)
 
     # ----- the main loop ---------------------------------------------------------------
@@ -682,7 +688,7 @@ class InterpreterCore(CoreState):
             return await self._call_plan(func, plan, None)
         if bits & C_ROW_THREAD and not self._force_inline_v:
             batch = functools.partial(self._batch_in_worker, row, plan, contextvars.copy_context())
-            return await self._offload_batch(batch)
+            return await self._offload_batch(batch)  # type: ignore[attr-defined]  # LAYER_CONTRACT
         return self._call_plan(func, plan, None)
 
     # ----- worker-thread batches ---------------------------------------------------------
@@ -736,14 +742,14 @@ class InterpreterCore(CoreState):
         all worker-thread nodes, else the node's own function (`_run_row`)."""
         if self._force_inline_v or not self._batchable(row, True):
             return await self._run_row(row)
-        outcome = await self._offload_batch(
+        outcome = await self._offload_batch(  # type: ignore[attr-defined]  # LAYER_CONTRACT
             functools.partial(self._batch_in_worker, row, None, contextvars.copy_context())
         )
         if outcome is BATCH_NOT_RUN:
             await self._run_row(row)
         elif outcome is BATCH_AWAIT:
             rest, self._native_rest = self._native_rest, None
-            await rest
+            await rest  # type: ignore[misc]  # set with the status that says so
 
     def _run_plan_call(self, func, plan, extra):
         """`_call_plan` for the worker thread's context run (a Python-callable method)."""
@@ -863,14 +869,6 @@ class InterpreterCore(CoreState):
             ptr._items is None and ptr._row == row and ptr._prog is self._prog_v
         )
 
-    def _finish_with(self, rest):
-        """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
-        NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
-        if rest is None:
-            return NATIVE_DONE
-        self._native_rest = rest
-        return NATIVE_AWAIT
-
     def _inline_callable(self, row):
         """The node of `row` can be called here and now: not a coroutine function, not one for a worker thread."""
         bits = self._prog_v.cbits[row]
@@ -923,27 +921,27 @@ class InterpreterCore(CoreState):
         if op == OP_JUMP:
             self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
         elif op == OP_BRANCH:
-            return self._native_branch(row)
+            return _native_branch(self, row)
         elif op == OP_ELSE:
-            return self._native_else(row)
+            return _native_else(self, row)
         elif op == OP_WHILE:
-            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_while(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else _native_while(self, row)
         elif op == OP_DO:
-            return NATIVE_NOT_READY if self._squashed_loops_v else self._native_do(row)
+            return NATIVE_NOT_READY if self._squashed_loops_v else _native_do(self, row)
         elif op == OP_DO_CHECK:
-            return self._native_do_check(row)
+            return _native_do_check(self, row)
         elif op == OP_CALLSUB:
-            self._native_callsub(row)
+            _native_callsub(self, row)
         elif op == OP_RET:
-            self._native_ret()
+            _native_ret(self)
         elif op == OP_NATIVE_IF:
-            return self._native_if(row)
+            return _native_if(self, row)
         elif op == OP_LOOP_HEAD:
-            return self._native_loop_head(row)
+            return _native_loop_head(self, row)
         elif op == OP_LOOP_CONTROL:
-            self._native_loop_control(self._prog_v.operands[row][EXTRA])
+            _native_loop_control(self, self._prog_v.operands[row][EXTRA])
         elif op == OP_INVOKE:
-            return self._native_invoke(row)
+            return _native_invoke(self, row)
         return NATIVE_DONE
 
     def _goto(self, target):
@@ -977,7 +975,7 @@ class InterpreterCore(CoreState):
         parked = False
         try:
             if plan is TRY_CALLEE:
-                return _finish_now(self._native_try_now(row, self._prog_v.operands[row], True))
+                return _finish_now(_native_try_now(self, row, self._prog_v.operands[row], True))
             result = self._call_inline(row, cython.cast(CallPlan, plan), extra)
             if not self._prog_v.cbits[row] & C_ROW_CORO:
                 return result
@@ -1070,26 +1068,6 @@ class InterpreterCore(CoreState):
             self._resume_at(row, k, near)
             raise
 
-    async def _cond_later(self, row, rest):
-        """The opcode of `row` once its parked condition finishes: the node's own continuation."""
-        after = self._prog_v.nodes[row]._after_condition(self, await rest)
-        if after is not None:
-            await after
-
-    async def _body_later(self, row, rest, target_row, exit_row, loop):
-        """The opcode of `row` once its parked body finishes: `_leave_body` to `target_row` (THEN),
-        or a loop's to `exit_row` (EXIT) when the body broke out."""
-        if not loop:
-            await rest
-            self._leave_body(row, target_row, THEN, None)
-            return
-        try:
-            await rest
-        except BreakLoop:
-            self._leave_body(row, exit_row, EXIT, True)
-            return
-        self._leave_body(row, target_row, THEN, False)
-
     def _resume_at(self, row, k, near):
         """A called node suspended: resume at the slot in field `k` of `row`'s operands (near: a slot of
         the segment; else an offset from the current slot)."""
@@ -1101,206 +1079,6 @@ class InterpreterCore(CoreState):
 
     # Operands: the named fields of `_opcodes`, filled by each instruction's `_native_op`; a dense row
     # unpacks as `first, second, exit_row, then_row`.
-
-    def _native_branch(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        cond = rows[at + FIRST]
-        body = rows[at + SECOND]
-        false_row = rows[at + EXIT]
-        then_row = rows[at + THEN]
-        cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
-        if cond_plan is None or body_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
-        except Parked as parked:
-            return self._finish_with(self._cond_later(row, parked.rest))
-        if not self._still_at(row):
-            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
-        if not taken:
-            self._jump_at(false_row, row, EXIT)
-            return NATIVE_DONE
-        try:
-            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
-        self._leave_body(row, then_row, THEN, None)
-        return NATIVE_DONE
-
-    def _native_else(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        body = rows[at + FIRST]
-        then_row = rows[at + THEN]
-        body_plan = self._callee_plan(body)
-        if body_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            self._call_resuming(body, body_plan, row, FIRST_RESUME, False)
-        except Parked as parked:
-            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
-        self._leave_body(row, then_row, THEN, None)
-        return NATIVE_DONE
-
-    def _leave_body(self, row, target_row, k, broke):
-        """After a body the opcode of `row` called, go where the node's own function would: on to
-        `target_row` (field `k`) unless the body moved the pointer without a jump mark; then the node's
-        `_after_body` finishes from there (a loop's is told whether the body broke out: `broke`, None
-        for a branch)."""
-        if not self._left_unmarked(row):
-            self._jump_at(target_row, row, k)
-        elif broke is None:
-            self._prog_v.nodes[row]._after_body(self)
-        else:
-            self._prog_v.nodes[row]._after_body(self, broke)
-
-    def _native_while(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        cond = rows[at + FIRST]
-        body = rows[at + SECOND]
-        exit_row = rows[at + EXIT]
-        checkup_row = rows[at + THEN]
-        cond_plan, body_plan = self._callee_plan(cond), self._callee_plan(body)
-        if cond_plan is None or body_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._cond_later(row, parked.rest))
-        if not self._still_at(row):
-            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
-        if not truthy:
-            self._jump_at(exit_row, row, EXIT)
-            return NATIVE_DONE
-        try:
-            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
-        except BreakLoop:
-            self._leave_body(row, exit_row, EXIT, True)
-            return NATIVE_DONE
-        except Parked as parked:
-            return self._finish_with(self._body_later(row, parked.rest, checkup_row, exit_row, True))
-        self._leave_body(row, checkup_row, THEN, False)
-        return NATIVE_DONE
-
-    def _native_do(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        body = rows[at + FIRST]
-        exit_row = rows[at + EXIT]
-        check_row = rows[at + THEN]
-        body_plan = self._callee_plan(body)
-        if body_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            self._call_resuming(body, body_plan, row, FIRST_RESUME, True)
-        except BreakLoop:
-            self._leave_body(row, exit_row, EXIT, True)
-            return NATIVE_DONE
-        except Parked as parked:
-            return self._finish_with(self._body_later(row, parked.rest, check_row, exit_row, True))
-        self._leave_body(row, check_row, THEN, False)
-        return NATIVE_DONE
-
-    def _native_do_check(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        cond = rows[at + FIRST]
-        exit_row = rows[at + EXIT]
-        back_row = rows[at + THEN]
-        cond_plan = self._callee_plan(cond)
-        if cond_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            again = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._cond_later(row, parked.rest))
-        if not self._still_at(row):
-            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, again))
-        if again:
-            self._jump_at(back_row, row, THEN)
-        else:
-            self._jump_at(exit_row, row, EXIT)
-        return NATIVE_DONE
-
-    def _native_if(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        cond = rows[at + FIRST]
-        body = rows[at + SECOND]
-        false_row = rows[at + EXIT]
-        then_row = rows[at + THEN]
-        cond_plan = self._callee_plan(cond)
-        body_plan = self._callee_plan(body) if body >= 0 else None
-        if cond_plan is None or (body >= 0 and body_plan is None):
-            return NATIVE_NOT_READY
-        try:
-            taken = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._cond_later(row, parked.rest))
-        if not self._still_at(row):
-            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, taken))
-        if not taken:
-            self._jump_at(false_row, row, EXIT)
-            return NATIVE_DONE
-        if body < 0:  # a compose body is entered by a jump
-            self._jump_at(then_row, row, THEN)
-            return NATIVE_DONE
-        try:
-            self._call_resuming(body, body_plan, row, SECOND_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._body_later(row, parked.rest, then_row, -1, False))
-        self._leave_body(row, then_row, THEN, None)
-        return NATIVE_DONE
-
-    def _native_invoke(self, row):
-        target = self._prog_v.crows[ROW_WIDTH * row + FIRST]
-        plan = self._callee_plan(target)
-        if plan is None:
-            return NATIVE_NOT_READY
-        try:
-            self._subcall_inline(target, plan, None)
-        except Parked as parked:
-            return self._finish_with(parked.rest)
-        return NATIVE_DONE
-
-    def _native_loop_head(self, row):
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        cond = rows[at + FIRST]
-        head = rows[at + SECOND]
-        exit_row = rows[at + EXIT]
-        body_row = rows[at + THEN]
-        cond_plan = self._callee_plan(cond)
-        if cond_plan is None:
-            return NATIVE_NOT_READY
-        try:
-            truthy = self._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
-        except Parked as parked:
-            return self._finish_with(self._cond_later(row, parked.rest))
-        if not self._still_at(row):
-            return self._finish_with(self._prog_v.nodes[row]._after_condition(self, truthy))
-        if not truthy:
-            self._jump_at(exit_row, row, EXIT)
-        else:
-            self._push_ret(self._pointer_at(head))
-            self._jump_at(body_row, row, THEN)
-        return NATIVE_DONE
-
-    def _native_loop_control(self, operands):
-        """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
-        entry = self._pop_ret()
-        slot, targets = operands
-        bound = entry if type(entry) is PointerVector else None
-        if bound is not None and bound._items is None and bound._prog is self._prog_v:
-            target = targets.get(bound._row)
-            if target is None:
-                addr = [*bound._list()[:-1], slot]
-                target = targets[bound._row] = (*self._prog_v.locate(addr), addr)
-            self._native_jump(target)
-        elif self._c_mark_jump():
-            self._move_to([*entry.base_addr[:-1], slot])
 
     def _near_plan(self, row, with_exc):
         """The plan for running the Try part at `row` inline (`with_exc`: as a CATCH handler, with
@@ -1321,195 +1099,6 @@ class InterpreterCore(CoreState):
                 return None
             plan = self._exc_plan(row)
         return None if plan is None or plan.slow else plan
-
-    async def _near_call(self, row, part, exc_kwargs):
-        """A sub-call of the part `(slot, row)` of the Try block at `row`, at its own slot (as
-        `TryNode`'s `call_part`): inline when the part can run now."""
-        slot, target = part
-        plan = self._near_plan(target, exc_kwargs is not None)
-        if plan is not None:
-            return self._run_part(target, plan, exc_kwargs)
-        if not self._still_at(row):
-            return await self._call_part_away(row, slot, exc_kwargs)
-        return await self.call_near(slot, **(exc_kwargs or {}))
-
-    def _run_part(self, target, plan, extra):
-        """`_subcall_inline` of the Try part at `target`; a jump an earlier part marked stays
-        marked (the frame restores its target) unless this part moves the pointer itself."""
-        if not self._flag_bits & C_FLAG_JMP:
-            return self._subcall_inline(target, plan, extra)
-        self._flag_bits &= ~C_FLAG_JMP
-        before = list(self._pointer_v._list())
-        try:
-            return self._subcall_inline(target, plan, extra)
-        finally:
-            if not self._flag_bits & C_FLAG_JMP and self._pointer_v._list() == before:
-                self._c_mark_jump()
-
-    async def _call_part_away(self, row, slot, exc_kwargs):
-        """The part at `slot` of the Try block at `row` once an earlier part moved the pointer: a
-        sub-call at the part's own slot; a jump marked before stays marked (the call restores its
-        target) unless this part moves the pointer itself."""
-        marked = self._flag_bits & C_FLAG_JMP
-        self._flag_bits &= ~C_FLAG_JMP
-        before = list(self._pointer_v._list()) if marked else None
-        home = list(self._prog_v.addrs[row])
-        home[-1] = slot
-        try:
-            return await self.call_sub(home, **(exc_kwargs or {}))
-        finally:
-            if marked and not self._flag_bits & C_FLAG_JMP and self._pointer_v._list() == before:
-                self._c_mark_jump()
-
-    def _left_block(self, row):
-        """True when a part of the Try block at `row` moved the pointer: a jump is marked, or the
-        pointer designates another address (`TryNode`'s `_moved`)."""
-        if self._flag_bits & C_FLAG_JMP:
-            return True
-        ptr = self._pointer_v
-        if ptr._items is None:
-            return ptr._row != row if ptr._prog is self._prog_v else ptr._bound_addr() != self._prog_v.addrs[row]
-        return tuple(ptr._items) != self._prog_v.addrs[row]
-
-    def _catch_for(self, catches, exc):
-        """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
-        if _is_instance(exc, self._exc_ignored_s) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
-            return None
-        for exc_type, part in catches:
-            if _is_instance(exc, exc_type):
-                return part
-        return None
-
-    def _native_try_now(self, row, operands, planned):
-        """A Try block with CATCH handlers only, run without a coroutine: None when done, an
-        awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done).
-        `planned`: a sub-call `_try_ready` found ready when the calling opcode started; then always
-        None (its parts run with their plans even if a suspend request came since, as every
-        opcode runs the callees it planned)."""
-        escape_slot = operands[FIRST_RESUME]
-        _, on_success, on_exit, catches = operands[EXTRA]
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        body_row = rows[at + FIRST]
-        escape_row = rows[at + THEN]
-        if on_success is not None or on_exit is not None:
-            return NOT_NOW
-        plan = self._near_plan(body_row, False) if not planned else self._planned_plan(body_row)
-        if plan is None:
-            return self._native_try(row, None, self._outer_interpreting) if planned else NOT_NOW
-        as_subcall = self._outer_interpreting
-        try:
-            if cython.compiled and not self._prog_v.cbits[body_row] & C_ROW_PRECHECK:
-                # the same steps, with the body's exception caught where it was raised (a C `except`
-                # would add a traceback entry per C function it passed) and the handler run while
-                # it is the exception being handled
-                raised = self._call_body_catching(body_row, plan)
-                if raised is not None:
-                    handler = self._catch_for(catches, raised)
-                    if handler is None:
-                        raise raised
-                    plan = self._exc_ready_plan(handler[1]) if planned else self._near_plan(handler[1], True)
-                    if plan is None:
-                        return self._native_try(row, raised, as_subcall)
-                    self._run_handler(handler[1], plan, raised)
-            else:
-                try:
-                    self._subcall_inline(body_row, plan, None)
-                except BaseException as exc_val:
-                    handler = self._catch_for(catches, exc_val)
-                    if handler is None:
-                        raise
-                    plan = self._exc_ready_plan(handler[1]) if planned else self._near_plan(handler[1], True)
-                    if plan is None:
-                        return self._native_try(row, exc_val, as_subcall)
-                    # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
-                    self._run_part(handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
-        except InterruptKeepContext:
-            if not self._left_block(row):
-                _provided("resume_near")(self, escape_slot)
-            raise
-        if not as_subcall and not self._left_block(row):
-            self._jump_at(escape_row, row, THEN)
-        return None
-
-    def _call_body_catching(self, target, plan):
-        """`_subcall_inline` of a Try body (the compiled core): None, or the exception the body
-        raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
-        (the body emptied the return stack) is what the block catches then, the body's exception as
-        its context."""
-        values = plan_values(plan.cidx, plan.n, plan.srcs, self._pool_args, self._pool_kwargs, None, None)
-        func = self._prog_v.funcs[target]
-        self._enter_frame(target)
-        if plan.names is None:
-            raised = call_catching(func, values, None)
-        else:
-            raised = call_catching(func, (), dict(zip(plan.names, values)))
-        try:
-            self._leave_frame()
-        except BaseException as exc:
-            if raised is not None and exc.__context__ is None:
-                exc.__context__ = raised
-            return exc
-        return raised
-
-    def _run_handler(self, target, plan, raised):
-        """A CATCH handler run inline while `raised` is the exception being handled (the compiled
-        build; the pure build runs it inside its `except` block)."""
-        exc_kwargs = _exc_keywords(raised) if plan.keyed else None
-        saved = start_handling(raised)
-        try:
-            self._run_part(target, plan, exc_kwargs)
-        finally:
-            end_handling(saved)
-
-    async def _native_try(self, row, raised, as_subcall):
-        """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
-        if row < 0 or row >= self._prog_v.nrows:
-            _row_outside(self._prog_v, row)
-        operands = self._prog_v.operands[row]
-        escape_slot = operands[FIRST_RESUME]
-        body, on_success, on_exit, catches = operands[EXTRA]
-        try:
-            try:
-                if raised is None:
-                    await self._near_call(row, body, None)
-                else:
-                    raise raised
-            except BaseException as exc_val:
-                handler = self._catch_for(catches, exc_val)
-                if handler is None:
-                    raise
-                await self._near_call(row, handler, _exc_keywords(exc_val))
-            else:
-                if on_success is not None:
-                    await self._near_call(row, on_success, None)
-            finally:
-                if on_exit is not None:
-                    await self._near_call(row, on_exit, None)
-        except InterruptKeepContext:
-            if not self._left_block(row):
-                _provided("resume_near")(self, escape_slot)
-            raise
-        if not as_subcall and not self._left_block(row):
-            self._jump_at(self._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
-
-    def _native_callsub(self, row):
-        """CALL: push the return address (compiled to a row when it is one) and jump."""
-        rows = self._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
-        at = ROW_WIDTH * row
-        return_row = rows[at + SECOND]
-        target_row = rows[at + THEN]
-        if return_row >= 0:
-            self._push_ret(self._pointer_at(return_row))
-        else:
-            self._push_ret(PointerVector(list(self._prog_v.nodes[row]._frm_addr)))
-        self._jump_at(target_row, row, THEN)
-
-    def _native_ret(self):
-        saved = self._pop_ret()
-        self._flag_bits &= ~C_FLAG_HLT
-        self._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
-        self._recycle(saved)
 
     async def _take_lock(self):
         lock = self._interpret_lock_v
@@ -1555,7 +1144,7 @@ class InterpreterCore(CoreState):
         last_yield = time.monotonic()
         while True:
             if self._signal_v.pending:
-                await self._gate(PC_CHECKPOINT)
+                await self._gate(PC_CHECKPOINT)  # type: ignore[attr-defined]  # LAYER_CONTRACT
             if self._pending_stop:
                 self._pending_stop = False
                 return
@@ -1577,9 +1166,9 @@ class InterpreterCore(CoreState):
                                 if op == OP_NOP:
                                     pass
                                 elif op == OP_TRY:
-                                    outcome = self._native_try_now(row, prog.operands[row], False)
+                                    outcome = _native_try_now(self, row, prog.operands[row], False)
                                     if outcome is NOT_NOW:
-                                        await self._native_try(row, None, self._outer_interpreting)
+                                        await _native_try(self, row, None, self._outer_interpreting)
                                     elif outcome is not None:
                                         await outcome
                                 else:
@@ -1588,7 +1177,7 @@ class InterpreterCore(CoreState):
                                         await self._run_not_ready(row)
                                     elif status == NATIVE_AWAIT:
                                         rest, self._native_rest = self._native_rest, None
-                                        await rest
+                                        await rest  # type: ignore[misc]  # set with the status that says so
                             else:
                                 plan = self._cached_plan(row)
                                 if plan is None:
@@ -1602,9 +1191,9 @@ class InterpreterCore(CoreState):
                                         if prog.cbits[row] & C_ROW_CORO:
                                             await outcome
                                     else:
-                                        outcome = self._invoke_slow_now(prog.nodes[row], plan)
+                                        outcome = self._invoke_slow_now(prog.nodes[row], plan)  # type: ignore[attr-defined]  # LAYER_CONTRACT
                                         if outcome is NOT_NOW:
-                                            await self._invoke_slow(prog.nodes[row], plan)
+                                            await self._invoke_slow(prog.nodes[row], plan)  # type: ignore[attr-defined]  # LAYER_CONTRACT
                                         elif outcome is not None:
                                             await outcome
                                 elif self._inline_callable(row):
@@ -1627,3 +1216,456 @@ class InterpreterCore(CoreState):
                 if now - last_yield >= self._yield_interval_v:
                     await asyncio.sleep(0)
                     last_yield = time.monotonic()
+
+
+# ----- the native opcodes -------------------------------------------------------------------
+# Each opcode is a function of the core (`_run_native_sync` dispatches to them, `_execute` runs a
+# Try block), written as the instruction node's Python function is, with the core's moves and calls.
+
+
+def _finish_with(core, rest):
+    """The status for a node's continuation `rest`: NATIVE_DONE when it finished (None), else
+    NATIVE_AWAIT with it kept in `_native_rest` for the loop to await."""
+    if rest is None:
+        return NATIVE_DONE
+    core._native_rest = rest
+    return NATIVE_AWAIT
+
+
+@cython.locals(core=InterpreterCore)
+async def _cond_later(core, row, rest):
+    """The opcode of `row` once its parked condition finishes: the node's own continuation."""
+    after = core._prog_v.nodes[row]._after_condition(core, await rest)
+    if after is not None:
+        await after
+
+
+@cython.locals(core=InterpreterCore)
+async def _body_later(core, row, rest, target_row, exit_row, loop):
+    """The opcode of `row` once its parked body finishes: `_leave_body` to `target_row` (THEN),
+    or a loop's to `exit_row` (EXIT) when the body broke out."""
+    if not loop:
+        await rest
+        _leave_body(core, row, target_row, THEN, None)
+        return
+    try:
+        await rest
+    except BreakLoop:
+        _leave_body(core, row, exit_row, EXIT, True)
+        return
+    _leave_body(core, row, target_row, THEN, False)
+
+
+def _native_branch(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    cond = rows[at + FIRST]
+    body = rows[at + SECOND]
+    false_row = rows[at + EXIT]
+    then_row = rows[at + THEN]
+    cond_plan, body_plan = core._callee_plan(cond), core._callee_plan(body)
+    if cond_plan is None or body_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        taken = core._call_resuming(cond, cond_plan, row, FIRST_RESUME, False)
+    except Parked as parked:
+        return _finish_with(core, _cond_later(core, row, parked.rest))
+    if not core._still_at(row):
+        return _finish_with(core, core._prog_v.nodes[row]._after_condition(core, taken))
+    if not taken:
+        core._jump_at(false_row, row, EXIT)
+        return NATIVE_DONE
+    try:
+        core._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _body_later(core, row, parked.rest, then_row, -1, False))
+    _leave_body(core, row, then_row, THEN, None)
+    return NATIVE_DONE
+
+
+def _native_else(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    body = rows[at + FIRST]
+    then_row = rows[at + THEN]
+    body_plan = core._callee_plan(body)
+    if body_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        core._call_resuming(body, body_plan, row, FIRST_RESUME, False)
+    except Parked as parked:
+        return _finish_with(core, _body_later(core, row, parked.rest, then_row, -1, False))
+    _leave_body(core, row, then_row, THEN, None)
+    return NATIVE_DONE
+
+
+def _leave_body(core, row, target_row, k, broke):
+    """After a body the opcode of `row` called, go where the node's own function would: on to
+    `target_row` (field `k`) unless the body moved the pointer without a jump mark; then the node's
+    `_after_body` finishes from there (a loop's is told whether the body broke out: `broke`, None
+    for a branch)."""
+    if not core._left_unmarked(row):
+        core._jump_at(target_row, row, k)
+    elif broke is None:
+        core._prog_v.nodes[row]._after_body(core)
+    else:
+        core._prog_v.nodes[row]._after_body(core, broke)
+
+
+def _native_while(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    cond = rows[at + FIRST]
+    body = rows[at + SECOND]
+    exit_row = rows[at + EXIT]
+    checkup_row = rows[at + THEN]
+    cond_plan, body_plan = core._callee_plan(cond), core._callee_plan(body)
+    if cond_plan is None or body_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        truthy = core._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _cond_later(core, row, parked.rest))
+    if not core._still_at(row):
+        return _finish_with(core, core._prog_v.nodes[row]._after_condition(core, truthy))
+    if not truthy:
+        core._jump_at(exit_row, row, EXIT)
+        return NATIVE_DONE
+    try:
+        core._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+    except BreakLoop:
+        _leave_body(core, row, exit_row, EXIT, True)
+        return NATIVE_DONE
+    except Parked as parked:
+        return _finish_with(core, _body_later(core, row, parked.rest, checkup_row, exit_row, True))
+    _leave_body(core, row, checkup_row, THEN, False)
+    return NATIVE_DONE
+
+
+def _native_do(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    body = rows[at + FIRST]
+    exit_row = rows[at + EXIT]
+    check_row = rows[at + THEN]
+    body_plan = core._callee_plan(body)
+    if body_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        core._call_resuming(body, body_plan, row, FIRST_RESUME, True)
+    except BreakLoop:
+        _leave_body(core, row, exit_row, EXIT, True)
+        return NATIVE_DONE
+    except Parked as parked:
+        return _finish_with(core, _body_later(core, row, parked.rest, check_row, exit_row, True))
+    _leave_body(core, row, check_row, THEN, False)
+    return NATIVE_DONE
+
+
+def _native_do_check(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    cond = rows[at + FIRST]
+    exit_row = rows[at + EXIT]
+    back_row = rows[at + THEN]
+    cond_plan = core._callee_plan(cond)
+    if cond_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        again = core._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _cond_later(core, row, parked.rest))
+    if not core._still_at(row):
+        return _finish_with(core, core._prog_v.nodes[row]._after_condition(core, again))
+    if again:
+        core._jump_at(back_row, row, THEN)
+    else:
+        core._jump_at(exit_row, row, EXIT)
+    return NATIVE_DONE
+
+
+def _native_if(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    cond = rows[at + FIRST]
+    body = rows[at + SECOND]
+    false_row = rows[at + EXIT]
+    then_row = rows[at + THEN]
+    cond_plan = core._callee_plan(cond)
+    body_plan = core._callee_plan(body) if body >= 0 else None
+    if cond_plan is None or (body >= 0 and body_plan is None):
+        return NATIVE_NOT_READY
+    try:
+        taken = core._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _cond_later(core, row, parked.rest))
+    if not core._still_at(row):
+        return _finish_with(core, core._prog_v.nodes[row]._after_condition(core, taken))
+    if not taken:
+        core._jump_at(false_row, row, EXIT)
+        return NATIVE_DONE
+    if body < 0:  # a compose body is entered by a jump
+        core._jump_at(then_row, row, THEN)
+        return NATIVE_DONE
+    try:
+        core._call_resuming(body, body_plan, row, SECOND_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _body_later(core, row, parked.rest, then_row, -1, False))
+    _leave_body(core, row, then_row, THEN, None)
+    return NATIVE_DONE
+
+
+def _native_invoke(core, row):
+    target = core._prog_v.crows[ROW_WIDTH * row + FIRST]
+    plan = core._callee_plan(target)
+    if plan is None:
+        return NATIVE_NOT_READY
+    try:
+        core._subcall_inline(target, plan, None)
+    except Parked as parked:
+        return _finish_with(core, parked.rest)
+    return NATIVE_DONE
+
+
+def _native_loop_head(core, row):
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    cond = rows[at + FIRST]
+    head = rows[at + SECOND]
+    exit_row = rows[at + EXIT]
+    body_row = rows[at + THEN]
+    cond_plan = core._callee_plan(cond)
+    if cond_plan is None:
+        return NATIVE_NOT_READY
+    try:
+        truthy = core._call_resuming(cond, cond_plan, row, FIRST_RESUME, True)
+    except Parked as parked:
+        return _finish_with(core, _cond_later(core, row, parked.rest))
+    if not core._still_at(row):
+        return _finish_with(core, core._prog_v.nodes[row]._after_condition(core, truthy))
+    if not truthy:
+        core._jump_at(exit_row, row, EXIT)
+    else:
+        core._push_ret(core._pointer_at(head))
+        core._jump_at(body_row, row, THEN)
+    return NATIVE_DONE
+
+
+def _native_loop_control(core, operands):
+    """BREAK_LOOP / CONTINUE: pop the loop's entry and jump to a slot beside it."""
+    entry = core._pop_ret()
+    slot, targets = operands
+    bound = entry if type(entry) is PointerVector else None
+    if bound is not None and bound._items is None and bound._prog is core._prog_v:
+        target = targets.get(bound._row)
+        if target is None:
+            addr = [*bound._list()[:-1], slot]
+            target = targets[bound._row] = (*core._prog_v.locate(addr), addr)
+        core._native_jump(target)
+    elif core._c_mark_jump():
+        core._move_to([*entry.base_addr[:-1], slot])
+
+
+@cython.locals(core=InterpreterCore)
+async def _near_call(core, row, part, exc_kwargs):
+    """A sub-call of the part `(slot, row)` of the Try block at `row`, at its own slot (as
+    `TryNode`'s `call_part`): inline when the part can run now."""
+    slot, target = part
+    plan = core._near_plan(target, exc_kwargs is not None)
+    if plan is not None:
+        return _run_part(core, target, plan, exc_kwargs)
+    if not core._still_at(row):
+        return await _call_part_away(core, row, slot, exc_kwargs)
+    return await core.call_near(slot, **(exc_kwargs or {}))
+
+
+def _run_part(core, target, plan, extra):
+    """`_subcall_inline` of the Try part at `target`; a jump an earlier part marked stays
+    marked (the frame restores its target) unless this part moves the pointer itself."""
+    if not core._flag_bits & C_FLAG_JMP:
+        return core._subcall_inline(target, plan, extra)
+    core._flag_bits &= ~C_FLAG_JMP
+    before = list(core._pointer_v._list())
+    try:
+        return core._subcall_inline(target, plan, extra)
+    finally:
+        if not core._flag_bits & C_FLAG_JMP and core._pointer_v._list() == before:
+            core._c_mark_jump()
+
+
+@cython.locals(core=InterpreterCore)
+async def _call_part_away(core, row, slot, exc_kwargs):
+    """The part at `slot` of the Try block at `row` once an earlier part moved the pointer: a
+    sub-call at the part's own slot; a jump marked before stays marked (the call restores its
+    target) unless this part moves the pointer itself."""
+    marked = core._flag_bits & C_FLAG_JMP
+    core._flag_bits &= ~C_FLAG_JMP
+    before = list(core._pointer_v._list()) if marked else None
+    home = list(core._prog_v.addrs[row])
+    home[-1] = slot
+    try:
+        return await core.call_sub(home, **(exc_kwargs or {}))
+    finally:
+        if marked and not core._flag_bits & C_FLAG_JMP and core._pointer_v._list() == before:
+            core._c_mark_jump()
+
+
+def _left_block(core, row):
+    """True when a part of the Try block at `row` moved the pointer: a jump is marked, or the
+    pointer designates another address (`TryNode`'s `_moved`)."""
+    if core._flag_bits & C_FLAG_JMP:
+        return True
+    ptr = core._pointer_v
+    if ptr._items is None:
+        return ptr._row != row if ptr._prog is core._prog_v else ptr._bound_addr() != core._prog_v.addrs[row]
+    return tuple(ptr._items) != core._prog_v.addrs[row]
+
+
+def _catch_for(core, catches, exc):
+    """The part of the CATCH of `catches` that handles `exc`, or None (`TryNode._handler_for`)."""
+    if _is_instance(exc, core._exc_ignored_s) and not _unsafe.__flags__.DISABLE_EXC_IGNORED:
+        return None
+    for exc_type, part in catches:
+        if _is_instance(exc, exc_type):
+            return part
+    return None
+
+
+def _native_try_now(core, row, operands, planned):
+    """A Try block with CATCH handlers only, run without a coroutine: None when done, an
+    awaitable that finishes it (the handler cannot run inline now), or NOT_NOW (nothing done).
+    `planned`: a sub-call `_try_ready` found ready when the calling opcode started; then always
+    None (its parts run with their plans even if a suspend request came since, as every
+    opcode runs the callees it planned)."""
+    escape_slot = operands[FIRST_RESUME]
+    _, on_success, on_exit, catches = operands[EXTRA]
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    body_row = rows[at + FIRST]
+    escape_row = rows[at + THEN]
+    if on_success is not None or on_exit is not None:
+        return NOT_NOW
+    plan = core._near_plan(body_row, False) if not planned else core._planned_plan(body_row)
+    if plan is None:
+        return _native_try(core, row, None, core._outer_interpreting) if planned else NOT_NOW
+    as_subcall = core._outer_interpreting
+    try:
+        if cython.compiled and not core._prog_v.cbits[body_row] & C_ROW_PRECHECK:
+            # the same steps, with the body's exception caught where it was raised (a C `except`
+            # would add a traceback entry per C function it passed) and the handler run while
+            # it is the exception being handled
+            raised = _call_body_catching(core, body_row, plan)
+            if raised is not None:
+                handler = _catch_for(core, catches, raised)
+                if handler is None:
+                    raise raised
+                plan = core._exc_ready_plan(handler[1]) if planned else core._near_plan(handler[1], True)
+                if plan is None:
+                    return _native_try(core, row, raised, as_subcall)
+                _run_handler(core, handler[1], plan, raised)
+        else:
+            try:
+                core._subcall_inline(body_row, plan, None)
+            except BaseException as exc_val:
+                handler = _catch_for(core, catches, exc_val)
+                if handler is None:
+                    raise
+                plan = core._exc_ready_plan(handler[1]) if planned else core._near_plan(handler[1], True)
+                if plan is None:
+                    return _native_try(core, row, exc_val, as_subcall)
+                # a handler that reads no keyword needs no exception keywords (they are only ever keywords)
+                _run_part(core, handler[1], plan, _exc_keywords(exc_val) if plan.keyed else None)
+    except InterruptKeepContext:
+        if not _left_block(core, row):
+            _provided("resume_near")(core, escape_slot)
+        raise
+    if not as_subcall and not _left_block(core, row):
+        core._jump_at(escape_row, row, THEN)
+    return None
+
+
+def _call_body_catching(core, target, plan):
+    """`_subcall_inline` of a Try body (the compiled core): None, or the exception the body
+    raised, as a Python `except` in the Try's caller would see it. A failure of the frame itself
+    (the body emptied the return stack) is what the block catches then, the body's exception as
+    its context."""
+    if cython.compiled:  # the pure build catches in Python (`_native_try_now`)
+        values = plan_values(plan.cidx, plan.n, plan.srcs, core._pool_args, core._pool_kwargs, None, None)
+        func = core._prog_v.funcs[target]
+        core._enter_frame(target)
+        if plan.names is None:
+            raised = call_catching(func, values, None)
+        else:
+            raised = call_catching(func, (), dict(zip(plan.names, values)))
+        try:
+            core._leave_frame()
+        except BaseException as exc:
+            if raised is not None and exc.__context__ is None:
+                exc.__context__ = raised
+            return exc
+        return raised
+
+
+def _run_handler(core, target, plan, raised):
+    """A CATCH handler run inline while `raised` is the exception being handled (the compiled
+    build; the pure build runs it inside its `except` block)."""
+    if cython.compiled:
+        exc_kwargs = _exc_keywords(raised) if plan.keyed else None
+        saved = start_handling(raised)
+        try:
+            _run_part(core, target, plan, exc_kwargs)
+        finally:
+            end_handling(saved)
+
+
+@cython.locals(core=InterpreterCore)
+async def _native_try(core, row, raised, as_subcall):
+    """Run the Try block of `row`; with `raised`, the body already ran and raised it."""
+    if row < 0 or row >= core._prog_v.nrows:
+        _row_outside(core._prog_v, row)
+    operands = core._prog_v.operands[row]
+    escape_slot = operands[FIRST_RESUME]
+    body, on_success, on_exit, catches = operands[EXTRA]
+    try:
+        try:
+            if raised is None:
+                await _near_call(core, row, body, None)
+            else:
+                raise raised
+        except BaseException as exc_val:
+            handler = _catch_for(core, catches, exc_val)
+            if handler is None:
+                raise
+            await _near_call(core, row, handler, _exc_keywords(exc_val))
+        else:
+            if on_success is not None:
+                await _near_call(core, row, on_success, None)
+        finally:
+            if on_exit is not None:
+                await _near_call(core, row, on_exit, None)
+    except InterruptKeepContext:
+        if not _left_block(core, row):
+            _provided("resume_near")(core, escape_slot)
+        raise
+    if not as_subcall and not _left_block(core, row):
+        core._jump_at(core._prog_v.crows[ROW_WIDTH * row + THEN], row, THEN)
+
+
+def _native_callsub(core, row):
+    """CALL: push the return address (compiled to a row when it is one) and jump."""
+    rows = core._prog_v.crows  # this row's dense row: crows[at + FIRST .. at + THEN]
+    at = ROW_WIDTH * row
+    return_row = rows[at + SECOND]
+    target_row = rows[at + THEN]
+    if return_row >= 0:
+        core._push_ret(core._pointer_at(return_row))
+    else:
+        core._push_ret(PointerVector(list(core._prog_v.nodes[row]._frm_addr)))
+    core._jump_at(target_row, row, THEN)
+
+
+def _native_ret(core):
+    saved = core._pop_ret()
+    core._flag_bits &= ~C_FLAG_HLT
+    core._c_rebase_to(saved if isinstance(saved, PointerVector) else saved.base_addr)
+    core._recycle(saved)
