@@ -130,3 +130,15 @@ def test_a_peer_message_joins_the_native_step_loop_at_a_step_boundary(turns):
     peer = {"role": "user", "content": "[peer message]\npeer note"}
     assert all(peer in request["messages"] for request in outcome["requests"])
     assert "call_tools" in _kinds(outcome)
+
+
+def test_a_retried_completion_streams_one_clean_answer(turns):
+    if "retried_completion" not in turns:
+        pytest.skip("node policies are this runtime's (1.1.3 has none)")
+    outcome = turns["retried_completion"]
+    _finished(outcome)
+    assert outcome["received"] == ["Hello", " world"]
+    assert _kinds(outcome) == ["call_tools", "call_api", "call_api", "call_api"]
+    markers = [item for item in outcome["raw"] if item in ("AttemptStarted", "AttemptVoided")]
+    assert markers == ["AttemptStarted", "AttemptVoided"] * 2 + ["AttemptStarted"]
+    assert outcome["raw"].count("Hel") == 2  # what the failed attempts streamed reached the consumer, marked void

@@ -65,6 +65,10 @@ REPORT_ORDER = {
         "loop_call",
         "request_depends2",
         "request_async",
+        "policy_by_hand",
+        "policy_declared",
+        "policy_by_hand_one_retry",
+        "policy_declared_one_retry",
     ],
     "app": ["amrita_core_turn", "amrita_core_turn_inline"],
     "floor": [
@@ -85,11 +89,11 @@ REPORT_ORDER = {
         "floor_event_request",
         "floor_thread_request",
     ],
-    "peer": ["peer_chain", "peer_agent", "peer_if_else"],
+    "peer": ["peer_chain", "peer_agent", "peer_if_else", "peer_retry"],
 }
 """Every scenario by kind, in registration order (the kinds, too, follow one another in this order)."""
 
-MODULE_FLOORS = [{"framework"}, {"bodies"}, {"engine", "serving", "variants", "amrita_core", "floors", "peer_work"}]
+MODULE_FLOORS = [{"framework"}, {"bodies"}, {"engine", "serving", "variants", "policies", "amrita_core", "floors", "peer_work"}]
 """The package's modules, bottom up: a module imports only modules of the floors below its own."""
 
 
@@ -103,7 +107,7 @@ def test_every_scenario_is_registered_in_the_report_order() -> None:
 
 
 def test_the_families_keep_their_order() -> None:
-    assert list(scenarios.FAMILIES) == ["try", "event", "loop", "request"]
+    assert list(scenarios.FAMILIES) == ["try", "event", "loop", "request", "policy", "policy_retry"]
 
 
 def test_every_family_member_is_registered_under_its_family() -> None:

@@ -457,6 +457,28 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         self._has_consumer = False
         self._has_producer_input_consumer = False
 
+    _output_watchers: list[Callable[[bool], None]] | None = None
+    """The time limits of running policy nodes (`amrita_sense.policies`): each is called with False
+    when output is sent, with True when a gate of this stream parks and with False when it resumes.
+    None when there are none: the only cost to a stream without them is this test."""
+
+    def _watch_output(self, watcher: Callable[[bool], None]) -> None:
+        if self._output_watchers is None:
+            self._output_watchers = [watcher]
+        else:
+            self._output_watchers.append(watcher)
+
+    def _unwatch_output(self, watcher: Callable[[bool], None]) -> None:
+        watchers = self._output_watchers
+        if watchers is not None and watcher in watchers:
+            watchers.remove(watcher)
+            if not watchers:
+                self._output_watchers = None
+
+    def _tell_watchers(self, held: bool) -> None:
+        for watcher in tuple(self._output_watchers or ()):
+            watcher(held)
+
     def __repr__(self) -> str:
         parked = len(self._parked or ())
         return (
@@ -612,6 +634,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                     request.set_result(None)  # the requester's loop runs right here
                 else:
                     _wake(request, self._request_owner)
+        if self._output_watchers is not None:
+            self._tell_watchers(True)
         try:
             await fut
         except BaseException:
@@ -621,6 +645,9 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                     if not parked and self._parked is parked:
                         self._parked = None
             raise
+        finally:
+            if self._output_watchers is not None:
+                self._tell_watchers(False)
         return True
 
     def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
@@ -655,6 +682,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         """
         if self._suspend_flag.pending:
             await self._wait_for_continue(SUSPEND_ON_PUSH)
+        if self._output_watchers is not None:
+            self._tell_watchers(False)
         callback = self._callback_fun_sending
         if callback is None:
             await self._put_to_queue(obj)
@@ -674,6 +703,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         """
         if self._suspend_flag.pending:
             await self._wait_for_continue(SUSPEND_ON_YIELD)
+        if self._output_watchers is not None:
+            self._tell_watchers(False)
         callback = self._callback_fun
         if callback is None:
             await self._put_to_queue(response)

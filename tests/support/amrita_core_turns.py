@@ -33,15 +33,18 @@ ANSWER = ["Hello", " world"]
 
 
 class Script:
-    """What the scripted model does in the current scenario, and what it was sent."""
+    """What the scripted model does in the current scenario, and what it was sent; `failures`:
+    how many of the next answers stream one chunk and then fail with ConnectionError."""
 
     tool_rounds: list[list[dict] | None] = []
     requests: list[dict[str, Any]] = []
+    failures = 0
 
     @classmethod
-    def start(cls, tool_rounds: list[list[dict] | None]) -> None:
+    def start(cls, tool_rounds: list[list[dict] | None], failures: int = 0) -> None:
         cls.tool_rounds = list(tool_rounds)
         cls.requests = []
+        cls.failures = failures
 
 
 def _message(message: Any) -> dict[str, str]:
@@ -59,6 +62,10 @@ class ScriptedAdapter(ModelAdapter):
 
     async def call_api(self, messages: Any, **kwargs: Any) -> Any:
         Script.requests.append({"kind": "call_api", "messages": [_message(m) for m in messages]})
+        if Script.failures:
+            Script.failures -= 1
+            yield ANSWER[0][:3]
+            raise ConnectionError("the model dropped the connection mid-answer")
         for chunk in ANSWER:
             yield chunk
         yield UniResponse(role="assistant", content="".join(ANSWER), usage=None, tool_calls=None)
@@ -156,7 +163,35 @@ async def step_loop_with_a_peer_message() -> dict[str, Any]:
     return await _finish(_chat(io_stream=stream, workflow=_step_workflow_rendered), _full_response)
 
 
+async def retried_completion() -> dict[str, Any]:
+    """The completion node declared with a retry policy and void markers (this runtime only): the
+    model fails twice after streaming a chunk, then answers; what the consumer read, cleaned by
+    `drop_voided`, is one answer."""
+    from amrita_core.chatmanager.chat_object import _workflow
+    from amrita_core.components import LLM_COMPLETION
+
+    from amrita_sense.node.wrapper import Node
+    from amrita_sense.policies import Retry, drop_voided
+
+    retried = Node(LLM_COMPLETION.tag, retry=Retry(attempts=3, delay=0.001, jitter=0), mark_void=True)(
+        LLM_COMPLETION.func
+    )
+    workflow = amrita_sense.NodeCompose(*[retried if node is LLM_COMPLETION else node for node in _workflow])
+    Script.start([None], failures=2)
+    raw: list[Any] = []
+
+    async def consume(chat: ChatObject) -> Any:
+        raw.extend([x async for x in chat.io_stream.get_response_generator()])
+        return [item for item in drop_voided(raw) if isinstance(item, str)]
+
+    outcome = await _finish(_chat(workflow=workflow.render()), consume)
+    outcome["raw"] = [item if isinstance(item, str) else type(item).__name__ for item in raw]
+    return outcome
+
+
 SCENARIOS = [plain_answer, tool_call, failing_tool, streamed_answer, step_loop_with_a_peer_message]
+if hasattr(amrita_sense, "IMPLEMENTATION"):
+    SCENARIOS.append(retried_completion)
 
 
 async def run_all() -> dict[str, Any]:

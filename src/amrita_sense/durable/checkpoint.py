@@ -7,6 +7,7 @@ the interpreter's snapshot into `store` under `run_id`:
 - at every suspend point, just before the run parks there (`at_suspend`): the
   between-node gate, a main-loop node's own gate, a gate of a FUN_BLOCK /
   BATCH_RUN sub-interpreter;
+- when a node with a policy begins a backoff before its next attempt;
 - when the run ends: finished, halted (SUSPEND), reset (RESET) or, with
   `on_panic`, panicked.
 
@@ -168,6 +169,14 @@ class Checkpointing:
             await self.save(top)
         except SnapshotUnavailable:
             pass  # a gate inside a sub-call is not a point a run can be restored at
+
+    async def at_backoff(self, top: Any) -> None:
+        """A node with a policy of `top`'s run begins a backoff: save, so that a restored run makes
+        the remaining attempts (unless the node runs where no run can be restored, in a sub-call)."""
+        try:
+            await self.save(top)
+        except SnapshotUnavailable:
+            pass
 
     async def run(self, interp: Any) -> None:
         """`interp.run()` with checkpoints (see the module docstring): the general step loop with

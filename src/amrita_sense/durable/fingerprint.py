@@ -25,7 +25,7 @@ from typing import Any
 
 from amrita_sense import core as _core
 from amrita_sense.durable.errors import GraphMismatch
-from amrita_sense.durable.node_state import memo_rows, sub_graphs
+from amrita_sense.durable.node_state import attempt_rows, memo_rows, sub_graphs
 from amrita_sense.node.core import program_of
 
 _CACHE_SIZE = 64
@@ -44,6 +44,8 @@ class GraphOutline:
     program: Any
     memo_rows: tuple[int, ...]
     """The rows whose node keeps a return address it computes at its first execution."""
+    attempt_rows: tuple[int, ...] = ()
+    """The rows whose node has a policy (keeps the attempts of a step in flight)."""
 
     def describe_row(self, row: int) -> str:
         """What this graph holds at `row`, for error messages."""
@@ -90,7 +92,7 @@ def _build_outline(prog: Any) -> GraphOutline:
         digest.update(b"\n")
         digests.append(zlib.crc32(data))
     packed = struct.pack(f"<{len(digests)}I", *digests)
-    return GraphOutline(digest.hexdigest()[:32], tuple(digests), packed, prog, memo_rows(prog))
+    return GraphOutline(digest.hexdigest()[:32], tuple(digests), packed, prog, memo_rows(prog), attempt_rows(prog))
 
 
 def _row_lines(prog: Any) -> list[str]:
@@ -102,7 +104,8 @@ def _row_lines(prog: Any) -> list[str]:
         if prog.bits[row] & _core.ROW_EMPTY:
             parts = [addr, "<empty>"]
         else:
-            parts = [addr, _type_name(type(node)), _callable_name(getattr(node, "func", None)), _tag(node)]
+            kind = getattr(type(node), "_outline_type", type(node))  # a policy node is named as its plain node
+            parts = [addr, _type_name(kind), _callable_name(getattr(node, "func", None)), _tag(node)]
         parts.extend(aliases.get(row, ()))
         parts.extend(f"sub={graph_fingerprint(graph)}" for graph in sub_graphs(node))
         lines.append("\x1f".join(parts))

@@ -9,16 +9,18 @@ Two kinds:
   restore forks new children for the restored interpreter the way the node's
   `_pre_check` does and gives them that state;
 - return addresses computed at a node's first execution and then kept: INT
-  without `ret_to` and PUSH_CONTEXT(None).
+  without `ret_to` and PUSH_CONTEXT(None);
+- the attempts of a node with a policy: how many failed, and the deadline of
+  the backoff before the next one.
 
-Both are read and rebuilt through the nodes' own protocol (`amrita_sense.node.run_state`).
+All are read and rebuilt through the nodes' own protocol (`amrita_sense.node.run_state`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from amrita_sense.node.run_state import AddressKeeper, ForkingStep
+from amrita_sense.node.run_state import AddressKeeper, AttemptKeeper, ForkingStep
 
 RUNNING, RETURNED, PENDING = "running", "returned", "pending"
 """How a child stood when its parent's step was snapshotted: mid-run, its run had returned, not started."""
@@ -104,3 +106,35 @@ def apply_memo(node: Any, value: list[int]) -> None:
     if not _keeps(node):
         raise TypeError(f"{node!r} keeps no return address")
     node.keep_address(value)
+
+
+# ----- attempts of nodes with a policy ----------------------------------------------------------
+
+
+def attempt_rows(prog: Any) -> tuple[int, ...]:
+    """The rows of `prog` whose node has a policy (keeps attempts)."""
+    return tuple(row for row in range(prog.nrows) if isinstance(prog.nodes[row], AttemptKeeper))
+
+
+def backing_off(node: Any, interp: Any) -> bool:
+    """True when `node` is a policy node that `interp` waits at, between two attempts."""
+    return isinstance(node, AttemptKeeper) and node.backing_off(interp)
+
+
+def capture_attempts(prog: Any, rows: tuple[int, ...], interp: Any) -> list[list]:
+    """`[[address of the node, failed attempts, deadline or None], ...]` for `interp`'s steps in flight."""
+    found = []
+    for row in rows:
+        state = prog.nodes[row].attempt_state(interp)
+        if state is not None:
+            found.append([list(prog.addrs[row]), state[0], state[1]])
+    return found
+
+
+def attempts_conflict(node: Any) -> str | None:
+    """Why restored attempts cannot be given to `node` (None when they can)."""
+    return None if isinstance(node, AttemptKeeper) else "the slot holds no node with a policy"
+
+
+def apply_attempts(node: Any, interp: Any, failures: int, deadline: float | None) -> None:
+    node.keep_attempt_state(interp, failures, deadline)

@@ -139,6 +139,7 @@ def check_state(state: Any, where: str, blob_count: int, depth: int = 0) -> dict
         check_exception_record(panic, where + ".panic", blob_count)
     _blob_index(_get(state, "pools", where), where + ".pools", blob_count)
     _check_memos(_get(state, "memo", where), where + ".memo")
+    _check_attempts(state.get("attempts", []), where + ".attempts")
     children = _get(state, "children", where)
     if children is not None:
         _check_children(children, where + ".children", blob_count, depth)
@@ -179,6 +180,18 @@ def _check_memos(memos: Any, where: str) -> None:
             raise _fail(f"{where}[{i}]", "expected [address, address]")
         _address(memo[0], f"{where}[{i}][0]")
         _address(memo[1], f"{where}[{i}][1]")
+
+
+def _check_attempts(attempts: Any, where: str) -> None:
+    if type(attempts) is not list:
+        raise _fail(where, "expected a list")
+    for i, item in enumerate(attempts):
+        if type(item) is not list or len(item) != 3:
+            raise _fail(f"{where}[{i}]", "expected [address, failed attempts, deadline]")
+        _address(item[0], f"{where}[{i}][0]")
+        _int(item[1], f"{where}[{i}][1]", 1)
+        if item[2] is not None and (type(item[2]) not in (int, float) or item[2] != item[2]):
+            raise _fail(f"{where}[{i}][2]", "expected a number of seconds or null")
 
 
 def _check_children(children: Any, where: str, blob_count: int, depth: int) -> None:
@@ -243,6 +256,8 @@ class _StatePlan:
     panic: BaseException | None
     ignored: tuple | None
     memos: list = field(default_factory=list)
+    attempts: list = field(default_factory=list)
+    """`(node, failed attempts, deadline)` of the steps in flight at nodes with a policy."""
     children: tuple | None = None
     """`(kind, node, [(standing, plan), ...])` for a FUN_BLOCK / BATCH_RUN step in flight."""
 
@@ -259,6 +274,8 @@ class _StatePlan:
             interp._interpreter_id = self.ident
         for node, value in self.memos:
             node_state.apply_memo(node, value)
+        for node, failures, deadline in self.attempts:
+            node_state.apply_attempts(node, interp, failures, deadline)
         if self.children is not None:
             kind, node, items = self.children
             for child, (standing, plan) in zip(node_state.fork_children(node, kind, interp), items):
@@ -285,6 +302,7 @@ def _plan_state(
         ignored,
     )
     plan.memos = _plan_memos(prog, state["memo"], lenient)
+    plan.attempts = _plan_attempts(prog, state.get("attempts", []), lenient)
     if state["children"] is not None:
         plan.children = _plan_children(prog, state, codec, blobs)
     return plan
@@ -364,6 +382,18 @@ def _plan_memos(prog: Any, memos: list, lenient: bool) -> list:
             planned.append((prog.nodes[row], value))
         elif not lenient:
             raise RestoreError(f"the return address kept by the node at {node_addr} cannot be restored: {problem}")
+    return planned
+
+
+def _plan_attempts(prog: Any, attempts: list, lenient: bool) -> list:
+    planned: list[tuple[Any, int, float | None]] = []
+    for node_addr, failures, deadline in attempts:
+        row, exact = prog.locate(node_addr)
+        problem = "no node has this address" if row < 0 or not exact else node_state.attempts_conflict(prog.nodes[row])
+        if problem is None:
+            planned.append((prog.nodes[row], failures, None if deadline is None else float(deadline)))
+        elif not lenient:
+            raise RestoreError(f"the attempts of the node at {node_addr} cannot be restored: {problem}")
     return planned
 
 

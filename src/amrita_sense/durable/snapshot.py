@@ -9,7 +9,8 @@ Where a snapshot can be taken (`position` in `SnapshotInfo`):
   snapshot holds the state the loop will have after it moves on, ``idle`` when
   that step was the run's last), or in a run's own bookkeeping;
 - ``gate``: parked at a node's own suspend gate (`object_io._wait_for_continue(tag)`
-  of a main-loop node), before the node runs;
+  of a main-loop node), before the node runs; or a node with a policy backing off
+  between two attempts (the restored run runs the node again, at its next attempt);
 - ``step``: inside a middleware, from the run's own task, before the middleware
   calls `_call()` (taken after it, the restored run runs that node again: the
   at-least-once rule);
@@ -36,6 +37,8 @@ The engine document (format version 1) is a JSON object::
       "panic": EXCEPTION or null,
       "pools": index of the user blob holding (extra_args, extra_kwargs), or null,
       "memo": [[address, address], ...] (return addresses INT / PUSH_CONTEXT(None) computed and kept),
+      "attempts": [[address, int, float or null], ...] (optional: per node with a policy whose step is in
+                  flight, the failed attempts and the wall-clock end of the backoff before the next one),
       "children": null or {"kind": "fun_block" | "batch", "at": address of the step,
                            "items": [{"standing": "running" | "returned" | "pending",
                                       "graph": fingerprint, "state": STATE}, ...]}
@@ -113,6 +116,8 @@ def position_of(interp: Any) -> str:
     node = _node_at_pointer(interp)
     if interp._parked_tag is not None and interp._parked_tag == getattr(node, "tag", None):
         return GATE
+    if node is not None and node_state.backing_off(node, interp):
+        return GATE
     if interp._middleware is not None and interp._node_calls == 0 and _current_task() is owner:
         return STEP
     if node is not None and node_state.step_children(node, interp) is not None:
@@ -160,6 +165,7 @@ def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> t
         "panic": None if interp._panic_exc is None else encode_exception(interp._panic_exc, codec, blobs),
         "pools": _pools_blob(interp, codec, blobs) if with_pools and codec is not None else None,
         "memo": _memos(interp),
+        "attempts": _attempts(interp),
         "children": None,
     }
     parked = interp._parked_tag is not None
@@ -179,6 +185,12 @@ def _outline(interp: Any) -> GraphOutline:
 def _memos(interp: Any) -> list[list]:
     outline = _outline(interp)
     return node_state.capture_memos(outline.program, outline.memo_rows) if outline.memo_rows else []
+
+
+def _attempts(interp: Any) -> list[list]:
+    outline = _outline(interp)
+    rows = outline.attempt_rows
+    return node_state.capture_attempts(outline.program, rows, interp) if rows else []
 
 
 def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:

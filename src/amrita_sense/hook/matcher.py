@@ -159,6 +159,12 @@ def _handler_groups(event_type: str) -> tuple[list[FunctionData], ...]:
     return groups
 
 
+def has_handlers(event_type: str) -> bool:
+    """Whether any handler is registered for `event_type` (a dispatcher of its own events may then
+    skip building and dispatching them)."""
+    return any(_handler_groups(event_type))
+
+
 # ----- matchers ----------------------------------------------------------------------
 
 

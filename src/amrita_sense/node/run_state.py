@@ -1,11 +1,13 @@
 """What a node keeps during a run, as the node itself exposes it to snapshots, restore and the debugger.
 
-Two kinds of node keep run state of their own, outside the interpreter:
+Three kinds of node keep run state of their own, outside the interpreter:
 
 - a `ForkingStep` (FUN_BLOCK, BATCH_RUN) runs sub-graphs in interpreters it forks for each
   interpreter that runs it; while its step is in flight those children are part of the run;
 - an `AddressKeeper` (INT without `ret_to`, PUSH_CONTEXT(None)) computes a return address at its
-  first execution and keeps it for the later ones.
+  first execution and keeps it for the later ones;
+- an `AttemptKeeper` (a node with a policy) counts the failed attempts of the step in flight and
+  keeps the deadline of the backoff before the next one.
 
 The durable layer and the debugger call these methods instead of reading the classes' fields.
 """
@@ -56,4 +58,23 @@ class AddressKeeper:
 
     def keep_address(self, address: list[int]) -> None:
         """Keep `address` as if the node had computed it (a restored run)."""
+        raise NotImplementedError
+
+
+class AttemptKeeper:
+    """A node with a policy (`amrita_sense.policies`): per interpreter, the attempts that failed so far
+    and the wall-clock time its backoff before the next attempt ends."""
+
+    __slots__ = ()
+
+    def attempt_state(self, interp: Any) -> tuple[int, float | None] | None:
+        """`(failed attempts, backoff deadline or None)` of `interp`'s step at this node, or None."""
+        raise NotImplementedError
+
+    def keep_attempt_state(self, interp: Any, failures: int, deadline: float | None) -> None:
+        """Give `interp` this standing (a restored run: its next attempt is `failures + 1`)."""
+        raise NotImplementedError
+
+    def backing_off(self, interp: Any) -> bool:
+        """True while `interp` waits out a backoff at this node (a point a snapshot can be taken at)."""
         raise NotImplementedError

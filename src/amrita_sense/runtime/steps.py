@@ -1,5 +1,6 @@
 """The general step loop: every run that is not the core's compiled loop (`_execute`) goes through
-`step_loop`: `run_step_by()`, checkpointing, and the hooks that policies and telemetry add.
+`step_loop`: `run_step_by()`, checkpointing, and the hooks that telemetry adds. (Node policies need
+none: a policy node runs its attempts inside its own step, `amrita_sense.policies`.)
 
 One step (semantics rule 13): the between-node gate (outside the lock), a pending stop, the lock,
 enter (`_enter_step`: the pointer made, a halt resumed), run (`_run_current`: the middleware or

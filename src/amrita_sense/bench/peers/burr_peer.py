@@ -29,7 +29,10 @@ def telemetry() -> str:
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
     """`serve(x)`: one request of `work` (a name in `S.PEER_WORKS`) on a graph built here."""
-    return {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}[work](S)
+    builders = {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}
+    if work not in builders:
+        raise S.Unavailable(f"{work} is not written for Burr (it has no per-action retry policy)")
+    return builders[work](S)
 
 
 def _serve(graph: Any, entrypoint: str, halt_after: list, result: str) -> Callable[..., Any]:

@@ -45,7 +45,7 @@ def telemetry() -> str:
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
     """`serve(x)`: one request of `work` (a name in `S.PEER_WORKS`) on a graph compiled here."""
-    return {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}[work](S)
+    return {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch, "peer_retry": _retry}[work](S)
 
 
 def _chain_step(mix: Callable[[int, int], int], k: int) -> Callable[[ChainState], Any]:
@@ -129,5 +129,28 @@ def _branch(S: Any) -> Callable[[int], Any]:
 
     async def serve(x: int) -> int:
         return (await graph.ainvoke({"x": x}))["result"]
+
+    return serve
+
+
+def _retry(S: Any) -> Callable[[int], Any]:
+    """One node with LangGraph's retry policy (two attempts, no backoff, only the transient error)."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import RetryPolicy
+
+    call = S.peer_flaky_call()
+
+    async def flaky(state: ChainState) -> dict[str, int]:
+        return {"value": call(state["value"])}
+
+    builder = StateGraph(ChainState)
+    policy = RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False, retry_on=S.PeerTransient)
+    builder.add_node("flaky", flaky, retry_policy=policy)
+    builder.add_edge(START, "flaky")
+    builder.add_edge("flaky", END)
+    graph = builder.compile()
+
+    async def serve(x: int) -> int:
+        return (await graph.ainvoke({"value": x}))["value"]
 
     return serve

@@ -27,7 +27,10 @@ def telemetry() -> str:
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
     """`serve(x)`: one request of `work` (a name in `S.PEER_WORKS`) on a workflow made here."""
-    return {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}[work](S)
+    builders = {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}
+    if work not in builders:
+        raise S.Unavailable(f"{work} is not written for LlamaIndex Workflows (not written for it yet)")
+    return builders[work](S)
 
 
 def _chain(S: Any) -> Callable[[int], Any]:

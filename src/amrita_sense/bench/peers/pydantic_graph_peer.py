@@ -41,7 +41,10 @@ def telemetry() -> str:
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
     """`serve(x)`: one request of `work` (a name in `S.PEER_WORKS`) on a graph built here."""
-    return {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}[work](S)
+    builders = {"peer_chain": _chain, "peer_agent": _agent, "peer_if_else": _branch}
+    if work not in builders:
+        raise S.Unavailable(f"{work} is not written for pydantic-graph (it has no per-node retry policy)")
+    return builders[work](S)
 
 
 def _chain(S: Any) -> Callable[[int], Any]:

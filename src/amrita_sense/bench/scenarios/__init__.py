@@ -26,12 +26,12 @@ written the ways users write it; some members are "engine" scenarios too).
 Modules, each importing only those listed before it: `framework` (the registry, plans,
 targets, measuring), `bodies` (the parts several families share), then one module per family,
 imported here in the order the report lists them: `engine`, `serving` (per request), `variants`,
-`amrita_core`, `floors`, `peer_work`. Importing them registers their scenarios in `SCENARIOS`.
+`policies`, `amrita_core`, `floors`, `peer_work`. Importing them registers their scenarios in `SCENARIOS`.
 """
 
 # isort: off
 # The families in the report's order: each registers its scenarios as it is imported.
-from . import engine, serving, variants, amrita_core, floors, peer_work
+from . import engine, serving, variants, policies, amrita_core, floors, peer_work
 
 # isort: on
 from .amrita_core import AMRITA_CORE_ANSWER, AMRITA_CORE_TURNS
@@ -63,12 +63,15 @@ from .peer_work import (
     AgentRequest,
     BranchRequest,
     ChainRequest,
+    PeerTransient,
     PeerWork,
     peer_agent_result,
     peer_branch_result,
     peer_chain_result,
+    peer_flaky_call,
     peer_mix,
     peer_plan,
+    peer_retry_result,
 )
 
 __all__ = [
@@ -92,6 +95,7 @@ __all__ = [
     "ChainRequest",
     "CountMismatch",
     "Family",
+    "PeerTransient",
     "PeerWork",
     "Plan",
     "Scenario",
@@ -111,9 +115,12 @@ __all__ = [
     "peer_agent_result",
     "peer_branch_result",
     "peer_chain_result",
+    "peer_flaky_call",
     "peer_mix",
     "peer_plan",
+    "peer_retry_result",
     "peer_work",
+    "policies",
     "scenario",
     "serving",
     "variants",

@@ -112,6 +112,8 @@ FAMILIES: Dict[str, Family] = {
             "a new interpreter per request over 20 distinct nodes, 10 contexts",
             (Target("vs_ref", ">=", 50), _SPREAD),
         ),
+        Family("policy", "an async node with a retry policy, succeeding at once", (_SPREAD,)),
+        Family("policy_retry", "an async node with a retry policy, failing once first", (_SPREAD,)),
     )
 }
 

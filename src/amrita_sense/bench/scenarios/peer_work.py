@@ -46,6 +46,33 @@ def peer_branch_result(x: int) -> int:
     return x // 2 if x % 2 == 0 else 3 * x + 1
 
 
+PEER_RETRY_KEY = 7
+
+
+def peer_retry_result(x: int) -> int:
+    """The flaky call: its first attempt fails (`PeerTransient`), the retry folds 7 into x."""
+    return peer_mix(x, PEER_RETRY_KEY)
+
+
+class PeerTransient(Exception):
+    """What the flaky call's first attempt raises (the only failure its retry policy retries)."""
+
+
+def peer_flaky_call() -> Callable[[int], int]:
+    """`call(x)`: raises `PeerTransient` on every other call, starting with the first, else returns
+    the retry's result; one request is two calls, whichever runtime retries it."""
+    fail = [True]
+
+    def call(x: int) -> int:
+        if fail[0]:
+            fail[0] = False
+            raise PeerTransient(f"the first attempt for {x} failed")
+        fail[0] = True
+        return peer_retry_result(x)
+
+    return call
+
+
 @dataclasses.dataclass(frozen=True)
 class PeerWork:
     """One of the peers' three requests: its title and the result expected for input x."""
@@ -65,6 +92,7 @@ PEER_WORKS: Dict[str, PeerWork] = {
             peer_agent_result,
         ),
         PeerWork("peer_if_else", "IF/ELSE on the request", peer_branch_result),
+        PeerWork("peer_retry", "one call that fails once, retried by the node's retry policy", peer_retry_result),
     )
 }
 
@@ -166,6 +194,19 @@ def _peer_branch_graph() -> Any:
     return NodeCompose(IF(Node()(is_even), Node()(half)).ELSE(Node()(triple))).render()
 
 
+def _peer_retry_graph() -> Any:
+    """One async node with a declared retry policy (no backoff); n/a on builds without policies."""
+    Node, NodeCompose, _ = api()
+    Retry = need("amrita_sense.policies", "Retry")
+    call = peer_flaky_call()
+
+    async def flaky(request: ChainRequest) -> None:
+        request.value = call(request.value)
+
+    retry = Retry(attempts=2, retry_on=PeerTransient, delay=0, jitter=0)
+    return NodeCompose(Node(retry=retry)(flaky)).render()
+
+
 def _serve_on(graph: Any, make_request: Callable[[int], Any], result: Callable[[Any], int]) -> Callable[[int], Any]:
     """One request: a new interpreter over `graph`, the request object in its pool."""
     _, _, WorkflowInterpreter = api()
@@ -195,3 +236,8 @@ def peer_agent(n: int) -> Plan:
 @_peer_scenario("peer_if_else")
 def peer_if_else(n: int) -> Plan:
     return peer_plan("peer_if_else", n, _serve_on(_peer_branch_graph(), BranchRequest, lambda request: request.result))
+
+
+@_peer_scenario("peer_retry")
+def peer_retry(n: int) -> Plan:
+    return peer_plan("peer_retry", n, _serve_on(_peer_retry_graph(), ChainRequest, lambda request: request.value))
