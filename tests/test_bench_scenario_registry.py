@@ -93,7 +93,11 @@ REPORT_ORDER = {
 }
 """Every scenario by kind, in registration order (the kinds, too, follow one another in this order)."""
 
-MODULE_FLOORS = [{"framework"}, {"bodies"}, {"engine", "serving", "variants", "policies", "amrita_core", "floors", "peer_work"}]
+MODULE_FLOORS = [
+    {"framework"},
+    {"bodies"},
+    {"engine", "serving", "variants", "policies", "amrita_core", "floors", "peer_work"},
+]
 """The package's modules, bottom up: a module imports only modules of the floors below its own."""
 
 
