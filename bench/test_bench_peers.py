@@ -60,6 +60,10 @@ def ask_worker(python: str, peer: str, loop: str, commands: list[dict]) -> list[
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
+UNWRITTEN = {("pydantic-graph", "peer_retry"), ("burr", "peer_retry"), ("llamaindex", "peer_retry")}
+"""The peers' work a peer's module does not write (its `build` says why: n/a in the table)."""
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("name", list(peers.PEERS))
 def test_each_peer_serves_the_work_with_right_results(name: str, loop: str) -> None:
@@ -72,6 +76,9 @@ def test_each_peer_serves_the_work_with_right_results(name: str, loop: str) -> N
     assert {dist: hello["versions"][dist] for dist in pinned} == pinned
     assert hello["telemetry"]  # the worker switched it off and says how it stands
     for work, reply in zip(S.PEER_WORKS, replies):
+        if (name, work) in UNWRITTEN:
+            assert reply["status"] == "n/a" and "is not written for" in reply["reason"], f"{work}: {reply}"
+            continue
         # "ok" only after the plan's check compared every request's result with the expected one
         assert reply["status"] == "ok", f"{work}: {reply}"
         assert reply["ops"] == SMOKE_REQUESTS and reply["value"] > 0

@@ -367,7 +367,7 @@ class PolicyNode(Node, AttemptKeeper):
 
     async def _run(self, interp: Any, args: tuple, kwargs: dict) -> Any:
         policy = self.policy
-        standing = self._standing.get(interp) if interp is not None else None
+        standing = self._standing.get(interp) if interp is not None and self._standing else None
         try:
             while True:
                 if standing is not None and standing.deadline is not None:
@@ -403,7 +403,7 @@ class PolicyNode(Node, AttemptKeeper):
             self._forget(interp)
 
     def _forget(self, interp: Any) -> None:
-        if interp is not None:
+        if interp is not None and self._standing:  # (an empty map's test is cheaper than its pop)
             self._standing.pop(interp, None)
 
     def _handles(self, interp: Any, exc: Exception) -> bool:
