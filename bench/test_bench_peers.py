@@ -182,9 +182,11 @@ def test_the_runner_puts_a_peer_beside_our_builds(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert [r["scenario"] for r in doc["results"]] == list(S.PEER_WORKS)
     for row in doc["results"]:
-        assert row["kind"] == "peer" and row["builds"]["burr"]["status"] == "ok", row
+        status = "n/a" if ("burr", row["scenario"]) in UNWRITTEN else "ok"
+        assert row["kind"] == "peer" and row["builds"]["burr"]["status"] == status, row
         assert row["ratios"]["x_primary"]["pure"] == pytest.approx(1.0)
-        assert row["ratios"]["x_primary"]["burr"] > 0
+        if status == "ok":
+            assert row["ratios"]["x_primary"]["burr"] > 0
     meta = doc["meta"]["builds"]["burr"]
     assert meta["versions"]["apache-burr"] == "0.42.0" and meta["telemetry"]
     again = subprocess.run(
