@@ -142,3 +142,14 @@ def test_a_retried_completion_streams_one_clean_answer(turns):
     markers = [item for item in outcome["raw"] if item in ("AttemptStarted", "AttemptVoided")]
     assert markers == ["AttemptStarted", "AttemptVoided"] * 2 + ["AttemptStarted"]
     assert outcome["raw"].count("Hel") == 2  # what the failed attempts streamed reached the consumer, marked void
+
+
+def test_a_traced_turn_is_one_trace_whose_model_call_parents_the_http_span(turns):
+    if "traced_turn" not in turns:
+        pytest.skip("telemetry is this runtime's (1.1.3 has none)")
+    outcome = turns["traced_turn"]
+    _finished(outcome)
+    from amrita_core.components import LLM_COMPLETION
+
+    assert (outcome["traces"], outcome["runs"]) == (1, 1)
+    assert outcome["http_parents"] == [f"amrita_sense.node {LLM_COMPLETION.tag}"]

@@ -58,6 +58,7 @@ from amrita_sense.instructions.enum import BuiltinTags
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import Node
 from amrita_sense.node.run_state import AttemptKeeper
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.offload import run_in_worker
 
 POLICY_EVENT = "amrita_sense.policy"
@@ -608,10 +609,26 @@ async def _send(interp: Any, marker: Any) -> None:
 async def _dispatch(interp: Any, event: PolicyEvent) -> None:
     """Dispatch `event` with the interpreter's pools for injection (not when no handler listens).
     Events in the pools are left out: `trigger_event` would dispatch the last of them instead."""
+    observer = _observe.current
+    if observer is not None and interp is not None:
+        observer.event(interp, _observe.EVENT_POLICY, _event_attributes(event))
     if interp is None or not has_handlers(POLICY_EVENT):
         return
     args = tuple(arg for arg in interp._ava_args if not isinstance(arg, BaseEvent))
     await MatcherFactory.trigger_event(event, *args, exception_ignored=interp._exc_ignored, **interp._ava_kwargs)
+
+
+def _event_attributes(event: PolicyEvent) -> dict[str, Any]:
+    """`event` as span-event attributes (plain values only)."""
+    attributes: dict[str, Any] = {"amrita_sense.policy.kind": event.kind, "amrita_sense.node.tag": event.node}
+    attributes["amrita_sense.policy.attempt"] = event.attempt
+    if event.error is not None:
+        attributes["amrita_sense.policy.error"] = repr(event.error)
+    if event.delay is not None:
+        attributes["amrita_sense.policy.delay"] = event.delay
+    if event.fallback is not None:
+        attributes["amrita_sense.policy.fallback"] = event.fallback
+    return attributes
 
 
 async def _checkpoint(interp: Any) -> None:

@@ -39,6 +39,7 @@ class Script:
     tool_rounds: list[list[dict] | None] = []
     requests: list[dict[str, Any]] = []
     failures = 0
+    tracer: Any = None
 
     @classmethod
     def start(cls, tool_rounds: list[list[dict] | None], failures: int = 0) -> None:
@@ -62,6 +63,9 @@ class ScriptedAdapter(ModelAdapter):
 
     async def call_api(self, messages: Any, **kwargs: Any) -> Any:
         Script.requests.append({"kind": "call_api", "messages": [_message(m) for m in messages]})
+        if Script.tracer is not None:  # what an HTTP client's instrumentation would open here
+            with Script.tracer.start_as_current_span("http.client POST /chat/completions"):
+                pass
         if Script.failures:
             Script.failures -= 1
             yield ANSWER[0][:3]
@@ -189,9 +193,37 @@ async def retried_completion() -> dict[str, Any]:
     return outcome
 
 
+async def traced_turn() -> dict[str, Any]:
+    """A turn with telemetry on (this runtime only): the spans' names, traces and parents."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from amrita_sense import telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=provider, node_spans="all")
+    Script.tracer = provider.get_tracer("scripted-http")
+    try:
+        Script.start([None])
+        outcome = await _finish(_chat(), _full_response)
+    finally:
+        Script.tracer = None
+        telemetry.uninstrument()
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span for span in spans}
+    http = [span for span in spans if span.name.startswith("http.client")]
+    outcome["traces"] = len({span.context.trace_id for span in spans})
+    outcome["runs"] = sum(span.name == telemetry.RUN_SPAN for span in spans)
+    outcome["http_parents"] = [by_id[span.parent.span_id].name for span in http if span.parent is not None]
+    return outcome
+
+
 SCENARIOS = [plain_answer, tool_call, failing_tool, streamed_answer, step_loop_with_a_peer_message]
 if hasattr(amrita_sense, "IMPLEMENTATION"):
-    SCENARIOS.append(retried_completion)
+    SCENARIOS += [retried_completion, traced_turn]
 
 
 async def run_all() -> dict[str, Any]:

@@ -19,7 +19,7 @@ import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 import ray  # type: ignore[import-not-found,unused-ignore]
@@ -35,6 +35,7 @@ from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteChe
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.runtime import observe as _observe
 
 STREAM_BUFFER = 16
 """Batches of a streamed run the driver holds before it stops reading (the worker then waits)."""
@@ -45,7 +46,7 @@ CONTROL_SLOTS = 16
 class _Worker:
     """One worker slot of the pool: its current actor (replaced when it dies) and the runs it holds."""
 
-    __slots__ = ("active", "actor", "alive", "deaths", "generation", "index", "watcher")
+    __slots__ = ("active", "actor", "alive", "deaths", "generation", "index", "start_error", "watcher")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -55,6 +56,7 @@ class _Worker:
         self.active: dict[str, _RunState] = {}
         self.watcher: asyncio.Future | None = None
         self.deaths = 0
+        self.start_error: BaseException | None = None  # its actor failed to start (worker_init raised)
 
     @property
     def label(self) -> str:
@@ -111,6 +113,7 @@ class _RunState:
         "resume_from",
         "run_id",
         "suspended",
+        "trace",
         "waiter",
         "worker",
         "workflow",
@@ -124,12 +127,14 @@ class _RunState:
         streaming: bool,
         mode: str,
         resume_from: bytes | None,
+        trace: dict[str, str] | None = None,
     ) -> None:
         self.workflow = workflow
         self.run_id = run_id
         self.payload = payload
         self.mode = mode
         self.resume_from = resume_from
+        self.trace = trace  # the caller's trace context (telemetry's carrier), for the run's span on the worker
         self.future: concurrent.futures.Future[RunOutcome] = concurrent.futures.Future()
         self.attempts = 0
         self.worker: _Worker | None = None
@@ -141,6 +146,16 @@ class _RunState:
         self.buffer = _Buffer() if streaming else None
         self.requests = asyncio.Lock()  # requests reach the worker one after the other, in the order made
         self.waiter: tuple | None = None  # (the runs, their future) while they wait for a slot
+
+
+def _failed_to_start(exc: BaseException) -> bool:
+    """Whether Ray's actor error says the actor's `__init__` raised (its `worker_init`), not that it died."""
+    return bool(getattr(exc, "actor_init_failed", False))
+
+
+def _last_line(exc: BaseException | None) -> str:
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else repr(exc)
 
 
 def _checked_run_id(run_id: Any) -> str:
@@ -220,6 +235,18 @@ class SensePool:
         actor_options: extra Ray actor options for the workers (`num_cpus`, `resources`,
             `runtime_env`, `scheduling_strategy`...); each worker takes one CPU by default.
         name: names the pool's thread and the workers' labels.
+        worker_init: a picklable callable, called with no arguments once in each worker's process
+            when the worker starts, before it takes any run (its return value is ignored): set up
+            what the process needs, e.g. `amrita_sense.telemetry.instrument(...)` with the
+            worker's exporter. A replacement worker calls it too. When it raises, that worker does
+            not start and is not replaced (the error is logged with its traceback); once no worker
+            is left, the waiting runs and every later run end with status ``error`` and a
+            `RuntimeError` naming it (chained to Ray's error, which holds the traceback).
+
+    Telemetry: when `amrita_sense.telemetry` is instrumented in the calling process, each run
+    carries the caller's trace context (taken at `submit`) to its worker; a worker instrumented
+    through `worker_init` makes the run's span a child of the caller's span, and a run resumed on
+    another worker after a failure continues the same trace.
 
     Ray must be initialised (`ray.init(...)`); if it is not, the pool calls `ray.init()`, which
     starts a local instance with every CPU of this machine.
@@ -237,7 +264,13 @@ class SensePool:
         restart_lost: bool = False,
         actor_options: dict | None = None,
         name: str = "sense-pool",
+        worker_init: Callable[[], Any] | None = None,
     ) -> None:
+        if worker_init is not None:
+            if not callable(worker_init):
+                raise TypeError(f"worker_init must be a callable taking no arguments, not {type(worker_init).__name__}")
+            pickling.dumps_checked(worker_init, "worker_init")
+        self._worker_init = worker_init
         if not ray.is_initialized():
             ray.init()
         if workers is None:
@@ -287,7 +320,7 @@ class SensePool:
         worker.generation += 1
         label = f"{self.name} {worker.label}"
         worker.actor = self._actor_class.options(**self._actor_options).remote(
-            label, self._store, self._checkpoint_options, self._keep
+            label, self._store, self._checkpoint_options, self._keep, self._worker_init
         )
         worker.alive = True
         worker.watcher = asyncio.ensure_future(self._watch(worker, worker.generation))
@@ -303,13 +336,30 @@ class SensePool:
         if worker.generation != generation or not worker.alive or self._closed:
             return
         worker.alive = False
-        worker.deaths += 1
         try:
             ray.kill(worker.actor, no_restart=True)
         except Exception:  # noqa: BLE001 - it is gone already
             pass
+        if _failed_to_start(exc):  # worker_init raised: a new actor would fail the same way
+            worker.start_error = exc
+            logger.error(f"SensePool {self.name!r}: {worker.label} failed to start and is not replaced: {exc}")
+            self._dispatch()  # ends the waiting runs when no worker is left
+            return
+        worker.deaths += 1
         self._spawn(worker)
         self._dispatch()
+
+    def _no_workers_left(self) -> BaseException | None:
+        """The error the runs get when every worker failed to start (None while one is live)."""
+        if any(w.alive or w.start_error is None for w in self._workers):
+            return None
+        first = self._workers[0]
+        error = RuntimeError(
+            f"SensePool {self.name!r} has no worker: every worker failed to start (worker_init raised); "
+            f"{first.label}: {_last_line(first.start_error)}"
+        )
+        error.__cause__ = first.start_error
+        return error
 
     def workers(self, timeout: float | None = 60.0) -> list[dict]:
         """What each worker says about itself (label, pid, node, core, runs...), plus its deaths so far."""
@@ -353,7 +403,12 @@ class SensePool:
                 continue
             free = [w for w in self._workers if w.alive and len(w.active) + len(live) <= self.runs_per_worker]
             if not free:
-                return
+                error = self._no_workers_left()
+                if error is None:
+                    return
+                self._waiting.popleft()
+                waiter.set_exception(error)
+                continue
             self._waiting.popleft()
             worker = min(free, key=lambda w: len(w.active))
             for state in live:
@@ -426,6 +481,8 @@ class SensePool:
         if resume_from is not None and not isinstance(resume_from, (bytes, bytearray)):
             raise TypeError("resume_from takes snapshot bytes (RunOutcome.snapshot, RunHandle.snapshot())")
         mode, snapshot = CONTINUE if resume else FRESH, None if resume_from is None else bytes(resume_from)
+        observer = _observe.current  # the caller's thread and context: its current span is the runs' parent
+        trace = None if observer is None else observer.caller_carrier()
         states = [
             _RunState(
                 workflow,
@@ -434,6 +491,7 @@ class SensePool:
                 stream,
                 mode,
                 snapshot,
+                trace,
             )
             for value, run_id in zip(values, run_ids)
         ]
@@ -489,6 +547,9 @@ class SensePool:
                 return await self._run_on(worker, state, mode)
             except RayActorError as exc:
                 await self._worker_died(worker, generation, exc)
+                if _failed_to_start(exc):
+                    state.attempts -= 1  # it never started there: it waits for another worker as it was
+                    continue
                 lost = self._lost(state, worker, exc)
                 if lost is not None:
                     return lost
@@ -507,6 +568,10 @@ class SensePool:
             worker, live = await self._acquire(states)
         except asyncio.CancelledError:
             live = []
+        except Exception as exc:  # noqa: BLE001 - no worker could start: reported on every run
+            for state in states:
+                self._finish(state, RunOutcome(state.run_id, ERROR, exception=exc))
+            return
         for state in states:
             if state not in live:
                 self._finish(state, self._cancelled(state))
@@ -519,6 +584,10 @@ class SensePool:
             self._release(worker, live)
             await self._worker_died(worker, generation, exc)
             for state in live:
+                if _failed_to_start(exc):
+                    state.attempts -= 1  # it never started there
+                    asyncio.ensure_future(self._drive(state, state.mode))
+                    continue
                 lost = self._lost(state, worker, exc)
                 if lost is not None:
                     self._finish(state, lost)
@@ -537,6 +606,7 @@ class SensePool:
             "mode": mode,
             "suspend": state.suspended,
             "resume_from": None if mode == FAILOVER else state.resume_from,
+            "trace": state.trace,
         }
         return workflow.key, [workflow.ref], state.run_id, state.payload, opts
 

@@ -42,6 +42,7 @@ from amrita_sense.durable.errors import DurableError, RestoredPanic
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.durable.panic import type_name
 from amrita_sense.exceptions import StreamStateError
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 from amrita_sense.streaming import SuspendObjectStream
 
@@ -124,8 +125,20 @@ class SenseWorker:
     """A pool worker (a Ray async actor). Built by `SensePool`; its methods are the pool's protocol."""
 
     def __init__(
-        self, label: str, store: Any = None, checkpoint_options: dict | None = None, keep_checkpoints: bool = False
+        self,
+        label: str,
+        store: Any = None,
+        checkpoint_options: dict | None = None,
+        keep_checkpoints: bool = False,
+        worker_init: Any = None,
     ) -> None:
+        if worker_init is not None:  # the pool's `worker_init`: once in this process, before any run
+            try:
+                worker_init()
+            except Exception as exc:
+                raise RuntimeError(
+                    f"worker_init failed on {label} (pid {os.getpid()}): {type(exc).__name__}: {exc}"
+                ) from exc
         self._label = label
         self._store_spec = store
         self._store: Any = None
@@ -312,11 +325,13 @@ class SenseWorker:
                 status = policy.last.status if policy.last is not None else ""
                 if status in _ENDED_STATUSES[opts["mode"]]:
                     opts["ended"] = status
+                _carry_caller_trace(interp, opts)  # (the checkpoint's own trace, when it has one, stays)
                 return interp
         else:
             interp = None
         if interp is None:
             interp = WorkflowInterpreter(graph, run.stream, extra_args=setup.args, extra_kwargs=setup.kwargs or {})
+        _carry_caller_trace(interp, opts)  # before the first save: the checkpoint carries the trace too
         if policy is not None:
             interp.checkpointing = policy
             await policy.save(interp)  # the run's first checkpoint: a failover resumes or restarts from here
@@ -468,6 +483,15 @@ class SenseWorker:
         run.cancelled = True
         run.task.cancel()
         return True
+
+
+def _carry_caller_trace(interp: Any, opts: dict) -> None:
+    """Make the run's span a child of the caller's span (the pool took its trace context at submit),
+    unless `interp` already continues a trace: a restored snapshot's, which is the caller's trace."""
+    observer = _observe.current
+    carrier = opts.get("trace")
+    if observer is not None and carrier:
+        observer.carry_trace(interp, carrier, replace=False)
 
 
 def _status_of(interp: Any, ended: str | None) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, SnapshotUnavailable
 from amrita_sense.durable.store import CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
@@ -100,6 +101,8 @@ class Checkpointing:
 
     async def save(self, interp: Any) -> CheckpointRecord:
         """Snapshot `interp` and store it now (over `version` when set); the new record."""
+        observer = _observe.current
+        started = time.perf_counter() if observer is not None else 0.0
         data = interp.snapshot(self.codec)
         cut, self._unacknowledged = self._unacknowledged, (self.version, data)
         try:
@@ -112,6 +115,8 @@ class Checkpointing:
             self.version = record.version
         self._unacknowledged = None
         self.last = record
+        if observer is not None:
+            observer.checkpoint_saved(interp, record, time.perf_counter() - started)
         if self.on_saved is not None:
             await _settle(self.on_saved(record))
         return record

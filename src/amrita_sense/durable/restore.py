@@ -20,6 +20,7 @@ from amrita_sense.durable.fingerprint import differing_rows, graph_fingerprint, 
 from amrita_sense.durable.panic import check_exception_record, exception_classes, revive_exception
 from amrita_sense.durable.snapshot import MAX_ADDRESS
 from amrita_sense.node.core import program_of
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.types import Flags, InterpreterContext
 
 MAX_NESTING = 32
@@ -59,6 +60,10 @@ def restore_interpreter(
     ignored = _resolve_ignored(root, given=exception_ignored is not unset)
     plan = _plan_state(interp._prog, root, ignored, codec, blobs, accept_passed_edits)
     plan.apply(interp, keep_id=True)
+    trace = _check_trace(decoded.document.get("trace"))
+    observer = _observe.current
+    if trace and observer is not None:
+        observer.carry_trace(interp, trace)
     return interp
 
 
@@ -180,6 +185,15 @@ def _check_memos(memos: Any, where: str) -> None:
             raise _fail(f"{where}[{i}]", "expected [address, address]")
         _address(memo[0], f"{where}[{i}][0]")
         _address(memo[1], f"{where}[{i}][1]")
+
+
+def _check_trace(trace: Any) -> dict[str, str] | None:
+    """The optional trace carrier: an object of strings."""
+    if trace is None:
+        return None
+    if type(trace) is not dict or not all(type(k) is str and type(v) is str for k, v in trace.items()):
+        raise _fail("trace", "expected an object of strings")
+    return trace
 
 
 def _check_attempts(attempts: Any, where: str) -> None:

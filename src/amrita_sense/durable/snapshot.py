@@ -23,7 +23,11 @@ progress, an external `call_sub(..., interrupt=True)` holds the lock)
 
 The engine document (format version 1) is a JSON object::
 
-    {"interp": STATE, "codec": name of the codec or null}
+    {"interp": STATE, "codec": name of the codec or null, "trace": TRACE (optional)}
+
+    TRACE = {"traceparent": W3C traceparent of the run's span, "tracestate": str (optional),
+             "parent": traceparent of that span's parent (optional)}: the run's trace, written
+             while telemetry is on (`amrita_sense.telemetry`), continued by the restored run
 
     STATE = {
       "id": the interpreter id (hex; a restored root interpreter keeps it),  "position": see above,
@@ -63,6 +67,7 @@ from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
 from amrita_sense.durable.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
 from amrita_sense.durable.panic import encode_exception, type_name
+from amrita_sense.runtime import observe as _observe
 
 IDLE, BETWEEN, GATE, STEP, NESTED = "idle", "between", "gate", "step", "nested"
 MAX_ADDRESS = 4096
@@ -75,6 +80,10 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     state, parked = _capture(interp, codec, blobs, with_pools=True)
     outline = _outline(interp)
     document = {"interp": state, "codec": _codec_name(codec)}
+    observer = _observe.current
+    carrier = None if observer is None else observer.trace_carrier(interp)
+    if carrier:
+        document["trace"] = carrier
     status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
 

@@ -1,6 +1,7 @@
 """The general step loop: every run that is not the core's compiled loop (`_execute`) goes through
 `step_loop`: `run_step_by()`, checkpointing, and the hooks that telemetry adds. (Node policies need
-none: a policy node runs its attempts inside its own step, `amrita_sense.policies`.)
+none: a policy node runs its attempts inside its own step, `amrita_sense.policies`; telemetry's node
+spans run each step through the installed observer's `run_step`, `runtime.observe`.)
 
 One step (semantics rule 13): the between-node gate (outside the lock), a pending stop, the lock,
 enter (`_enter_step`: the pointer made, a halt resumed), run (`_run_current`: the middleware or
@@ -15,6 +16,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from amrita_sense import core as _core
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.types import RunMark
 
 PC_CHECKPOINT: str = _core.PC_CHECKPOINT
@@ -22,6 +24,7 @@ PC_CHECKPOINT: str = _core.PC_CHECKPOINT
 
 _STEP_END: Any = _core.STEP_END
 _STEP_SKIPPED: Any = _core.STEP_SKIPPED
+_ASK: Any = object()
 
 
 class StepHooks:
@@ -41,8 +44,17 @@ class StepHooks:
         """After the run ended (lock freed, scope closed), with what ended it (None: it finished)."""
 
 
-async def step_loop(interp: Any, hooks: StepHooks | None = None) -> AsyncGenerator[Any, None]:
-    """Run `interp` step by step, yielding each main-loop node's result (see the module docstring)."""
+def node_steps(interp: Any) -> Any:
+    """The installed observer's step hooks for a run of `interp` (None: no observer, or it wants none)."""
+    observer = _observe.current
+    return None if observer is None else observer.node_steps(interp)
+
+
+async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _ASK) -> AsyncGenerator[Any, None]:
+    """Run `interp` step by step, yielding each main-loop node's result (see the module docstring).
+    `spans` runs each step (`spans.run_step(interp)`); by default the observer's `node_steps`."""
+    if spans is _ASK:
+        spans = node_steps(interp)
     mark = RunMark()
     try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
         outcome: BaseException | None = None
@@ -63,7 +75,7 @@ async def step_loop(interp: Any, hooks: StepHooks | None = None) -> AsyncGenerat
                         break
                     if state == _STEP_SKIPPED:
                         continue
-                    result = await interp._run_current()
+                    result = await (interp._run_current() if spans is None else spans.run_step(interp))
                     interp._stepped = True
                     try:
                         yield result

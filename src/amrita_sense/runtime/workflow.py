@@ -42,6 +42,7 @@ from amrita_sense.node.abc_base import AbstractCompose, is_rendered_compose
 from amrita_sense.node.addressing import AddressCalculator
 from amrita_sense.node.core import BaseNode, program_of
 from amrita_sense.node.self_compile import SelfCompileInstruction
+from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.offload import run_batch_in_worker, run_in_worker
 from amrita_sense.runtime.steps import PC_CHECKPOINT, step_loop
 from amrita_sense.runtime.types import FLAG_HLT, FLAG_IF, FLAG_JMP, Flags, InterpreterContext, RunMark
@@ -464,6 +465,9 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
             )
         if interrupt:
             await lock.async_acquire()
+            observer = _observe.current
+            if observer is not None:
+                observer.event(self, _observe.EVENT_INTERRUPT, {"amrita_sense.address": str(addr.base_addr)})
         try:
             return await self._run_subroutine(addr, extra_arg, extra_kwargs)
         finally:
@@ -604,9 +608,21 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
             top = self._top_interpreter or self
             if top._checkpoints is not None:
                 await top._checkpoints.before_gate(top, self, tag)
-            return await self.object_io._wait_for_continue(tag)
+            observer = _observe.current
+            if observer is None or not self._parks_at(tag):
+                return await self.object_io._wait_for_continue(tag)
+            observer.event(self, _observe.EVENT_SUSPEND, {"amrita_sense.gate": str(tag)})
+            try:
+                return await self.object_io._wait_for_continue(tag)
+            finally:
+                observer.event(self, _observe.EVENT_RESUME, {"amrita_sense.gate": str(tag)})
         finally:
             self._parked_tag = None
+
+    def _parks_at(self, tag: str | None) -> bool:
+        """Whether the stream will park this run at the gate `tag` (a stream that cannot tell: yes)."""
+        would_park = getattr(self.object_io, "_would_park", None)
+        return would_park is None or bool(would_park(tag))
 
     # ----- dependency injection: in di.interpreter (Injection); the pools' own providers here ---
 
@@ -643,11 +659,16 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         """
         if self._checkpoints is not None:
             return await self._checkpoints.run(self)
+        observer = _observe.current
+        if observer is not None:
+            spans = observer.node_steps(self)
+            if spans is not None:
+                return await self._run_steps(spans)
         mark = RunMark()
         try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
             outcome: BaseException | None = None
             try:
-                if self._open_run(mark) and not await self._start_work():
+                if self._open_run(mark, observer) and not await self._start_work():
                     return
                 await self._execute()
             except BaseException as exc:
@@ -655,11 +676,23 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
                 if self._claim_v is not mark or not self._absorbs(exc):
                     raise
             finally:
-                if self._claim_v is mark and self._finish_run(outcome):
-                    await self._end_scope()
+                if self._claim_v is mark:
+                    if observer is not None:
+                        observer.run_over(self, outcome)
+                    if self._finish_run(outcome):
+                        await self._end_scope()
         except BaseException as exc:
             await self._end_cut_run(mark, exc)
             raise
+
+    async def _run_steps(self, spans: Any) -> None:
+        """`run()` through the general step loop, each step run by `spans` (telemetry's node spans)."""
+        steps = step_loop(self, None, spans)
+        try:
+            async for _ in steps:
+                pass
+        finally:
+            await steps.aclose()
 
     def run_step_by(self) -> AsyncGenerator[Any, None]:
         """Run step by step: an async generator yielding the result of each main-loop node (the
@@ -668,15 +701,20 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
 
     async def _begin_run(self, mark: RunMark) -> bool:
         """Start a run (`_open_run`, then `_start_work` when needed); False when that already ended it."""
-        return not self._open_run(mark) or await self._start_work()
+        return not self._open_run(mark, _observe.current) or await self._start_work()
 
-    def _open_run(self, mark: RunMark) -> bool:
-        """Start a run claimed with `mark` (`_start_run`); True when run-start work must be awaited
-        next (`_start_work`). The caller calls `_end_cut_run(mark, exc)` on every exception."""
-        if self._panic_exc is not None:
+    def _open_run(self, mark: RunMark, observer: _observe.RunObserver | None) -> bool:
+        """Start a run claimed with `mark` (`_start_run`) and tell `observer`; True when run-start
+        work must be awaited next (`_start_work`). The caller calls `_end_cut_run(mark, exc)` on
+        every exception."""
+        recovered = self._panic_exc is not None
+        if recovered:
             logger.debug("Recovered from panic.")
             self._panic_exc = None
-        return self._start_run(__flags__, mark)
+        work = self._start_run(__flags__, mark)
+        if observer is not None:
+            observer.run_begun(self, recovered)
+        return work
 
     async def _end_cut_run(self, mark: RunMark, exc: BaseException) -> None:
         """End the run claimed with `mark` if it still holds the claim while `exc` propagates: an
@@ -717,6 +755,9 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         return False
 
     async def _end_run(self, outcome: BaseException | None) -> None:
+        observer = _observe.current
+        if observer is not None:
+            observer.run_over(self, outcome)
         if self._finish_run(outcome):
             await self._end_scope()
 
