@@ -100,3 +100,16 @@ def ray_instance():
             os.environ["PYTHONPATH"] = saved
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn():
+    """The connection string of a throwaway PostgreSQL cluster, once per session (loopback, trust).
+
+    Skips when psycopg or the server binaries are missing, or fails when AMRITA_SENSE_REQUIRE_POSTGRES=1
+    (see `support.postgres_cluster`; `support.postgres_cluster.current()` stops and starts it).
+    """
+    from support.postgres_cluster import session_cluster
+
+    with session_cluster() as cluster:
+        yield cluster.dsn

@@ -40,12 +40,12 @@ def _pool(dist: object, **options: object) -> object:
     return dist.SensePool(2, runs_per_worker=32, actor_options={"num_cpus": 0}, name="failover", **options)
 
 
-def _submit(pool: object, sink: Path, values: range) -> list:
+def _submit(pool: object, sink: Path, values: range, setup: object = ds.job_setup) -> list:
     """The first half of the runs one by one, the second half in batches of 5 (one call per batch)."""
     specs = [{"steps": STEPS, "delay": DELAY, "sink": str(sink), "value": v} for v in values]
     half = len(specs) // 2
-    handles = [pool.submit(ds.counting, spec, setup=ds.job_setup) for spec in specs[:half]]
-    workflow = pool.workflow(ds.counting, ds.job_setup)
+    handles = [pool.submit(ds.counting, spec, setup=setup) for spec in specs[:half]]
+    workflow = pool.workflow(ds.counting, setup)
     for start in range(half, len(specs), 5):
         handles += workflow.submit_batch(specs[start : start + 5])
     return handles
@@ -72,17 +72,38 @@ def _effects(sink: Path) -> dict[int, list[str]]:
     return found
 
 
-def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path):
-    from amrita_sense.durable import SQLiteCheckpointStore
+def _store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> object:
+    from amrita_sense.durable import PostgresCheckpointStore, SQLiteCheckpointStore
 
+    if kind == "sqlite":
+        return SQLiteCheckpointStore(tmp_path / "runs.db")
+    dsn = request.getfixturevalue("postgres_dsn")
+    return PostgresCheckpointStore(dsn, schema=f"failover_{os.getpid()}_{time.monotonic_ns()}")
+
+
+@pytest.mark.parametrize(
+    "kind, options, setup",
+    [
+        ("sqlite", {"codec": pickle}, ds.job_setup),
+        ("sqlite", {}, ds.job_setup),
+        ("sqlite", {}, ds.client_job_setup),
+        ("postgres", {}, ds.client_job_setup),
+    ],
+    ids=["pickle", "default-codec", "default-codec-with-a-client", "postgres"],
+)
+def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path, request, kind, options, setup):
+    """The runs' context (a `Job` their nodes append to) comes back with them: by default too, where
+    a store without a codec used to resume them from a fresh setup (and a wrong result); an injected
+    object that does not pickle (a client) comes from the resuming worker's setup. The Postgres store
+    is the one a cluster of several machines would share."""
     sink = tmp_path / "effects"
-    store = SQLiteCheckpointStore(tmp_path / "runs.db")
-    with _pool(dist, checkpoint_store=store, checkpoint_options={"codec": pickle}) as pool:
+    store = _store(kind, request, tmp_path)
+    with _pool(dist, checkpoint_store=store, checkpoint_options=options) as pool:
         parked = pool.submit(ds.gated, 99, setup=ds.job_setup)
         parking = parked.suspend("gate:second", timeout=60)
         parked.send("go").wait(60)
         assert parking.wait(60) is True
-        handles = _submit(pool, sink, range(40))
+        handles = _submit(pool, sink, range(40), setup)
         _wait_for_lines(sink, 60)
         victim = parked.worker
         old_pid = _kill(pool, victim)

@@ -6,6 +6,7 @@ import asyncio
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -233,6 +234,18 @@ async def test_the_codec_saves_user_state_with_every_checkpoint():
     await interp.run()
     again = await Checkpointing(store, "run", codec=pickle).resume(NodeCompose(SUSPEND).render())
     assert again._ava_args_v[1:] == ([1, 2],) and again._ava_kwargs_v == {"k": "v"}
+
+
+@pytest.mark.asyncio
+async def test_pools_the_codec_cannot_encode_are_a_checkpoint_error_not_a_panic():
+    trace: list = []
+    store = MemoryCheckpointStore()
+    interp = WorkflowInterpreter(chain(trace, "a b"), extra_kwargs={"guard": threading.Lock()})
+    interp.checkpointing = Checkpointing(store, "run", codec=pickle)
+    with pytest.raises(CheckpointError, match="run 'run' cannot be taken.*cannot pickle") as caught:
+        await interp.run()
+    assert caught.value.__cause__ is not None and interp.get_exception() is None
+    assert trace == ["a"] and store.list() == []  # it stopped at the first checkpoint, nothing stored
 
 
 ZERO_COST = """

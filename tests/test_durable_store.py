@@ -1,8 +1,8 @@
-"""Checkpoint stores: the protocol on SQLite and in memory, versions, conflicts, several processes."""
+"""The SQLite store's own behaviour: WAL, schema versions, threads, several processes (the protocol every
+store keeps is judged by tests/test_store_conformance.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -11,89 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from amrita_sense import SUSPEND, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
-    CheckpointConflict,
     CheckpointError,
-    CheckpointNotFound,
-    CheckpointStore,
     CorruptSnapshot,
-    MemoryCheckpointStore,
     SQLiteCheckpointStore,
     inspect_snapshot,
 )
-from support.durable_support import rec
 from support.runtime_path import RUNTIME_DIR
+from support.stores import sample_snapshots
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def snapshots() -> list[bytes]:
-    """A halted snapshot and a finished one."""
-    interp = WorkflowInterpreter(NodeCompose(rec([], "a"), SUSPEND, rec([], "b")).render())
-    asyncio.run(interp.run())
-    first = interp.snapshot()
-    asyncio.run(interp.run())
-    return [first, interp.snapshot()]
-
-
-HALTED, FINISHED = snapshots()
-
-
-@pytest.fixture(params=["sqlite", "memory"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        yield MemoryCheckpointStore()
-        return
-    with SQLiteCheckpointStore(tmp_path / "runs.db") as opened:
-        yield opened
-
-
-def test_both_stores_are_checkpoint_stores(store):
-    assert isinstance(store, CheckpointStore)
-
-
-def test_save_load_list_delete(store):
-    first = store.save("run-1", HALTED)
-    assert (first.version, first.status) == (1, "halted")
-    assert first.fingerprint == inspect_snapshot(HALTED).fingerprint and first.size == len(HALTED)
-    second = store.save("run-1", FINISHED)
-    assert (second.version, second.status, second.created_at) == (2, "finished", first.created_at)
-    store.save("run-0", HALTED)
-    loaded = store.load("run-1")
-    assert loaded.data == FINISHED and loaded.record.version == 2
-    assert [r.run_id for r in store.list()] == ["run-0", "run-1"]
-    assert [r.run_id for r in store.list(status="halted")] == ["run-0"]
-    assert store.delete("run-1") is True and store.delete("run-1") is False
-    with pytest.raises(CheckpointNotFound):
-        store.load("run-1")
-    with pytest.raises(LookupError):
-        store.load("nothing")
-
-
-def test_expected_versions_fence_writers(store):
-    store.save("r", HALTED, expected_version=0)
-    with pytest.raises(CheckpointConflict, match="expected version 0, the store has version 1"):
-        store.save("r", HALTED, expected_version=0)
-    store.save("r", FINISHED, expected_version=1)
-    with pytest.raises(CheckpointConflict):
-        store.save("r", HALTED, expected_version=1)
-    with pytest.raises(CheckpointConflict):
-        store.delete("r", expected_version=1)
-    assert store.load("r").data == FINISHED
-    assert store.delete("r", expected_version=2)
-
-
-def test_damaged_data_and_bad_arguments_never_reach_the_store(store):
-    store.save("r", HALTED)
-    with pytest.raises(CorruptSnapshot):
-        store.save("r", HALTED[:-1] + bytes([HALTED[-1] ^ 1]))
-    for run_id in ("", None, "x" * 513):
-        with pytest.raises(ValueError):
-            store.save(run_id, HALTED)
-    with pytest.raises(ValueError):
-        store.save("r", HALTED, expected_version=-1)
-    assert store.load("r").data == HALTED and store.load("r").record.version == 1
+HALTED, FINISHED = sample_snapshots()
 
 
 def test_the_sqlite_store_persists_in_wal_mode(tmp_path):
@@ -114,6 +44,50 @@ def test_an_unusable_database_is_a_checkpoint_error(tmp_path):
     garbage.write_bytes(b"this is not an sqlite database" * 100)
     with pytest.raises(CheckpointError):
         SQLiteCheckpointStore(garbage)
+
+
+VERSION_1_TABLE = """CREATE TABLE sense_checkpoints (run_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    status TEXT NOT NULL, fingerprint TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    data BLOB NOT NULL)"""
+
+
+def test_a_file_of_the_first_schema_is_upgraded_in_place(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute(VERSION_1_TABLE)
+        fingerprint = inspect_snapshot(HALTED).fingerprint
+        raw.execute("INSERT INTO sense_checkpoints VALUES ('r', 3, 'halted', ?, 1.0, 2.0, ?)", (fingerprint, HALTED))
+    with SQLiteCheckpointStore(path) as store:
+        loaded = store.load("r")
+        assert (loaded.record.version, loaded.record.forked_from, loaded.data) == (3, None, HALTED)
+        assert store.save("r", FINISHED, expected_version=3, history=True).version == 4
+        assert [e.version for e in store.history("r")] == [4]
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_a_file_of_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    SQLiteCheckpointStore(path).close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA user_version = 99")
+    with pytest.raises(CheckpointError, match="schema version 99"):
+        SQLiteCheckpointStore(path)
+
+
+def test_a_damaged_row_is_a_corrupt_snapshot_naming_the_run(tmp_path):
+    path = tmp_path / "runs.db"
+    with SQLiteCheckpointStore(path) as store:
+        store.save("r", HALTED, history=True)
+        store.save("r", FINISHED)
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE sense_checkpoints SET data = X'00010203'")
+        raw.execute("UPDATE sense_history SET data = substr(data, 1, 20)")
+    with SQLiteCheckpointStore(path) as store:
+        with pytest.raises(CorruptSnapshot, match="run 'r', version 2"):
+            store.load("r")
+        with pytest.raises(CorruptSnapshot, match="run 'r', version 1"):
+            store.load("r", version=1)
 
 
 def test_threads_share_one_store(tmp_path):

@@ -71,6 +71,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
     ("runtime/workflow.py", "durable/fingerprint.py"): "the interpreter's durable entry points: durable is above it",
     ("runtime/workflow.py", "durable/restore.py"): "the same (WorkflowInterpreter.restore)",
     ("runtime/workflow.py", "durable/snapshot.py"): "the same (WorkflowInterpreter.snapshot)",
+    ("durable/__init__.py", "durable/postgres.py"): "the Postgres stores need psycopg (extra [postgres]): on first use",
 }
 """Every package import inside a function, and why it cannot be at module level."""
 

@@ -231,7 +231,8 @@ class _Telemetry(_observe.RunObserver):
         return self.node_spans if choice is not None and choice.for_run() else None
 
     def run_begun(self, interp: Any, recovered: bool) -> None:
-        self.run_over(interp, None)  # a run of this interpreter still open (begun elsewhere): closed
+        if interp in self.open:  # a run of this interpreter still open (begun elsewhere): closed
+            self.run_over(interp, None)
         context, parent, links = self._placement(interp)
         span = self.tracer.start_span(RUN_SPAN, context=context, attributes=self._run_attributes(interp), links=links)
         if recovered:

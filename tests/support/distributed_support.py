@@ -48,6 +48,16 @@ def job_setup(spec: Any) -> Any:
     return RunSetup(args=(job,), result=lambda job: (job.value, list(job.trace)))
 
 
+def client_job_setup(spec: Any) -> Any:
+    """`job_setup` plus an injected object that does not pickle (as a network client does not)."""
+    import threading
+
+    made = job_setup(spec)
+    made.kwargs = {"client": threading.Lock()}
+    made.result = lambda job, **_: (job.value, list(job.trace))
+    return made
+
+
 def expected(value: int, steps: int = STEPS) -> tuple:
     """The result of an uninterrupted run of `counting` for `value`."""
     return value, [f"step{i}:{value * (i + 1)}" for i in range(steps)]

@@ -32,6 +32,7 @@ from amrita_sense.distributed.fanout import amap_runs, map_runs
 from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
+from amrita_sense.durable.codecs import PartialPickle
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
@@ -205,7 +206,7 @@ def _warn_if_unschedulable(workers: int, options: dict) -> None:
 
 def _check_checkpoint_options(options: dict) -> None:
 
-    unknown = set(options) - {"every_nodes", "every_seconds", "at_suspend", "on_panic", "codec"}
+    unknown = set(options) - {"every_nodes", "every_seconds", "at_suspend", "on_panic", "codec", "history"}
     if unknown:
         raise TypeError(f"unknown checkpoint options: {sorted(unknown)}")
     Checkpointing(MemoryCheckpointStore(), "check", **options)  # raises for bad values
@@ -224,8 +225,13 @@ class SensePool:
             shared file system), any picklable `CheckpointStore`, or a picklable factory that opens
             one on each worker (a networked store across machines). None: no checkpoints.
         checkpoint_options: `Checkpointing` options (every_nodes, every_seconds, at_suspend,
-            on_panic, codec). With a `codec`, checkpoints also keep the injection pools and a
-            resumed run gets them back (else the setup factory builds fresh ones).
+            on_panic, codec, history). With a store the codec defaults to `PartialPickle()`: checkpoints
+            keep the injection pools, and a run resumed on another worker gets them back as its
+            nodes left them, except the objects that do not pickle (clients, connections), which
+            it takes from the setup factory's fresh pools (logged once per type). `"codec": pickle`
+            insists that everything pickles (else the run ends with a `CheckpointError` at its
+            first checkpoint); `"codec": None` keeps the engine state only: a resumed run then gets
+            the factory's fresh pools, and what the nodes wrote into them is lost.
         keep_checkpoints: keep a run's checkpoint after it finished or was cancelled (by default it
             is deleted then; halted and panicked runs always keep theirs).
         max_attempts: how many times a run may be started (its first start included) before a
@@ -283,8 +289,12 @@ class SensePool:
             if type(value) is not int or value < low:
                 raise ValueError(f"{label} must be an int >= {low}, not {value!r}")
         self._checkpoint_options = dict(checkpoint_options or {})
+        if checkpoint_store is not None:  # a resumed run gets its own pools back, not a fresh setup's
+            self._checkpoint_options.setdefault("codec", PartialPickle())
         _check_checkpoint_options(self._checkpoint_options)
         self._store = _shippable_store(checkpoint_store)
+        if callable(getattr(checkpoint_store, "save", None)):  # a store (not a factory): checked here
+            Checkpointing(checkpoint_store, "check", **self._checkpoint_options)
         self._keep = bool(keep_checkpoints)
         self.runs_per_worker = runs_per_worker
         self.max_attempts = max_attempts

@@ -38,6 +38,7 @@ from amrita_sense.distributed.outcome import (
     as_setup,
 )
 from amrita_sense.durable import Checkpointing, CheckpointNotFound
+from amrita_sense.durable.codecs import PartialPickle
 from amrita_sense.durable.errors import DurableError, RestoredPanic
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.durable.panic import type_name
@@ -307,18 +308,19 @@ class SenseWorker:
 
         setup, opts = run.setup, run.opts
         pools: dict[str, Any] = {}
-        if self._codec is None:  # a codec restores the snapshot's pools; else the factory's are used
+        codec = self._codec
+        if codec is None:  # a codec restores the snapshot's pools; else the factory's are used
             pools = {"extra_args": setup.args, "extra_kwargs": setup.kwargs or {}}
+        elif isinstance(codec, PartialPickle):  # what did not pickle comes from the factory's pools
+            codec = codec.with_fresh(setup.args, setup.kwargs)
         store = self._checkpoint_store()
         policy = None if store is None else Checkpointing(store, run.run_id, **self._checkpoint_options)
         run.policy = policy
         if opts.get("resume_from") is not None:
-            interp = WorkflowInterpreter.restore(
-                graph, opts["resume_from"], codec=self._codec, object_io=run.stream, **pools
-            )
+            interp = WorkflowInterpreter.restore(graph, opts["resume_from"], codec=codec, object_io=run.stream, **pools)
         elif policy is not None and opts.get("mode", FRESH) != FRESH:
             try:
-                interp = await policy.resume(graph, object_io=run.stream, **pools)
+                interp = await policy.resume(graph, object_io=run.stream, codec=codec, **pools)
             except CheckpointNotFound:
                 interp = None  # it died before its first save: nothing of it ran
             else:

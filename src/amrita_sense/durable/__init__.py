@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amrita_sense.durable.checkpoint import Checkpointing
+from amrita_sense.durable.codecs import Fresh, PartialPickle
 from amrita_sense.durable.errors import (
     CheckpointConflict,
     CheckpointError,
@@ -55,9 +56,21 @@ from amrita_sense.durable.store import (
     Checkpoint,
     CheckpointRecord,
     CheckpointStore,
+    HistoryStore,
     MemoryCheckpointStore,
     SQLiteCheckpointStore,
 )
+
+_POSTGRES_NAMES = ("AsyncPostgresCheckpointStore", "PostgresCheckpointStore")
+
+
+def __getattr__(name: str) -> Any:
+    """The Postgres stores, imported on first use (they need the `[postgres]` extra: psycopg)."""
+    if name in _POSTGRES_NAMES:
+        from amrita_sense.durable import postgres
+
+        return getattr(postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,7 @@ def _parked_tag(state: dict) -> str | None:
 __all__ = [
     "FORMAT_VERSION",
     "STATUSES",
+    "AsyncPostgresCheckpointStore",
     "Checkpoint",
     "CheckpointConflict",
     "CheckpointError",
@@ -125,10 +139,14 @@ __all__ = [
     "CorruptSnapshot",
     "DurableError",
     "ForeignSnapshot",
+    "Fresh",
     "GraphMismatch",
+    "HistoryStore",
     "MemoryCheckpointStore",
     "RestoreError",
     "RestoredPanic",
+    "PartialPickle",
+    "PostgresCheckpointStore",
     "SQLiteCheckpointStore",
     "SnapshotFormatError",
     "SnapshotInfo",

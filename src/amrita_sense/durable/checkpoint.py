@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, SnapshotUnavailable
-from amrita_sense.durable.store import CheckpointRecord
+from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, CodecError, SnapshotUnavailable
+from amrita_sense.durable.store import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
@@ -58,6 +58,9 @@ class Checkpointing:
         on_saved: called with the `CheckpointRecord` after every save.
         expected_version: the store version this policy writes over: 0 (the default) for a new
             run id, the loaded version when resuming (`resume` sets it); None saves unconditionally.
+        history: keep every checkpoint in the run's history as well (the store must keep one:
+            `HistoryStore`), so that `resume(graph, version=V)` can go back to any of them and
+            `store.fork` can start a new run from one.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class Checkpointing:
         codec: Any = None,
         on_saved: Callable[[CheckpointRecord], Any] | None = None,
         expected_version: int | None = 0,
+        history: bool = False,
     ) -> None:
         if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
@@ -83,6 +87,11 @@ class Checkpointing:
             raise ValueError("every_seconds must be None or a positive number of seconds")
         if codec is not None and not all(callable(getattr(codec, name, None)) for name in ("dumps", "loads")):
             raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
+        if history and not all(callable(getattr(store, name, None)) for name in HISTORY_METHODS):
+            raise TypeError(
+                f"history=True needs a store that keeps history (history/fork/prune, save(..., history=True)); "
+                f"{type(store).__name__} does not"
+            )
         self.store = store
         self.run_id = run_id
         self.every_nodes = every_nodes
@@ -92,6 +101,7 @@ class Checkpointing:
         self.codec = codec
         self.on_saved = on_saved
         self.version = expected_version
+        self.history = bool(history)
         self.last: CheckpointRecord | None = None
         self._unacknowledged: tuple[int | None, bytes] | None = None
         """The save in flight (the version it expected, its data), kept when something cut it short."""
@@ -103,7 +113,7 @@ class Checkpointing:
         """Snapshot `interp` and store it now (over `version` when set); the new record."""
         observer = _observe.current
         started = time.perf_counter() if observer is not None else 0.0
-        data = interp.snapshot(self.codec)
+        data = self._snapshot(interp)
         cut, self._unacknowledged = self._unacknowledged, (self.version, data)
         try:
             record = await self._store(data)
@@ -121,8 +131,19 @@ class Checkpointing:
             await _settle(self.on_saved(record))
         return record
 
+    def _snapshot(self, interp: Any) -> bytes:
+        try:
+            return interp.snapshot(self.codec)
+        except CodecError as exc:  # the run's objects: a checkpoint failure, never the run's own panic
+            raise CheckpointError(
+                f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
+                f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
+            ) from exc
+
     async def _store(self, data: bytes) -> CheckpointRecord:
         try:
+            if self.history:
+                return await _settle(self.store.save(self.run_id, data, expected_version=self.version, history=True))
             return await _settle(self.store.save(self.run_id, data, expected_version=self.version))
         except CheckpointError:
             raise
@@ -143,19 +164,27 @@ class Checkpointing:
         self.version = latest.record.version
         return True
 
-    async def resume(self, graph: Any, interpreter: Any = None, **restore_kwargs: Any) -> Any:
+    async def resume(
+        self, graph: Any, interpreter: Any = None, *, version: int | None = None, **restore_kwargs: Any
+    ) -> Any:
         """Restore the run's latest checkpoint on `graph`; the interpreter, with this policy attached.
 
+        With `version`, restore that checkpoint instead (time travel: the latest or any entry the
+        store's history kept); the run goes on from there and its next saves still write over the
+        latest version, so the history stays one line and keeps what came after `version` too.
         `restore_kwargs` go to `WorkflowInterpreter.restore` (the codec defaults to this policy's).
         Further saves expect the loaded version, so a second process resuming the same run makes
         one of them fail with `CheckpointConflict` at its next save.
         """
         if interpreter is None:
             interpreter = WorkflowInterpreter
-        checkpoint = await _settle(self.store.load(self.run_id))
+        latest = await _settle(self.store.load(self.run_id))
+        checkpoint = latest
+        if version is not None and version != latest.record.version:
+            checkpoint = await _settle(self.store.load(self.run_id, version=version))
         restore_kwargs.setdefault("codec", self.codec)
         interp = interpreter.restore(graph, checkpoint.data, **restore_kwargs)
-        self.version = checkpoint.record.version if self.version is not None else None
+        self.version = latest.record.version if self.version is not None else None
         self.last = checkpoint.record
         self._unacknowledged = None
         interp.checkpointing = self

@@ -1,0 +1,823 @@
+"""Checkpoints in PostgreSQL: `PostgresCheckpointStore` (threads) and `AsyncPostgresCheckpointStore` (asyncio).
+
+They need the `[postgres]` extra (psycopg 3 and psycopg-pool); `amrita_sense.durable` imports this
+module on first use of either name, so the rest of the package never needs psycopg.
+
+    store = PostgresCheckpointStore("host=db dbname=app user=app", history_limit=50)
+    interp.checkpointing = Checkpointing(store, "chat-42", history=True)
+
+Both keep the protocol of the other stores (`amrita_sense.durable.store`) with the same rules, the
+same checks and equal records: versions that grow by one per save, `expected_version` as a fence,
+history on request with retention, `load(version=)`, `fork`, `prune`.
+
+Tables, in `schema` (created on first use under a transaction-scoped advisory lock, so processes
+starting together do not race; a `meta` row carries the schema version, and a schema newer than
+this code knows is refused):
+
+    checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save
+    history       the entries saved with history=True, by (run id, version); retention prunes it
+    meta          ("schema_version", SCHEMA_VERSION)
+
+Snapshots are `bytea`, timestamps double precision seconds since the epoch (the client's clock, as
+the SQLite store's REAL), run ids sort bytewise (`COLLATE "C"`).
+
+A save is ONE conditional statement, history entry and retention included: an upsert for an unconditional save, `INSERT ... ON CONFLICT DO NOTHING` for a
+new run (expected version 0), `UPDATE ... WHERE version = expected` over a version. Postgres takes
+the row lock and, at READ COMMITTED, re-checks the condition against the newest row, so of two
+writers expecting the same version exactly one writes and the other finds no row: a
+`CheckpointConflict`, and nothing written.
+
+Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
+lending it (`check_connection`: one more round trip per operation; `check=None` in `pool_kwargs`
+saves it), so connections a server restart killed are replaced; while the server is down an
+operation fails with `CheckpointError` within `timeout` seconds, and an operation started after it
+is back reconnects. A failure in flight (the server dies between a write and its acknowledgement)
+is a `CheckpointError` whose write may or may not have landed: `Checkpointing` finds out at its
+next save (the data is there, one version up) and goes on.
+
+Every operation is one transaction (a single statement in autocommit, or BEGIN ... COMMIT); the
+store sets no session state, holds no lock across transactions and, unless `prepare=True`,
+prepares nothing on the server: it works behind PgBouncer in transaction pooling mode. A store pickles as its constructor arguments (a worker that unpickles
+it opens its own pool), and a process forked from one opens its own pool too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import re
+import threading
+import time
+import zlib
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
+from amrita_sense.durable.format import read_header
+from amrita_sense.durable.store import (
+    Checkpoint,
+    CheckpointRecord,
+    _check_expected,
+    _check_retention,
+    _check_run_id,
+    _check_version,
+    _checked_data,
+    _conflict,
+    _fork_conflict,
+    _forked_from,
+    _version_not_kept,
+)
+
+try:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
+except ImportError as exc:  # the extra is not installed: constructing a store says how to get it
+    _PSYCOPG_MISSING: ImportError | None = exc
+else:
+    _PSYCOPG_MISSING = None
+
+__all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
+
+SCHEMA_VERSION = 1
+"""The version of the tables this code writes (the `meta` row); a newer one is refused."""
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_OWN_POOL_OPTIONS = ("conninfo", "open", "connection_class")
+_SECRET_PARAMETERS = ("password", "sslpassword")
+
+# ----- the statements (`{s}` is the quoted schema name) ------------------------------------------
+
+_RECORD = "run_id, version, status, fingerprint, size, created_at, updated_at, forked_from"
+"""The columns of a `CheckpointRecord`, in its field order."""
+
+_CREATE = (
+    "CREATE SCHEMA IF NOT EXISTS {s}",
+    "CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value bigint NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS {s}.checkpoints (
+        run_id      text COLLATE "C" PRIMARY KEY,
+        version     bigint NOT NULL,
+        status      text NOT NULL,
+        fingerprint text NOT NULL,
+        size        integer NOT NULL,
+        created_at  double precision NOT NULL,
+        updated_at  double precision NOT NULL,
+        forked_from text,
+        data        bytea NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS {s}.history (
+        run_id      text COLLATE "C" NOT NULL,
+        version     bigint NOT NULL,
+        status      text NOT NULL,
+        fingerprint text NOT NULL,
+        size        integer NOT NULL,
+        saved_at    double precision NOT NULL,
+        data        bytea NOT NULL,
+        PRIMARY KEY (run_id, version)
+    )""",
+    "CREATE INDEX IF NOT EXISTS history_saved_at ON {s}.history (saved_at)",
+)
+_META_EXISTS = "SELECT to_regclass(%(meta)s) IS NOT NULL"
+_META_VERSION = "SELECT value FROM {s}.meta WHERE key = 'schema_version'"
+_LOCK_SCHEMA = "SELECT pg_advisory_xact_lock(%(key)s::bigint)"
+_SET_VERSION = (
+    "INSERT INTO {s}.meta (key, value) VALUES ('schema_version', %(version)s) "
+    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+
+_INSERT_LATEST = (
+    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data) "
+    "VALUES (%(run_id)s, 1, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, %(data)s) "
+)
+_WRITES = {
+    # expected_version None: a new run gets version 1, an existing one the next version
+    "any": _INSERT_LATEST + "ON CONFLICT (run_id) DO UPDATE SET version = c.version + 1, status = EXCLUDED.status, "
+    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = EXCLUDED.data",
+    # expected_version 0: only a new run id (a concurrent inserter waits for the first, then finds its row)
+    "new": _INSERT_LATEST + "ON CONFLICT (run_id) DO NOTHING",
+    # expected_version n: only over version n (no row when the run is missing or has moved on)
+    "over": "UPDATE {s}.checkpoints AS c SET version = c.version + 1, status = %(status)s, "
+    "fingerprint = %(fingerprint)s, size = %(size)s, updated_at = %(now)s, data = %(data)s "
+    "WHERE c.run_id = %(run_id)s AND c.version = %(expected)s",
+}
+_ENTRY = (
+    # a history entry from the rows of `{rows}` (an entry left by a run id's earlier life is replaced)
+    "INSERT INTO {s}.history (run_id, version, status, fingerprint, size, saved_at, data) "
+    "SELECT run_id, version, status, fingerprint, size, updated_at, data FROM {rows} "
+    "ON CONFLICT (run_id, version) DO UPDATE SET status = EXCLUDED.status, fingerprint = EXCLUDED.fingerprint, "
+    "size = EXCLUDED.size, saved_at = EXCLUDED.saved_at, data = EXCLUDED.data"
+)
+_SAVED = "RETURNING version, created_at, forked_from"
+_SAVED_WITH_HISTORY = (
+    "WITH saved AS ({write} RETURNING run_id, version, status, fingerprint, size, created_at, updated_at, "
+    "forked_from, data), "
+    "entry AS ({entry}) "
+    "SELECT version, created_at, forked_from FROM saved"
+)
+_SAVED_WITH_HISTORY_PRUNED = (
+    # the DELETE sees the entries as they were before this statement (not the one it adds): of those
+    # it keeps the newest `limit` - 1, and only when the write happened. Two unconditional saves of
+    # one run at the same moment may leave one entry too many, until its next history save.
+    "WITH saved AS ({write} RETURNING run_id, version, status, fingerprint, size, created_at, updated_at, "
+    "forked_from, data), "
+    "entry AS ({entry}), "
+    "ranked AS (SELECT version, saved_at, row_number() OVER (ORDER BY version DESC) AS newer "
+    "FROM {s}.history WHERE run_id = %(run_id)s), "
+    "gone AS (DELETE FROM {s}.history h USING ranked r WHERE h.run_id = %(run_id)s AND h.version = r.version "
+    "AND h.version < (SELECT version FROM saved) AND (r.newer >= %(limit)s OR r.saved_at < %(cutoff)s)) "
+    "SELECT version, created_at, forked_from FROM saved"
+)
+_CURRENT_VERSION = "SELECT version FROM {s}.checkpoints WHERE run_id = %(run_id)s"
+_LOCK_RUN = _CURRENT_VERSION + " FOR UPDATE"
+
+# retention: of one run's entries (or every run's), drop those past the newest `limit` and those
+# saved before `cutoff` (a NULL bound drops nothing)
+_PRUNE = (
+    "WITH ranked AS (SELECT run_id, version, saved_at, "
+    "row_number() OVER (PARTITION BY run_id ORDER BY version DESC) AS newer FROM {s}.history {where}), "
+    "gone AS (DELETE FROM {s}.history h USING ranked r WHERE h.run_id = r.run_id AND h.version = r.version "
+    "AND (r.newer > %(limit)s OR r.saved_at < %(cutoff)s) RETURNING 1) "
+    "SELECT count(*) FROM gone"
+)
+
+_LOAD_LATEST = f"SELECT {_RECORD}, data FROM {{s}}.checkpoints WHERE run_id = %(run_id)s"
+_LOAD_VERSION = (
+    f"SELECT {_RECORD}, data FROM {{s}}.checkpoints WHERE run_id = %(run_id)s AND version = %(version)s "
+    "UNION ALL "
+    "SELECT h.run_id, h.version, h.status, h.fingerprint, h.size, c.created_at, h.saved_at, c.forked_from, h.data "
+    "FROM {s}.history h JOIN {s}.checkpoints c ON c.run_id = h.run_id "
+    "WHERE h.run_id = %(run_id)s AND h.version = %(version)s AND c.version <> %(version)s"
+)
+_RUN_EXISTS = "SELECT EXISTS (SELECT 1 FROM {s}.checkpoints WHERE run_id = %(run_id)s)"
+_HISTORY = (
+    "SELECT c.run_id, h.version, h.status, h.fingerprint, h.size, c.created_at, h.saved_at, c.forked_from "
+    "FROM {s}.checkpoints c LEFT JOIN {s}.history h ON h.run_id = c.run_id "
+    "WHERE c.run_id = %(run_id)s ORDER BY h.version"
+)
+_LIST = f"SELECT {_RECORD} FROM {{s}}.checkpoints ORDER BY run_id"
+_LIST_STATUS = f"SELECT {_RECORD} FROM {{s}}.checkpoints WHERE status = %(status)s ORDER BY run_id"
+_DELETE = (
+    "WITH entries AS (DELETE FROM {s}.history WHERE run_id = %(run_id)s) "
+    "DELETE FROM {s}.checkpoints WHERE run_id = %(run_id)s"
+)
+# the entry (the latest or a history entry) becomes the new run's latest and first history entry, in
+# one statement; the row tells apart an entry not kept (no row) and a taken run id (made = 0)
+_FORK = (
+    "WITH source AS ((SELECT status, fingerprint, size, data FROM {s}.checkpoints "
+    "WHERE run_id = %(run_id)s AND version = %(version)s "
+    "UNION ALL SELECT status, fingerprint, size, data FROM {s}.history "
+    "WHERE run_id = %(run_id)s AND version = %(version)s) LIMIT 1), "
+    "made AS (INSERT INTO {s}.checkpoints (run_id, version, status, fingerprint, size, created_at, updated_at, "
+    "forked_from, data) SELECT %(new_run_id)s, 1, status, fingerprint, size, %(now)s, %(now)s, %(forked_from)s, "
+    "data FROM source ON CONFLICT (run_id) DO NOTHING "
+    "RETURNING run_id, version, status, fingerprint, size, updated_at, data), "
+    "entry AS ({entry}) "
+    "SELECT s.status, s.fingerprint, s.size, s.data, (SELECT count(*) FROM made), "
+    "(SELECT version FROM {s}.checkpoints WHERE run_id = %(new_run_id)s) FROM source s"
+)
+
+
+def _statements(schema: str) -> dict[str, Any]:
+    """Every statement of a store on `schema` (a checked identifier), the schema name filled in."""
+    s = f'"{schema}"'
+    out: dict[str, Any] = {"create": tuple(sql.format(s=s) for sql in _CREATE)}
+    for name, sql in (
+        ("meta_version", _META_VERSION),
+        ("set_version", _SET_VERSION),
+        ("current_version", _CURRENT_VERSION),
+        ("lock_run", _LOCK_RUN),
+        ("load_latest", _LOAD_LATEST),
+        ("load_version", _LOAD_VERSION),
+        ("run_exists", _RUN_EXISTS),
+        ("history", _HISTORY),
+        ("list", _LIST),
+        ("list_status", _LIST_STATUS),
+        ("delete", _DELETE),
+    ):
+        out[name] = sql.format(s=s)
+    out["fork"] = _FORK.format(s=s, entry=_ENTRY.format(s=s, rows="made"))
+    for mode, write in _WRITES.items():
+        out[f"save_{mode}"] = f"{write.format(s=s)} {_SAVED}"
+        entry = _ENTRY.format(s=s, rows="saved")
+        out[f"save_{mode}_history"] = _SAVED_WITH_HISTORY.format(write=write.format(s=s), entry=entry)
+        pruned = _SAVED_WITH_HISTORY_PRUNED.format(s=s, write=write.format(s=s), entry=entry)
+        out[f"save_{mode}_history_pruned"] = pruned
+    out["prune_run"] = _PRUNE.format(s=s, where="WHERE run_id = %(run_id)s")
+    out["prune_all"] = _PRUNE.format(s=s, where="")
+    return out
+
+
+# ----- operations: the statements to run and what their rows mean, for either driver -------------
+
+Statement = tuple[str, dict[str, Any]]
+Steps = Generator[Statement, list[tuple[Any, ...]], Any]
+"""An operation's logic: it yields the statements one by one, receives each one's rows, returns the result."""
+
+
+@dataclass
+class _Operation:
+    what: str
+    """What is being done, for the error message ("saving the checkpoint of run 'r'")."""
+    steps: Steps
+    atomic: bool
+    """Run the statements in one transaction (else each commits on its own: at most one of them writes)."""
+
+
+class _PostgresStore:
+    """The configuration and the operations shared by the sync and the async store (no I/O here)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 4,
+        schema: str = "amrita_sense",
+        history_limit: int | None = None,
+        history_max_age: float | None = None,
+        prepare: bool = False,
+        timeout: float = 30.0,
+        **pool_kwargs: Any,
+    ) -> None:
+        if _PSYCOPG_MISSING is not None:
+            raise ImportError(
+                f"{type(self).__name__} needs psycopg 3 and psycopg-pool: pip install amrita-sense-turbo[postgres] "
+                f"({_PSYCOPG_MISSING})"
+            ) from _PSYCOPG_MISSING
+        self._params = _parse_dsn(dsn)
+        self._dsn = dsn
+        _check_pool_size(min_size, max_size)
+        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(f"schema is an identifier (letters, digits, _; at most 63), not {schema!r:.80}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout is a positive number of seconds, not {timeout!r}")
+        refused = sorted(set(pool_kwargs) & set(_OWN_POOL_OPTIONS))
+        if refused:
+            raise TypeError(f"the store sets {', '.join(refused)} of its pool itself")
+        self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
+        self.min_size, self.max_size, self.schema = min_size, max_size, schema
+        self.prepare, self.timeout = bool(prepare), float(timeout)
+        self._pool_kwargs = dict(pool_kwargs)
+        self._sql = _statements(schema)
+        self._where = f" in schema {schema!r} of {_safe_conninfo(self._params)!r}"
+        self._start()
+
+    def _start(self) -> None:
+        """Set up the driver's state (no connection yet: the pool opens on first use)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({_safe_conninfo(self._params)!r}, schema={self.schema!r})"
+
+    def __reduce__(self) -> tuple:
+        """Pickle as the constructor's arguments: the unpickled store opens a pool of its own."""
+        options = {"min_size": self.min_size, "max_size": self.max_size, "schema": self.schema}
+        options.update(history_limit=self.history_limit, history_max_age=self.history_max_age)
+        options.update(prepare=self.prepare, timeout=self.timeout, **self._pool_kwargs)
+        return (_reopen, (type(self), self._dsn, options))
+
+    def _pool_options(self, check: Any) -> dict[str, Any]:
+        """The keyword arguments of the pool (the caller's `pool_kwargs` override the defaults)."""
+        connection = dict(self._pool_kwargs.get("kwargs") or {})
+        if "connect_timeout" not in self._params and "connect_timeout" not in connection:
+            connection["connect_timeout"] = max(2, math.ceil(self.timeout))  # libpq's smallest is 2
+        # autocommit: a single statement is its own transaction (no BEGIN/COMMIT round trips) and a
+        # connection is never left idle in a transaction; None: no server-side prepared statements
+        connection.update(autocommit=True, prepare_threshold=5 if self.prepare else None)
+        options: dict[str, Any] = {
+            "min_size": self.min_size,
+            "max_size": self.max_size,
+            "timeout": self.timeout,
+            # the pool gives up reconnecting after `timeout`; the next operation then starts afresh
+            # at once instead of waiting for a background attempt's ever longer backoff
+            "reconnect_timeout": self.timeout,
+            "check": check,
+            "name": f"amrita_sense.{self.schema}",
+        }
+        options.update(self._pool_kwargs)
+        options.update(kwargs=connection, open=False)
+        return options
+
+    def _failure(self, what: str, exc: BaseException) -> CheckpointError:
+        return CheckpointError(f"{what} failed{self._where}: {exc}")
+
+    # ----- the operations ----------------------------------------------------------------------
+
+    def _schema_op(self, what: str) -> _Operation:
+        return _Operation(f"{what} (preparing the schema)", self._schema_steps(), atomic=True)
+
+    def _schema_steps(self) -> Steps:
+        """Nothing when the tables are there at this version (no DDL: a role without CREATE works);
+        else create them under the advisory lock and look again (another process may have gone first)."""
+        if (yield _META_EXISTS, {"meta": f'"{self.schema}".meta'})[0][0]:
+            found = self._schema_version((yield self._sql["meta_version"], {}))
+            if found == SCHEMA_VERSION:
+                return None
+        key = zlib.crc32(f"amrita_sense.durable.postgres:{self.schema}".encode())
+        yield _LOCK_SCHEMA, {"key": key}
+        for statement in self._sql["create"]:
+            yield statement, {}
+        found = self._schema_version((yield self._sql["meta_version"], {}))
+        if found < SCHEMA_VERSION:
+            yield self._sql["set_version"], {"version": SCHEMA_VERSION}
+        return None
+
+    def _schema_version(self, rows: list[tuple[Any, ...]]) -> int:
+        found = rows[0][0] if rows else 0
+        if found > SCHEMA_VERSION:
+            raise CheckpointError(
+                f"the checkpoint tables{self._where} have schema version {found}; this release knows versions "
+                f"up to {SCHEMA_VERSION} (upgrade amrita-sense-turbo to read it)"
+            )
+        return found
+
+    def _save_op(self, run_id: str, data: bytes, expected_version: int | None, history: bool) -> _Operation:
+        _check_run_id(run_id)
+        _check_expected(expected_version)
+        header = read_header(data)
+        now = time.time()
+        params: dict[str, Any] = {
+            "run_id": run_id,
+            "status": header.status,
+            "fingerprint": header.fingerprint,
+            "size": len(data),
+            "now": now,
+            "data": bytes(data),
+            "expected": expected_version,
+        }
+        statement = "save_" + ("any" if expected_version is None else "new" if expected_version == 0 else "over")
+        if history:
+            statement += "_history"
+            if self._retains():
+                statement += "_pruned"
+                params.update(self._retention(run_id, now))
+        steps = self._save_steps(self._sql[statement], params)
+        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
+
+    def _save_steps(self, statement: str, params: dict[str, Any]) -> Steps:
+        rows = yield statement, params
+        run_id = params["run_id"]
+        if not rows:  # the condition did not hold: nothing was written
+            current = yield self._sql["current_version"], {"run_id": run_id}
+            raise _conflict(run_id, params["expected"], current[0][0] if current else 0)
+        version, created_at, forked_from = rows[0]
+        return CheckpointRecord(
+            run_id,
+            version,
+            params["status"],
+            params["fingerprint"],
+            params["size"],
+            created_at,
+            params["now"],
+            forked_from,
+        )
+
+    def _retains(self) -> bool:
+        return self.history_limit is not None or self.history_max_age is not None
+
+    def _retention(self, run_id: str | None, now: float) -> dict[str, Any]:
+        cutoff = None if self.history_max_age is None else now - self.history_max_age
+        return {"run_id": run_id, "limit": self.history_limit, "cutoff": cutoff}
+
+    def _load_op(self, run_id: str, version: int | None) -> _Operation:
+        _check_run_id(run_id)
+        _check_version(version)
+        return _Operation(f"loading the checkpoint of run {run_id!r}", self._load_steps(run_id, version), atomic=False)
+
+    def _load_steps(self, run_id: str, version: int | None) -> Steps:
+        if version is None:
+            rows = yield self._sql["load_latest"], {"run_id": run_id}
+        else:
+            rows = yield self._sql["load_version"], {"run_id": run_id, "version": version}
+        if not rows:
+            if version is None or not (yield self._sql["run_exists"], {"run_id": run_id})[0][0]:
+                raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}")
+            raise _version_not_kept(run_id, version, self._where)
+        row = rows[0]
+        return Checkpoint(CheckpointRecord(*row[:8]), _checked_data(run_id, row[1], row[8], self._where))
+
+    def _history_op(self, run_id: str) -> _Operation:
+        _check_run_id(run_id)
+        return _Operation(f"reading the history of run {run_id!r}", self._history_steps(run_id), atomic=False)
+
+    def _history_steps(self, run_id: str) -> Steps:
+        rows = yield self._sql["history"], {"run_id": run_id}
+        if not rows:
+            raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}")
+        return [CheckpointRecord(*row) for row in rows if row[1] is not None]  # version NULL: no entry
+
+    def _fork_op(self, run_id: str, version: int, new_run_id: str) -> _Operation:
+        _check_run_id(run_id)
+        _check_run_id(new_run_id)
+        if _check_version(version) is None:
+            raise ValueError("fork needs the version of the checkpoint to start from")
+        params = {
+            "run_id": run_id,
+            "version": version,
+            "new_run_id": new_run_id,
+            "now": time.time(),
+            "forked_from": _forked_from(run_id, version),
+        }
+        what = f"forking run {run_id!r} at version {version} into {new_run_id!r}"
+        return _Operation(what, self._fork_steps(params), atomic=True)
+
+    def _fork_steps(self, params: dict[str, Any]) -> Steps:
+        rows = yield self._sql["fork"], params
+        run_id, version, new_run_id = params["run_id"], params["version"], params["new_run_id"]
+        if not rows:
+            raise _version_not_kept(run_id, version, self._where)
+        status, fingerprint, size, data, made, current = rows[0]
+        if not made:
+            # `current` is None only when the run id was taken by a writer this statement waited for
+            raise _fork_conflict(new_run_id, current or 1)
+        _checked_data(run_id, version, data, self._where)  # a damaged source rolls the fork back
+        now = params["now"]
+        return CheckpointRecord(new_run_id, 1, status, fingerprint, size, now, now, params["forked_from"])
+
+    def _prune_op(self, run_id: str | None) -> _Operation:
+        if run_id is not None:
+            _check_run_id(run_id)
+        what = "pruning the history" if run_id is None else f"pruning the history of run {run_id!r}"
+        return _Operation(what, self._prune_steps(run_id), atomic=False)
+
+    def _prune_steps(self, run_id: str | None) -> Steps:
+        if not self._retains():
+            return 0
+        rows = yield self._sql["prune_all" if run_id is None else "prune_run"], self._retention(run_id, time.time())
+        return rows[0][0]
+
+    def _list_op(self, status: str | None) -> _Operation:
+        return _Operation("listing the checkpoints", self._list_steps(status), atomic=False)
+
+    def _list_steps(self, status: str | None) -> Steps:
+        if status is None:
+            rows = yield self._sql["list"], {}
+        else:
+            rows = yield self._sql["list_status"], {"status": status}
+        return [CheckpointRecord(*row) for row in rows]
+
+    def _delete_op(self, run_id: str, expected_version: int | None) -> _Operation:
+        _check_run_id(run_id)
+        _check_expected(expected_version)
+        steps = self._delete_steps(run_id, expected_version)
+        return _Operation(f"deleting the checkpoints of run {run_id!r}", steps, atomic=True)
+
+    def _delete_steps(self, run_id: str, expected: int | None) -> Steps:
+        # the row lock first: a save waiting on it cannot add a history entry the delete would miss
+        rows = yield self._sql["lock_run"], {"run_id": run_id}
+        current = rows[0][0] if rows else 0
+        if expected is not None and expected != current:
+            raise _conflict(run_id, expected, current)
+        if not rows:
+            return False
+        yield self._sql["delete"], {"run_id": run_id}
+        return True
+
+
+def _parse_dsn(dsn: Any) -> dict[str, Any]:
+    if not isinstance(dsn, str):
+        raise TypeError(f"dsn is a libpq connection string or a postgresql:// URI, not {type(dsn).__name__}")
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.Error:
+        # not the parser's message: it quotes the string, which may hold a password
+        raise ValueError("dsn is not a valid libpq connection string or postgresql:// URI") from None
+
+
+def _safe_conninfo(params: dict[str, Any]) -> str:
+    """The connection string without its secrets (for messages and `repr`)."""
+    return make_conninfo("", **{k: v for k, v in params.items() if k not in _SECRET_PARAMETERS})
+
+
+def _check_pool_size(min_size: Any, max_size: Any) -> None:
+    for name, value in (("min_size", min_size), ("max_size", max_size)):
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{name} is a non-negative int, not {value!r}")
+    if max_size < max(min_size, 1):
+        raise ValueError(f"max_size ({max_size}) must be at least 1 and at least min_size ({min_size})")
+
+
+def _reopen(cls: type, dsn: str, options: dict[str, Any]) -> Any:
+    return cls(dsn, **options)
+
+
+def _drive(cursor: Any, steps: Steps) -> Any:
+    """Run an operation's statements on `cursor` (sync); its result."""
+    try:
+        statement = next(steps)
+        while True:
+            cursor.execute(*statement)
+            statement = steps.send(cursor.fetchall() if cursor.description is not None else [])
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+async def _drive_async(cursor: Any, steps: Steps) -> Any:
+    """Run an operation's statements on `cursor` (async); its result."""
+    try:
+        statement = next(steps)
+        while True:
+            await cursor.execute(*statement)
+            statement = steps.send(await cursor.fetchall() if cursor.description is not None else [])
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+# ----- the sync store ----------------------------------------------------------------------------
+
+
+class PostgresCheckpointStore(_PostgresStore):
+    """Checkpoints in PostgreSQL, for threads (psycopg 3, `psycopg_pool.ConnectionPool`).
+
+    Args:
+        dsn: a libpq connection string or a postgresql:// URI (its password never shows in `repr`
+            or in messages).
+        min_size, max_size: connections the pool keeps open / may open.
+        schema: where the tables live (created on first use); two stores on different schemas of
+            one database see nothing of each other.
+        history_limit, history_max_age: retention of the history (entries per run, seconds), applied
+            at each history save and by `prune()`; the latest checkpoint is never dropped.
+        prepare: let psycopg prepare frequent statements on the server (not behind PgBouncer in
+            transaction mode).
+        timeout: how long an operation waits for a connection (and the pool keeps reconnecting)
+            before it fails with `CheckpointError`.
+        pool_kwargs: more `ConnectionPool` arguments (`max_lifetime`, `kwargs` for the connections...).
+
+    The pool opens on first use (or by `open()`); one store may be shared by the threads of a
+    process; after `os.fork()` the child opens its own pool. Every psycopg or pool error is raised
+    as a `CheckpointError` saying what failed, for which run.
+    """
+
+    def _start(self) -> None:
+        self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
+        self._pool: ConnectionPool | None = None
+        self._pid = 0
+        self._ready = False
+
+    def __enter__(self) -> PostgresCheckpointStore:
+        return self.open()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def open(self) -> PostgresCheckpointStore:
+        """Open the pool and create the tables now (else the first operation does); the store."""
+        self._ready_pool("opening the store")
+        return self
+
+    def close(self) -> None:
+        """Close this process's pool (the next operation opens a new one)."""
+        with self._process_lock():
+            pool, self._pool, self._ready = self._pool, None, False
+            if pool is not None and self._pid == os.getpid():
+                pool.close()
+
+    def _process_lock(self) -> threading.Lock:
+        if self._lock_pid != os.getpid():  # forked: the parent's lock may have been held at that moment
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        return self._lock
+
+    def _ready_pool(self, what: str) -> ConnectionPool:
+        pool = self._pool
+        if pool is not None and self._ready and self._pid == os.getpid():
+            return pool
+        with self._process_lock():
+            if self._pool is None or self._pid != os.getpid():
+                # a forked child never touches its parent's pool: its sockets are the parent's
+                self._pool, self._ready = None, False
+                self._pool, self._pid = self._open_pool(what), os.getpid()
+            if not self._ready:
+                self._execute(self._pool, self._schema_op(what))
+                self._ready = True
+            return self._pool
+
+    def _open_pool(self, what: str) -> ConnectionPool:
+        """A new pool, open, with its first `min_size` connections (a first operation that found none
+        ready would make it open one more)."""
+        pool: ConnectionPool = ConnectionPool(self._dsn, **self._pool_options(ConnectionPool.check_connection))
+        try:
+            pool.open(wait=True, timeout=self.timeout)
+        except psycopg.Error as exc:  # PoolTimeout: the pool closed itself; the next call starts afresh
+            raise self._failure(what, exc) from exc
+        return pool
+
+    def _run(self, operation: _Operation) -> Any:
+        return self._execute(self._ready_pool(operation.what), operation)
+
+    def _execute(self, pool: ConnectionPool, operation: _Operation) -> Any:
+        try:
+            with pool.connection() as conn, conn.cursor(binary=True) as cursor:
+                if not operation.atomic:
+                    return _drive(cursor, operation.steps)
+                with conn.transaction():
+                    return _drive(cursor, operation.steps)
+        except psycopg.Error as exc:
+            raise self._failure(operation.what, exc) from exc
+
+    def save(
+        self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
+    ) -> CheckpointRecord:
+        """Store `data` as the run's latest checkpoint (one conditional statement); with `history`,
+        also as an entry of its history (the retention applied in the same statement). Its record."""
+        return self._run(self._save_op(run_id, data, expected_version, history))
+
+    def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
+        """The run's latest checkpoint, or its checkpoint `version` (the latest or a kept history
+        entry); `CheckpointNotFound` when there is none, `CorruptSnapshot` when the row is damaged."""
+        return self._run(self._load_op(run_id, version))
+
+    def history(self, run_id: str) -> list[CheckpointRecord]:
+        """The run's kept history entries, oldest first; `CheckpointNotFound` for an unknown run."""
+        return self._run(self._history_op(run_id))
+
+    def fork(self, run_id: str, version: int, new_run_id: str) -> CheckpointRecord:
+        """`new_run_id` starts (version 1, first history entry) from `run_id`'s checkpoint `version`."""
+        return self._run(self._fork_op(run_id, version, new_run_id))
+
+    def prune(self, run_id: str | None = None) -> int:
+        """Apply the retention now, to `run_id` or to every run; the number of history entries removed."""
+        return self._run(self._prune_op(run_id))
+
+    def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
+        """Forget the run and its history; False when it was not stored."""
+        return self._run(self._delete_op(run_id, expected_version))
+
+    def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
+        """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
+        return self._run(self._list_op(status))
+
+
+# ----- the async store ---------------------------------------------------------------------------
+
+
+@dataclass
+class _LoopPool:
+    """The pool an async store uses in one event loop (a pool belongs to the loop it was opened in)."""
+
+    pool: AsyncConnectionPool
+    lock: asyncio.Lock
+    ready: bool = False
+
+
+class AsyncPostgresCheckpointStore(_PostgresStore):
+    """Checkpoints in PostgreSQL, for asyncio: `PostgresCheckpointStore`'s arguments and rules, with
+    coroutine methods, on `psycopg_pool.AsyncConnectionPool`.
+
+    The pool opens on first use (or by `await store.open()`, or `async with store:`). A pool
+    belongs to the event loop it was opened in: used from another loop (a second `asyncio.run`),
+    the store opens another pool there; `close()` closes the current loop's pool and forgets those
+    of loops that are closed. Close the store before its loop ends (`async with`, or `await
+    store.close()`): psycopg's async pool swallows the cancellation of a connection attempt in
+    flight, and a loop left with one cannot finish `asyncio.run`.
+    """
+
+    def _start(self) -> None:
+        self._pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
+        self._pid = os.getpid()
+
+    async def __aenter__(self) -> AsyncPostgresCheckpointStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def open(self) -> AsyncPostgresCheckpointStore:
+        """Open this loop's pool and create the tables now (else the first operation does); the store."""
+        await self._ready_pool("opening the store")
+        return self
+
+    async def close(self) -> None:
+        """Close the current loop's pool (the next operation opens a new one)."""
+        self._forget_other_process()
+        entry = self._pools.pop(asyncio.get_running_loop(), None)
+        self._forget_closed_loops()
+        if entry is not None:
+            await entry.pool.close()
+
+    def _forget_other_process(self) -> None:
+        if self._pid != os.getpid():  # forked: the parent's pools and their sockets are not ours
+            self._pools, self._pid = {}, os.getpid()
+
+    def _forget_closed_loops(self) -> None:
+        self._pools = {loop: entry for loop, entry in self._pools.items() if not loop.is_closed()}
+
+    async def _ready_pool(self, what: str) -> AsyncConnectionPool:
+        self._forget_other_process()
+        loop = asyncio.get_running_loop()
+        entry = self._pools.get(loop)
+        if entry is not None and entry.ready:
+            return entry.pool
+        if entry is None:
+            self._forget_closed_loops()
+            entry = self._pools[loop] = _LoopPool(self._new_pool(), asyncio.Lock())
+        async with entry.lock:  # one coroutine opens the pool and the schema, the others wait for it
+            if not entry.ready:
+                await self._open_pool(loop, entry, what)
+                await self._execute(entry.pool, self._schema_op(what))
+                entry.ready = True
+        return entry.pool
+
+    async def _open_pool(self, loop: asyncio.AbstractEventLoop, entry: _LoopPool, what: str) -> None:
+        """Open the pool and wait for its first `min_size` connections: a first operation that found
+        none ready would make the pool grow by one more, still connecting when a short-lived loop ends."""
+        try:
+            await entry.pool.open(wait=True, timeout=self.timeout)
+        except psycopg.Error as exc:  # PoolTimeout (the pool closed itself): the next call starts afresh
+            if self._pools.get(loop) is entry:
+                del self._pools[loop]
+            raise self._failure(what, exc) from exc
+
+    def _new_pool(self) -> AsyncConnectionPool:
+        check = AsyncConnectionPool.check_connection
+        pool: AsyncConnectionPool = AsyncConnectionPool(self._dsn, **self._pool_options(check))
+        return pool
+
+    async def _run(self, operation: _Operation) -> Any:
+        return await self._execute(await self._ready_pool(operation.what), operation)
+
+    async def _execute(self, pool: AsyncConnectionPool, operation: _Operation) -> Any:
+        try:
+            async with pool.connection() as conn, conn.cursor(binary=True) as cursor:
+                if not operation.atomic:
+                    return await _drive_async(cursor, operation.steps)
+                async with conn.transaction():
+                    return await _drive_async(cursor, operation.steps)
+        except psycopg.Error as exc:
+            raise self._failure(operation.what, exc) from exc
+
+    async def save(
+        self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
+    ) -> CheckpointRecord:
+        """As `PostgresCheckpointStore.save`."""
+        return await self._run(self._save_op(run_id, data, expected_version, history))
+
+    async def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
+        """As `PostgresCheckpointStore.load`."""
+        return await self._run(self._load_op(run_id, version))
+
+    async def history(self, run_id: str) -> list[CheckpointRecord]:
+        """As `PostgresCheckpointStore.history`."""
+        return await self._run(self._history_op(run_id))
+
+    async def fork(self, run_id: str, version: int, new_run_id: str) -> CheckpointRecord:
+        """As `PostgresCheckpointStore.fork`."""
+        return await self._run(self._fork_op(run_id, version, new_run_id))
+
+    async def prune(self, run_id: str | None = None) -> int:
+        """As `PostgresCheckpointStore.prune`."""
+        return await self._run(self._prune_op(run_id))
+
+    async def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
+        """As `PostgresCheckpointStore.delete`."""
+        return await self._run(self._delete_op(run_id, expected_version))
+
+    async def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
+        """As `PostgresCheckpointStore.list`."""
+        return await self._run(self._list_op(status))

@@ -1,0 +1,324 @@
+"""One judge for every checkpoint store (tests/support/stores.py lists them): the same tests, sync
+or async backend alike (each call's result is awaited when it is awaitable).
+
+The protocol: versions that grow by one per save, `expected_version` as a fence between writers,
+checked data, history kept on request with retention, loading any kept version, forks that leave
+their source untouched, and `Checkpointing` over it all (time travel included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from amrita_sense import SUSPEND, NodeCompose, WorkflowInterpreter
+from amrita_sense.durable import (
+    CheckpointConflict,
+    Checkpointing,
+    CheckpointNotFound,
+    CheckpointStore,
+    CorruptSnapshot,
+    HistoryStore,
+    inspect_snapshot,
+)
+from support.durable_support import rec
+from support.stores import STORES, sample_snapshots
+
+HALTED, FINISHED = sample_snapshots()
+
+
+async def settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class Stores:
+    """Fresh stores of the backend under test: `async with stores.open(**retention) as store`."""
+
+    def __init__(self, kind: str, request: Any, tmp_path: Any):
+        self.kind, self.request, self.tmp_path, self.count = kind, request, tmp_path, 0
+
+    @contextlib.asynccontextmanager
+    async def open(self, **options: Any) -> AsyncIterator[Any]:
+        folder = self.tmp_path / f"store-{self.count}"
+        folder.mkdir()
+        self.count += 1
+        store = STORES[self.kind](self.request, folder, options)
+        try:
+            yield store
+        finally:
+            closing = getattr(store, "close", None)
+            if closing is not None:
+                await settle(closing())
+
+
+@pytest.fixture(params=sorted(STORES))
+def stores(request, tmp_path):
+    return Stores(request.param, request, tmp_path)
+
+
+async def save(store: Any, run_id: str, data: bytes, **options: Any) -> Any:
+    return await settle(store.save(run_id, data, **options))
+
+
+async def versions(store: Any, run_id: str) -> list[int]:
+    return [record.version for record in await settle(store.history(run_id))]
+
+
+# ----- the four operations ------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_store_is_a_checkpoint_store_that_keeps_history(stores):
+    async with stores.open() as store:
+        assert isinstance(store, CheckpointStore) and isinstance(store, HistoryStore)
+
+
+@pytest.mark.asyncio
+async def test_save_load_list_delete(stores):
+    async with stores.open() as store:
+        first = await save(store, "run-1", HALTED)
+        assert (first.version, first.status, first.forked_from) == (1, "halted", None)
+        assert first.fingerprint == inspect_snapshot(HALTED).fingerprint and first.size == len(HALTED)
+        second = await save(store, "run-1", FINISHED)
+        assert (second.version, second.status, second.created_at) == (2, "finished", first.created_at)
+        assert second.updated_at >= first.updated_at
+        await save(store, "run-0", HALTED)
+        loaded = await settle(store.load("run-1"))
+        assert loaded.data == FINISHED and loaded.record == second
+        assert [r.run_id for r in await settle(store.list())] == ["run-0", "run-1"]
+        assert [r.run_id for r in await settle(store.list(status="halted"))] == ["run-0"]
+        assert await settle(store.delete("run-1")) is True
+        assert await settle(store.delete("run-1")) is False
+        with pytest.raises(CheckpointNotFound, match="run-1"):
+            await settle(store.load("run-1"))
+        with pytest.raises(LookupError):
+            await settle(store.load("nothing"))
+        assert (await save(store, "run-1", HALTED)).version == 1  # a deleted run id starts again
+
+
+@pytest.mark.asyncio
+async def test_expected_versions_fence_writers(stores):
+    async with stores.open() as store:
+        await save(store, "r", HALTED, expected_version=0)
+        with pytest.raises(CheckpointConflict, match="expected version 0, the store has version 1"):
+            await save(store, "r", HALTED, expected_version=0)
+        await save(store, "r", FINISHED, expected_version=1)
+        with pytest.raises(CheckpointConflict):
+            await save(store, "r", HALTED, expected_version=1)
+        with pytest.raises(CheckpointConflict, match="no checkpoint"):
+            await save(store, "new", HALTED, expected_version=3)
+        with pytest.raises(CheckpointConflict):
+            await settle(store.delete("r", expected_version=1))
+        assert (await settle(store.load("r"))).data == FINISHED
+        assert await settle(store.delete("r", expected_version=2))
+
+
+@pytest.mark.asyncio
+async def test_of_writers_racing_over_one_version_exactly_one_goes_on(stores):
+    async with stores.open() as store:
+        await save(store, "r", HALTED)
+
+        async def writer() -> str:
+            try:
+                await save(store, "r", FINISHED, expected_version=1)
+            except CheckpointConflict:
+                return "refused"
+            return "saved"
+
+        if inspect.iscoroutinefunction(store.save):
+            outcomes = await asyncio.gather(*(writer() for _ in range(8)))
+        else:  # a sync store: the writers race in threads
+            outcomes = await asyncio.gather(*(asyncio.to_thread(asyncio.run, writer()) for _ in range(8)))
+        assert sorted(outcomes) == ["refused"] * 7 + ["saved"]
+        assert (await settle(store.load("r"))).record.version == 2
+
+
+@pytest.mark.asyncio
+async def test_damaged_data_and_bad_arguments_never_reach_the_store(stores):
+    async with stores.open() as store:
+        await save(store, "r", HALTED)
+        with pytest.raises(CorruptSnapshot):
+            await save(store, "r", HALTED[:-1] + bytes([HALTED[-1] ^ 1]))
+        for run_id in ("", None, "x" * 513):
+            with pytest.raises(ValueError):
+                await save(store, run_id, HALTED)
+        with pytest.raises(ValueError):
+            await save(store, "r", HALTED, expected_version=-1)
+        for version in (0, -1, "1", 1.0, True):
+            with pytest.raises(ValueError):
+                await settle(store.load("r", version=version))
+        loaded = await settle(store.load("r"))
+        assert loaded.data == HALTED and loaded.record.version == 1
+        assert await versions(store, "r") == []
+
+
+# ----- history --------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_history_keeps_the_saves_made_with_history_oldest_first(stores):
+    async with stores.open() as store:
+        await save(store, "r", HALTED)  # version 1: latest only
+        two = await save(store, "r", FINISHED, history=True)
+        three = await save(store, "r", HALTED, history=True)
+        await save(store, "r", FINISHED)  # version 4: latest only
+        entries = await settle(store.history("r"))
+        assert [(e.version, e.status) for e in entries] == [(2, "finished"), (3, "halted")]
+        assert entries == [two, three]
+        old = await settle(store.load("r", version=2))
+        assert old.data == FINISHED and old.record == two
+        latest = await settle(store.load("r", version=4))
+        assert latest.record.version == 4 and latest.data == FINISHED
+        with pytest.raises(CheckpointNotFound, match="version 1"):
+            await settle(store.load("r", version=1))
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.load("r", version=9))
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.history("unknown"))
+        assert await settle(store.delete("r"))
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.history("r"))
+        await save(store, "r", HALTED, history=True)
+        assert await versions(store, "r") == [1]  # the deleted run's history went with it
+
+
+@pytest.mark.asyncio
+async def test_retention_by_count_keeps_the_newest_entries_and_the_latest(stores):
+    async with stores.open(history_limit=3) as store:
+        for _ in range(6):
+            await save(store, "r", HALTED, history=True)
+        await save(store, "other", HALTED, history=True)
+        assert await versions(store, "r") == [4, 5, 6]
+        assert await versions(store, "other") == [1]
+        await save(store, "r", FINISHED)
+        assert await versions(store, "r") == [4, 5, 6]
+        assert (await settle(store.load("r"))).record.version == 7
+        assert await settle(store.prune()) == 0
+
+
+@pytest.mark.asyncio
+async def test_retention_by_age_drops_old_entries_never_the_latest(stores):
+    async with stores.open(history_max_age=0.2) as store:
+        await save(store, "r", HALTED, history=True)
+        await save(store, "r", FINISHED, history=True)
+        await save(store, "s", HALTED, history=True)
+        await asyncio.sleep(0.3)
+        assert await settle(store.prune("r")) == 2
+        assert await versions(store, "r") == []
+        assert (await settle(store.load("r"))).record.version == 2
+        assert await settle(store.prune()) == 1
+        await save(store, "s", FINISHED, history=True)  # a save applies the retention too
+        assert await versions(store, "s") == [2]
+
+
+@pytest.mark.asyncio
+async def test_bad_retention_is_refused(stores):
+    for options in ({"history_limit": 0}, {"history_limit": 2.5}, {"history_max_age": 0}, {"history_max_age": "1"}):
+        with pytest.raises(ValueError, match="history_"):
+            async with stores.open(**options):
+                pass
+
+
+# ----- fork -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_fork_starts_a_new_run_from_an_entry_and_leaves_the_source(stores):
+    async with stores.open() as store:
+        for data in (HALTED, FINISHED, HALTED):
+            await save(store, "src", data, history=True)
+        before = await settle(store.history("src"))
+        fork = await settle(store.fork("src", 2, "copy"))
+        assert (fork.run_id, fork.version, fork.status, fork.forked_from) == ("copy", 1, "finished", "src@2")
+        assert (await settle(store.load("copy"))).data == FINISHED
+        assert await settle(store.history("copy")) == [fork]
+        assert await settle(store.history("src")) == before
+        assert (await settle(store.load("src"))).record.version == 3
+        nxt = await save(store, "copy", HALTED, expected_version=1, history=True)
+        assert (nxt.version, nxt.forked_from, nxt.created_at) == (2, "src@2", fork.created_at)
+        assert await versions(store, "copy") == [1, 2] and await versions(store, "src") == [1, 2, 3]
+        from_latest = await settle(store.fork("src", 3, "copy-2"))
+        assert from_latest.forked_from == "src@3"
+
+
+@pytest.mark.asyncio
+async def test_fork_refuses_an_existing_target_and_an_entry_not_kept(stores):
+    async with stores.open() as store:
+        await save(store, "src", HALTED)
+        await save(store, "src", FINISHED)
+        await save(store, "taken", HALTED)
+        with pytest.raises(CheckpointConflict, match="taken"):
+            await settle(store.fork("src", 2, "taken"))
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.fork("src", 1, "new"))  # saved without history: not kept
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.fork("nothing", 1, "new"))
+        with pytest.raises(ValueError):
+            await settle(store.fork("src", 0, "new"))
+        assert [r.run_id for r in await settle(store.list())] == ["src", "taken"]
+        assert (await settle(store.load("taken"))).data == HALTED
+
+
+# ----- Checkpointing over the store -----------------------------------------------------------------
+
+
+def suspending_graph(trace: list) -> Any:
+    return NodeCompose(rec(trace, "a"), rec(trace, "b"), SUSPEND, rec(trace, "c"), rec(trace, "d")).render()
+
+
+@pytest.mark.asyncio
+async def test_a_checkpointed_run_keeps_its_history_and_travels_back_in_time(stores):
+    async with stores.open() as store:
+        trace: list = []
+        graph = suspending_graph(trace)
+        interp = WorkflowInterpreter(graph)
+        interp.checkpointing = Checkpointing(store, "run", history=True)
+        await interp.run()
+        await interp.run()
+        assert trace == ["a", "b", "c", "d"]
+        entries = await settle(store.history("run"))
+        assert [e.version for e in entries] == list(range(1, len(entries) + 1))
+        assert entries[-1].status == "finished" and entries[-1] == (await settle(store.load("run"))).record
+        halted = next(e.version for e in entries if e.status == "halted")
+        trace.clear()
+        policy = Checkpointing(store, "run", history=True)
+        again = await policy.resume(graph, version=halted)  # back to the SUSPEND
+        assert policy.version == entries[-1].version  # the next save goes over the latest
+        await again.run()
+        assert trace == ["c", "d"]
+        assert len(await settle(store.history("run"))) > len(entries)
+
+
+@pytest.mark.asyncio
+async def test_a_forked_run_resumes_on_its_own(stores):
+    async with stores.open() as store:
+        trace: list = []
+        graph = suspending_graph(trace)
+        interp = WorkflowInterpreter(graph)
+        interp.checkpointing = Checkpointing(store, "run", history=True)
+        await interp.run()
+        halted = (await settle(store.load("run"))).record.version
+        await settle(store.fork("run", halted, "what-if"))
+        trace.clear()
+        forked = await Checkpointing(store, "what-if", history=True).resume(graph)
+        await forked.run()
+        assert trace == ["c", "d"]
+        assert (await settle(store.load("run"))).record.version == halted  # the source did not move
+        assert (await settle(store.load("what-if"))).record.status == "finished"
+
+
+def test_history_needs_a_store_that_keeps_one():
+    class LatestOnly:
+        def save(self, run_id, data, *, expected_version=None): ...
+        def load(self, run_id): ...
+        def list(self, *, status=None): ...
+        def delete(self, run_id, *, expected_version=None): ...
+
+    Checkpointing(LatestOnly(), "r")
+    with pytest.raises(TypeError, match="history"):
+        Checkpointing(LatestOnly(), "r", history=True)
