@@ -5,13 +5,15 @@
     python examples/debugger_session.py --demo      # run the scripted session below
 
 The console starts with `it` (the interpreter), `state` and `trace` (what the
-nodes did) and every command of `amrita_sense.debugger` in scope, e.g.::
+nodes did), every command of `amrita_sense.debugger` and `draw` (the rows around
+the pointer as Mermaid text, `amrita_sense.pictures.draw`) in scope, e.g.::
 
     (sdb) break_at_addr(it, "square")
     (sdb) cont(it)
     (sdb) where(it)
     (sdb) step(it)
     (sdb) backtrace(it)
+    (sdb) draw(it, 3)
 
 When the commands come from a pipe, each one is echoed after the prompt, so
 the output reads as a transcript.
@@ -23,6 +25,7 @@ import code
 import sys
 
 import amrita_sense.debugger as sdb
+from amrita_sense.pictures import draw
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import CALL, FN
 
@@ -88,7 +91,7 @@ class DebugConsole(code.InteractiveConsole):
 def make_console() -> DebugConsole:
     interp, state, trace = build_workflow()
     namespace = {name: getattr(sdb, name) for name in sdb.__all__}
-    namespace.update(it=interp, state=state, trace=trace)
+    namespace.update(it=interp, state=state, trace=trace, draw=draw)
     return DebugConsole(namespace)
 
 

@@ -86,3 +86,9 @@ def test_demo_session_runs_to_the_end():
     done = run_session("", "--demo")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "trace: ['load 3', 'value 9', 'value 81', 'done']"
+
+
+def test_the_session_draws_the_rows_around_the_pointer():
+    done = run_session('break_at_addr(it, "square")\ncont(it)\ndraw(it, 2)\n')
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "flowchart TD" in done.stdout and "=#62; pointer" in done.stdout and "ALIAS square" in done.stdout

@@ -20,6 +20,12 @@ addresses nodes keep), the graph's fingerprint and outline. It is plain data
 pools, the panic exception itself) are stored only through a codec the caller
 passes, and decoded only by a codec the restoring caller passes.
 
+Stores: `SQLiteCheckpointStore`, `MemoryCheckpointStore`, `PostgresCheckpointStore` /
+`AsyncPostgresCheckpointStore` (extra `[postgres]`); each can keep a run's history
+(`Checkpointing(..., history=True)`, `store.history`, `store.load(run_id, version=V)`,
+`store.fork`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
+(`plan_migration` is its dry run, see `amrita_sense.durable.migrate`).
+
 Not in a snapshot: the stream (`object_io`) and what is queued in it, open
 workflow-scoped dependencies (a restored run opens them again), state your
 nodes keep in closures or globals, forks you made yourself.
@@ -50,8 +56,9 @@ from amrita_sense.durable.errors import (
 )
 from amrita_sense.durable.fingerprint import graph_fingerprint
 from amrita_sense.durable.format import FORMAT_VERSION, STATUSES, decode
+from amrita_sense.durable.migrate import MigrationPlan
 from amrita_sense.durable.panic import restored_traceback
-from amrita_sense.durable.restore import check_state
+from amrita_sense.durable.restore import check_state, plan_migration
 from amrita_sense.durable.store import (
     Checkpoint,
     CheckpointRecord,
@@ -143,6 +150,7 @@ __all__ = [
     "GraphMismatch",
     "HistoryStore",
     "MemoryCheckpointStore",
+    "MigrationPlan",
     "RestoreError",
     "RestoredPanic",
     "PartialPickle",
@@ -155,5 +163,6 @@ __all__ = [
     "UnsupportedSnapshotVersion",
     "graph_fingerprint",
     "inspect_snapshot",
+    "plan_migration",
     "restored_traceback",
 ]

@@ -5,20 +5,28 @@ document, the graph, the user blobs through the codec, the exception classes,
 the node state the snapshot needs); only then is the interpreter given its
 state and are the graph's nodes touched. A failing restore therefore leaves
 nothing half-restored behind: it raises and the graph is as it was.
+
+With `migrate=True` a snapshot taken on another version of the graph is moved
+onto this one first (`amrita_sense.durable.migrate`): its state document is
+rewritten with the new graph's addresses, then restored as any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from amrita_sense import core as _core
 from amrita_sense.durable import format as fmt
+from amrita_sense.durable import migrate as _migrate
 from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, CorruptSnapshot, GraphMismatch, RestoreError
 from amrita_sense.durable.fingerprint import differing_rows, graph_fingerprint, mismatch, outline_of, unpack_digests
+from amrita_sense.durable.migrate import MigrationPlan
 from amrita_sense.durable.panic import check_exception_record, exception_classes, revive_exception
 from amrita_sense.durable.snapshot import MAX_ADDRESS
+from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import program_of
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.types import Flags, InterpreterContext
@@ -27,6 +35,9 @@ MAX_NESTING = 32
 """How deep sub-interpreters (FUN_BLOCK inside FUN_BLOCK...) may nest in a snapshot."""
 _POSITIONS = ("idle", "between", "gate", "step", "nested")
 _STANDINGS = (node_state.RUNNING, node_state.RETURNED, node_state.PENDING)
+
+PoolsMigration = Callable[[tuple[tuple, dict]], tuple[tuple, dict]]
+"""Turns injection pools `(args, kwargs)` decoded from a snapshot into the pools to install."""
 
 
 def restore_interpreter(
@@ -41,13 +52,18 @@ def restore_interpreter(
     exception_ignored: Any,
     middleware: Any,
     accept_passed_edits: bool,
+    migrate: bool = False,
+    context_migrations: Mapping[str, Callable[[tuple, dict], tuple[tuple, dict]]] | None = None,
     unset: Any,
 ) -> Any:
     """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
+    _check_migration_arguments(migrate, context_migrations)
     decoded = fmt.decode(data)
     blobs = decoded.blobs
     root = check_state(decoded.document.get("interp"), "interp", len(blobs))
-    args, kwargs = _initial_pools(root, extra_args, extra_kwargs, codec, blobs, unset)
+    anchors = _migrate.read_anchors(decoded)
+    pools_migration = _pools_migration(context_migrations, decoded.header.fingerprint)
+    args, kwargs = _initial_pools(root, extra_args, extra_kwargs, codec, blobs, unset, pools_migration)
     interp = cls(
         graph,
         object_io,
@@ -56,9 +72,14 @@ def restore_interpreter(
         extra_kwargs=kwargs,
         middleware=middleware,
     )
-    _check_graph(interp, decoded, root, accept_passed_edits)
+    if migrate:
+        root, moved = _moved_state(interp, decoded, root, anchors, accept_passed_edits)
+    else:
+        _check_graph(interp, decoded, root, accept_passed_edits)
+        moved = False
     ignored = _resolve_ignored(root, given=exception_ignored is not unset)
-    plan = _plan_state(interp._prog, root, ignored, codec, blobs, accept_passed_edits)
+    lenient = accept_passed_edits and not moved  # moved addresses are exact: what they name must be there
+    plan = _plan_state(interp._prog, root, ignored, codec, blobs, lenient, pools_migration)
     plan.apply(interp, keep_id=True)
     trace = _check_trace(decoded.document.get("trace"))
     observer = _observe.current
@@ -225,7 +246,36 @@ def _check_children(children: Any, where: str, blob_count: int, depth: int) -> N
         check_state(_get(item, "state", at), at + ".state", blob_count, depth + 1)
 
 
+def plan_migration(graph: Any, data: Any) -> MigrationPlan:
+    """Where the run of snapshot `data` would go on the rendered `graph`, restoring nothing.
+
+    A dry run of `WorkflowInterpreter.restore(graph, data, migrate=True)` for a deploy
+    pipeline: it raises the `GraphMismatch` that restore would (a node the run needs is
+    gone or ambiguous, see `amrita_sense.durable.migrate`) and a `SnapshotFormatError`
+    for bad data; it runs nothing the snapshot contains and decodes no user blob.
+    """
+    if not is_rendered_compose(graph):
+        raise TypeError(f"plan_migration() needs a rendered graph (compose.render()), not {type(graph).__name__}")
+    decoded = fmt.decode(data)
+    root = check_state(decoded.document.get("interp"), "interp", len(decoded.blobs))
+    anchors = _migrate.read_anchors(decoded)
+    return _migrate.plan(outline_of(graph), decoded.header.fingerprint, root, anchors)[0]
+
+
 # ----- the graph ------------------------------------------------------------------------------
+
+
+def _moved_state(interp: Any, decoded: fmt.Decoded, root: dict, anchors: Any, accept_passed_edits: bool) -> tuple:
+    """`(root state, moved)` for `restore(..., migrate=True)`: the state moved onto the interpreter's graph.
+
+    A snapshot that predates migration support is checked as without `migrate` when
+    `accept_passed_edits` is given too (and refused naming that it predates it otherwise).
+    """
+    if anchors is None and accept_passed_edits:
+        _check_graph(interp, decoded, root, accept_passed_edits)
+        return root, False
+    migration, state = _migrate.plan(outline_of(interp.get_graph()), decoded.header.fingerprint, root, anchors)
+    return state, not migration.identical
 
 
 def _check_graph(interp: Any, decoded: fmt.Decoded, root: dict, accept_passed_edits: bool) -> None:
@@ -299,11 +349,17 @@ class _StatePlan:
 
 
 def _plan_state(
-    prog: Any, state: dict, ignored: tuple | None, codec: Any, blobs: list[bytes], lenient: bool
+    prog: Any,
+    state: dict,
+    ignored: tuple | None,
+    codec: Any,
+    blobs: list[bytes],
+    lenient: bool,
+    pools_migration: PoolsMigration | None,
 ) -> _StatePlan:
     ret = _make_stack(prog, state["ret"])
     stacks = [_make_stack(prog, s) for s in state["stacks"]]
-    contexts = _plan_contexts(prog, state["ctx"], ret, stacks, ignored, codec, blobs)
+    contexts = _plan_contexts(prog, state["ctx"], ret, stacks, ignored, codec, blobs, pools_migration)
     panic = None if state["panic"] is None else revive_exception(state["panic"], codec, blobs)
     plan = _StatePlan(
         state["id"],
@@ -318,7 +374,7 @@ def _plan_state(
     plan.memos = _plan_memos(prog, state["memo"], lenient)
     plan.attempts = _plan_attempts(prog, state.get("attempts", []), lenient)
     if state["children"] is not None:
-        plan.children = _plan_children(prog, state, codec, blobs)
+        plan.children = _plan_children(prog, state, codec, blobs, pools_migration)
     return plan
 
 
@@ -341,7 +397,14 @@ def _make_stack(prog: Any, doc: dict) -> Any:
 
 
 def _plan_contexts(
-    prog: Any, doc: dict, ret: Any, stacks: list, ignored: tuple | None, codec: Any, blobs: list[bytes]
+    prog: Any,
+    doc: dict,
+    ret: Any,
+    stacks: list,
+    ignored: tuple | None,
+    codec: Any,
+    blobs: list[bytes],
+    pools_migration: PoolsMigration | None,
 ) -> Any:
     """A function of the restored interpreter that builds its context stack (live pools need it)."""
     entries = []
@@ -350,7 +413,9 @@ def _plan_contexts(
         own = None if item["exc_ignored"] is None else exception_classes(item["exc_ignored"], where)
         stack = None if item["stack"] is None else (ret if item["stack"] == -1 else stacks[item["stack"]])
         panic = None if item["panic"] is None else revive_exception(item["panic"], codec, blobs)
-        pools = item["pools"] if item["pools"] in (None, "live") else _decode_pools(blobs, item["pools"], codec, where)
+        pools = item["pools"]
+        if pools not in (None, "live"):
+            pools = _decode_pools(blobs, pools, codec, where, pools_migration)
         extra = {} if item["extra"] is None else _decode_blob(blobs, item["extra"], codec, where + " extra data")
         if not isinstance(extra, dict):
             raise RestoreError(f"{where}: the codec decoded its extra data to {type(extra).__name__}, not a dict")
@@ -411,7 +476,9 @@ def _plan_attempts(prog: Any, attempts: list, lenient: bool) -> list:
     return planned
 
 
-def _plan_children(prog: Any, state: dict, codec: Any, blobs: list[bytes]) -> tuple:
+def _plan_children(
+    prog: Any, state: dict, codec: Any, blobs: list[bytes], pools_migration: PoolsMigration | None
+) -> tuple:
     """The step's node and a plan per sub-interpreter (forked at apply time, keeping their own pass-through classes)."""
     doc = state["children"]
     row, exact = prog.locate(doc["at"])
@@ -432,7 +499,7 @@ def _plan_children(prog: Any, state: dict, codec: Any, blobs: list[bytes]) -> tu
                 expected=item["graph"],
                 actual=actual,
             )
-        plan = _plan_state(program_of(graph), item["state"], None, codec, blobs, False)
+        plan = _plan_state(program_of(graph), item["state"], None, codec, blobs, False, pools_migration)
         items.append((item["standing"], plan))
     return doc["kind"], node, items
 
@@ -440,22 +507,77 @@ def _plan_children(prog: Any, state: dict, codec: Any, blobs: list[bytes]) -> tu
 # ----- pools and user blobs --------------------------------------------------------------------
 
 
-def _initial_pools(root: dict, extra_args: Any, extra_kwargs: Any, codec: Any, blobs: list[bytes], unset: Any):
+def _initial_pools(
+    root: dict,
+    extra_args: Any,
+    extra_kwargs: Any,
+    codec: Any,
+    blobs: list[bytes],
+    unset: Any,
+    pools_migration: PoolsMigration | None,
+):
     """The pools to build the interpreter with: the caller's, else the snapshot's (with a codec), else empty."""
     stored = None
     if root["pools"] is not None and codec is not None and (extra_args is unset or extra_kwargs is unset):
-        stored = _decode_pools(blobs, root["pools"], codec, "the injection pools")
+        stored = _decode_pools(blobs, root["pools"], codec, "the injection pools", pools_migration)
     args = extra_args if extra_args is not unset else (stored[0] if stored else ())
     kwargs = extra_kwargs if extra_kwargs is not unset else (stored[1] if stored else None)
     return tuple(args), kwargs
 
 
-def _decode_pools(blobs: list[bytes], index: int, codec: Any, what: str) -> tuple[tuple, dict]:
+def _decode_pools(
+    blobs: list[bytes], index: int, codec: Any, what: str, pools_migration: PoolsMigration | None
+) -> tuple[tuple, dict]:
     value = _decode_blob(blobs, index, codec, what)
-    pair = isinstance(value, tuple) and len(value) == 2
-    if not (pair and isinstance(value[0], tuple) and isinstance(value[1], dict)):
+    if not _is_pools(value):
         raise RestoreError(f"the codec decoded {what} to {type(value).__name__}, not (args, kwargs)")
-    return value
+    return value if pools_migration is None else pools_migration(value)
+
+
+def _is_pools(value: Any) -> bool:
+    pair = isinstance(value, tuple) and len(value) == 2
+    return pair and isinstance(value[0], tuple) and isinstance(value[1], dict)
+
+
+# ----- context migrations ------------------------------------------------------------------------
+
+
+def _check_migration_arguments(migrate: Any, context_migrations: Any) -> None:
+    """`TypeError` unless `migrate` is a bool and `context_migrations` None or a mapping of fingerprints to callables."""
+    if type(migrate) is not bool:
+        raise TypeError(f"migrate must be True or False, not {type(migrate).__name__}")
+    if context_migrations is None:
+        return
+    if not isinstance(context_migrations, Mapping):
+        raise TypeError(
+            f"context_migrations must map graph fingerprints to callables, not {type(context_migrations).__name__}"
+        )
+    for fingerprint, migration in context_migrations.items():
+        if not isinstance(fingerprint, str):
+            raise TypeError(f"a context_migrations key is a graph fingerprint (str), not {type(fingerprint).__name__}")
+        if not callable(migration):
+            raise TypeError(f"context_migrations[{fingerprint!r}] must be callable, not {type(migration).__name__}")
+
+
+def _pools_migration(context_migrations: Mapping | None, fingerprint: str) -> PoolsMigration | None:
+    """The caller's migration of pools stored on the graph `fingerprint`, checked, or None when there is none."""
+    migration = None if context_migrations is None else context_migrations.get(fingerprint)
+    if migration is None:
+        return None
+
+    def migrate_pools(pools: tuple[tuple, dict]) -> tuple[tuple, dict]:
+        try:
+            result = migration(*pools)
+        except Exception as exc:  # noqa: BLE001
+            raise RestoreError(f"the context migration for graph {fingerprint} raised {exc!r}") from exc
+        if not _is_pools(result):
+            raise RestoreError(
+                f"the context migration for graph {fingerprint} returned {type(result).__name__}, "
+                "not (args: tuple, kwargs: dict)"
+            )
+        return result
+
+    return migrate_pools
 
 
 def _decode_blob(blobs: list[bytes], index: int, codec: Any, what: str) -> Any:

@@ -23,7 +23,13 @@ progress, an external `call_sub(..., interrupt=True)` holds the lock)
 
 The engine document (format version 1) is a JSON object::
 
-    {"interp": STATE, "codec": name of the codec or null, "trace": TRACE (optional)}
+    {"interp": STATE, "codec": name of the codec or null, "trace": TRACE (optional),
+     "identity": [ANCHOR, ...] (optional)}
+
+    ANCHOR: per distinct address of the root STATE, the row of the graph it hangs on, named
+            without its address, so that the run can be moved onto an edited graph (written
+            since migration support; `amrita_sense.durable.migrate` describes it; readers
+            that predate it ignore the key)
 
     TRACE = {"traceparent": W3C traceparent of the run's span, "tracestate": str (optional),
              "parent": traceparent of that span's parent (optional)}: the run's trace, written
@@ -66,6 +72,7 @@ from amrita_sense.durable import format as fmt
 from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
 from amrita_sense.durable.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
+from amrita_sense.durable.migrate import anchors_of
 from amrita_sense.durable.panic import encode_exception, type_name
 from amrita_sense.runtime import observe as _observe
 
@@ -79,7 +86,7 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     blobs: list[bytes] = []
     state, parked = _capture(interp, codec, blobs, with_pools=True)
     outline = _outline(interp)
-    document = {"interp": state, "codec": _codec_name(codec)}
+    document = {"interp": state, "codec": _codec_name(codec), "identity": anchors_of(outline, state)}
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
     if carrier:

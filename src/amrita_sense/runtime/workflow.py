@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from io import StringIO
 from typing import Any, Generic, TypeVar, cast
 from uuid import uuid4
@@ -382,6 +382,8 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         exception_ignored: Any = UNSET,
         middleware: Callable[[WorkflowInterpreter], Awaitable[Any]] | None = None,
         accept_passed_edits: bool = False,
+        migrate: bool = False,
+        context_migrations: Mapping[str, Callable[[tuple, dict], tuple[tuple, dict]]] | None = None,
     ) -> WorkflowInterpreter:
         """A new interpreter on `graph` in the state `data` (from `snapshot()`) describes.
 
@@ -392,6 +394,14 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         (unless `accept_passed_edits` and every edit lies before where the run
         stands), a `SnapshotFormatError` for bad data, `RestoreError` /
         `CodecError` when the state cannot be applied; nothing is changed then.
+
+        With `migrate=True` a snapshot of another version of the graph is moved
+        onto `graph`: every address it holds goes to the row with the same
+        identity, or the restore raises `GraphMismatch` naming the slot that
+        cannot move (`amrita_sense.durable.migrate`; `plan_migration` is the dry
+        run). `context_migrations` maps the fingerprint of an old graph to
+        `fn(args, kwargs) -> (args, kwargs)`, applied to the injection pools
+        decoded from a snapshot of that graph before they are installed.
         """
         from amrita_sense.durable.restore import restore_interpreter
 
@@ -406,6 +416,8 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
             exception_ignored=exception_ignored,
             middleware=middleware,
             accept_passed_edits=accept_passed_edits,
+            migrate=migrate,
+            context_migrations=context_migrations,
             unset=UNSET,
         )
 
