@@ -25,9 +25,9 @@ import code
 import sys
 
 import amrita_sense.debugger as sdb
-from amrita_sense.pictures import draw
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.instructions import CALL, FN
+from amrita_sense.pictures import draw
 
 PROMPT = "(sdb) "
 
