@@ -22,6 +22,11 @@ class ClassMemo:
     hot paths read first. Other classes (user classes, classes made at run time) are held by id:
     a weak reference drops the entry when its class is collected, before the id can be reused, so
     the memo never keeps a class, its module or its closure alive.
+
+    Threads: a race only recomputes the same value (`compute` must be a pure function of the class):
+    each dict op is atomic (the GIL, or each dict's own lock in a free-threaded build), two threads
+    missing at once both compute and the last store wins; a replaced weak reference is dropped
+    without its callback, the kept one still forgets the entry when the class dies.
     """
 
     __slots__ = ("_by_id", "_compute", "_refs", "forever")

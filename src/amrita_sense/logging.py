@@ -72,6 +72,8 @@ def _new_logger() -> Logger:
 
 logger: Logger = _new_logger()
 _reported_levels: set[str] = set()
+# threads: check-then-add without a lock: two threads may both warn once about the same bad level
+# name (harmless: a duplicate warning, nothing wrong is decided)
 
 
 def level_threshold(name: str | None) -> int:
@@ -137,6 +139,8 @@ _raw_log_level = _raw_env_reader()
 # (sinks dict, raw LOG_LEVEL, verdict): loguru replaces its sinks dict on every add/remove, so
 # the dict's identity and the variable's raw value are all the verdict depends on.
 _debug_verdict: list[Any] = [None, None, False]
+# threads: written in one slice store; a reader reads the three slots apart, so under a race it may
+# take the verdict of another thread's newer sinks dict: a debug line more or less, never an error
 
 
 def engine_debug_enabled() -> bool:

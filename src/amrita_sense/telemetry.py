@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
@@ -217,11 +218,16 @@ class _NodeSpans:
 class _Telemetry(_observe.RunObserver):
     """The installed observer: one open span per running interpreter, held weakly."""
 
-    __slots__ = ("carried", "choice", "last", "metrics", "node_spans", "open", "tracer")
+    __slots__ = ("carried", "choice", "guard", "last", "metrics", "node_spans", "open", "tracer")
 
     def __init__(self, tracer: Any, metrics: _Metrics, choice: _Choice | None) -> None:
         self.tracer, self.metrics, self.choice = tracer, metrics, choice
         self.node_spans = None if choice is None else _NodeSpans(tracer, metrics, choice.pick)
+        # threads: one observer serves the runs of every thread. Each entry of `open` / `last` /
+        # `carried` is one interpreter's (one run at a time, on one loop), and single WeakKeyDictionary
+        # gets and sets are atomic; `guard` makes the insert and removal of an open run atomic with
+        # `close`, which iterates `open` (another thread's insert would break the iteration)
+        self.guard = threading.Lock()
         self.open: weakref.WeakKeyDictionary[Any, _Run] = weakref.WeakKeyDictionary()
         self.last: weakref.WeakKeyDictionary[Any, tuple] = weakref.WeakKeyDictionary()
         self.carried: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
@@ -238,7 +244,9 @@ class _Telemetry(_observe.RunObserver):
         if recovered:
             span.add_event("amrita_sense.recover")
         attached = trace.set_span_in_context(span)
-        self.open[interp] = _Run(span, otel_context.attach(attached), attached, parent)
+        run = _Run(span, otel_context.attach(attached), attached, parent)
+        with self.guard:
+            self.open[interp] = run
         self.metrics.started.add(1)
         self.metrics.active.add(1)
 
@@ -275,7 +283,8 @@ class _Telemetry(_observe.RunObserver):
         return attributes
 
     def run_over(self, interp: Any, outcome: BaseException | None) -> None:
-        run = self.open.pop(interp, None)
+        with self.guard:
+            run = self.open.pop(interp, None)
         if run is None:
             return
         span = run.span
@@ -335,10 +344,12 @@ class _Telemetry(_observe.RunObserver):
 
     def close(self) -> None:
         """End the spans of the runs still open (they were begun under this configuration)."""
-        for run in list(self.open.values()):
+        with self.guard:
+            runs = list(self.open.values())
+            self.open.clear()
+        for run in runs:
             run.span.set_attribute("amrita_sense.run.outcome", "uninstrumented")
             run.span.end()
-        self.open.clear()
 
 
 # ----- switching it on and off -------------------------------------------------------------------
@@ -365,8 +376,8 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, node_spa
 def uninstrument() -> None:
     """Stop tracing runs: no span is made from now on (the runs in flight end their spans)."""
     current = _observe.current
-    if isinstance(current, _Telemetry):
-        _observe.install(None)
+    # threads: only the telemetry read here is removed; an `instrument()` of another thread since wins
+    if isinstance(current, _Telemetry) and _observe.install_if(current, None):
         current.close()
 
 

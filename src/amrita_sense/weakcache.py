@@ -36,6 +36,8 @@ class WeakValueLRUCache(Generic[K, V]):
         self._capacity = capacity
         self._loose_mode = loose_mode
         self._cache: OrderedDict[K, weakref.ref[V]] = OrderedDict()
+        # threads: guarded by `_lock`: every write, and every read that may purge or reorder (the
+        # eviction walks the order); a lone `get` of the dict (`__contains__`, `len`) is atomic
         self._lock = threading.Lock()
         if items:
             for key, value in items.items():
@@ -120,7 +122,8 @@ class WeakValueLRUCache(Generic[K, V]):
 
     def pop(self, key: K, default: Any = _MISSING) -> Any:
         """Remove `key` and return its live value; `default` (or `KeyError`) if absent or dead."""
-        ref = self._cache.pop(key, None)
+        with self._lock:
+            ref = self._cache.pop(key, None)
         value = ref() if ref is not None else None
         if value is None:
             if default is _MISSING:
@@ -129,7 +132,8 @@ class WeakValueLRUCache(Generic[K, V]):
         return value
 
     def clear(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
     # ----- mapping protocol -----------------------------------------------------------
 
@@ -143,7 +147,8 @@ class WeakValueLRUCache(Generic[K, V]):
         self.put(key, value)
 
     def __delitem__(self, key: K) -> None:
-        del self._cache[key]
+        with self._lock:
+            del self._cache[key]
 
     def __contains__(self, key: object) -> bool:
         ref = self._cache.get(key)  # type: ignore[arg-type]
@@ -165,14 +170,19 @@ class WeakValueLRUCache(Generic[K, V]):
 
     def items(self) -> Iterator[tuple[K, V]]:
         """Live `(key, value)` pairs, oldest first; dead entries met on the way are purged."""
-        for key in list(self._cache):
-            value = self._live(key)
+        with self._lock:
+            keys = list(self._cache)
+        for key in keys:
+            with self._lock:  # `_live` purges a dead entry: a get-then-delete another thread may race
+                value = self._live(key)
             if value is not None:
                 yield key, value
 
     def size(self) -> int:
         """The number of live entries."""
-        return sum(1 for ref in list(self._cache.values()) if ref() is not None)
+        with self._lock:
+            refs = list(self._cache.values())
+        return sum(1 for ref in refs if ref() is not None)
 
     def is_full(self) -> bool:
         return len(self._cache) >= self._capacity

@@ -107,6 +107,8 @@ _PROVIDED = {
 }
 """The parts of the layers above that the core checks against or calls: the one place it reaches up.
 Each module that defines one provides it when it is imported, so the core imports nothing above it."""
+# threads: immutable once published: each key is written once, by its module's import (under the
+# import lock, before anything can use that part), then only read
 
 
 def provide(**parts):

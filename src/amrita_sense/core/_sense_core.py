@@ -199,9 +199,12 @@ def _reports_itself(kind):
 
 
 _OBJECT_CLASS = object.__dict__["__class__"]
-_PLAIN_CLASS = ClassMemo(_reports_itself)
+_PLAIN_CLASS = ClassMemo(_reports_itself)  # threads: a race only recomputes the same verdict (ClassMemo)
 
 # The class `_plain_class` was last asked about (a weak reference) and its verdict.
+# threads: immutable once published: a (ref, verdict) tuple replaced in one store and read in one load,
+# so a reader sees a matching pair; a race only recomputes the verdict. (Free-threaded: a module global
+# object read while another thread replaces it needs Cython's FT-safe global access; see the README.)
 _last_verdict = (None, False)
 
 

@@ -268,6 +268,10 @@ class Program:
 
     def _table_for(self, shape):
         """The row table of plans for pools of `shape` (shared by every interpreter of that shape)."""
+        # threads: a race only recomputes the same value: two interpreters of one shape missing at once
+        # each make a table, the last store wins and the other interpreter fills its own (equal plans,
+        # made once more). A table's slots go from None to a CallPlan in one store (`_row_plan`); the
+        # table itself is never resized, only dropped from `tables` by the clear
         table = self.tables.get(shape)
         if table is None:
             if len(self.tables) >= _TABLES_PER_PROGRAM:
@@ -282,7 +286,7 @@ class Program:
         first executable row is `row`.
         """
         key = tuple(items)
-        if self.row_of is None:
+        if self.row_of is None:  # threads: idempotent, built whole, then published in one store
             self.row_of = {addr: row for row, addr in enumerate(self.addrs)}
         row = self.row_of.get(key)
         if row is not None:
@@ -762,7 +766,7 @@ def _task_table():
     return None
 
 
-_TASK_TABLE = _task_table()
+_TASK_TABLE = _task_table()  # threads: asyncio's own table, one entry per running loop; only read here
 _running_loop = asyncio.get_running_loop
 
 

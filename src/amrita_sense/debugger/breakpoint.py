@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 _generation = itertools.count(1)
 _edits = [0]
 """Bumped whenever a breakpoint's target, kind or enabled flag changes, to refresh the indexes."""
+# threads: `_edits[0] = next(_generation)`: the count is atomic and a value never comes twice, so an
+# index is rebuilt after any edit of any thread (a stale store only makes one more rebuild)
 
 
 @dataclass
@@ -112,6 +114,8 @@ class _DebugState:
 
 
 _debug_state: dict[str, _DebugState] = {}
+# threads: per interpreter (keyed by its id); an interpreter is driven by one thread at a time, and
+# different interpreters never share an entry. Single setitem / get / pop are atomic
 
 
 def _get_state(inter: WorkflowInterpreter) -> _DebugState:

@@ -122,6 +122,7 @@ def _stdout_is_tty() -> bool:
 
 
 _console_ready = False
+# threads: set once; a race only turns the console mode on twice
 _STD_OUTPUT_HANDLE = -11
 _ENABLE_VIRTUAL_TERMINAL_PROCESSING = 0x0004
 
@@ -305,6 +306,8 @@ def _collect_leaves(walk: _Walk, block_index: int) -> None:
 
 
 _walk_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# threads: a race only recomputes the same value (one get, one setitem of a (program, walk) tuple; it
+# is never iterated)
 
 
 def _cached_walk(graph: Any) -> _Walk:

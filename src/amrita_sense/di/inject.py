@@ -384,6 +384,7 @@ class _Pending:
 
 
 _awaitable_kinds: dict[type, bool] = {}
+# threads: a race only recomputes the same verdict (bounded by a clear, which a concurrent get survives)
 """Whether a type is awaitable, per type seen as a provider result (`hasattr` misses are slow on types)."""
 
 
@@ -905,6 +906,7 @@ _LATER: Any = _Marker()
 
 
 _settled_types: set[type] = set()
+# threads: a race only recomputes the same verdict (one `add`; bounded by a clear)
 """Types seen as provider results that are neither awaitable nor exceptions (a cheap membership test)."""
 
 

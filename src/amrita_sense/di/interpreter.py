@@ -38,6 +38,8 @@ from amrita_sense.types import DICache, LRUCache
 from amrita_sense.utils import _fingerprint_args
 
 _flags_home: dict[str, Any] = vars(_unsafe)
+# threads: immutable once published (set once, at import of runtime.workflow); the flags in it are
+# the user's switches, read at each use
 """The namespace whose `__flags__` the injection reads at each use (semantics rule 88): the
 interpreter module's globals, given by `runtime.workflow` through `read_flags_from`, since that
 is where 1.1.3's tests and users replace the flags."""

@@ -144,6 +144,10 @@ class _EntriesByFunction:
     __slots__ = ("_entries",)
 
     def __init__(self) -> None:
+        # threads: a race only recomputes the same value: entries are (ref, entry) tuples, each
+        # stored in one setitem and read in one get; two threads making one function's plan build
+        # equal entries and the last store wins. Dict ops are atomic (the GIL, or the dict's own lock
+        # in a free-threaded build); the only compound step, `forget`, tolerates a concurrent clear
         self._entries: dict[int, tuple[weakref.ref, PlanEntry]] = {}
 
     def get(self, func: Any) -> PlanEntry | None:
@@ -160,7 +164,9 @@ class _EntriesByFunction:
         def forget(ref: weakref.ref, entries: dict = entries, ident: int = ident) -> None:
             hit = entries.get(ident)
             if hit is not None and hit[0] is ref:
-                del entries[ident]
+                # threads: pop, not del: a `clear` of another thread may come between the get and here
+                # (no new entry can: the id is the dying function's until it is freed)
+                entries.pop(ident, None)
 
         try:
             ref = weakref.ref(func, forget)
@@ -192,6 +198,8 @@ class PoolShape:
         """The keyword names as a mapping: what matching reads of a keyword pool of this shape."""
         self._derived: dict | None = None
         self._exc: PoolShape | None = None
+        # threads: `_derived` and `_exc` are made on first use, each in one store; a race makes two and
+        # keeps one (the other thread uses its own, equal, for that call only)
         self.holds_factories = any(issubclass(kind, DependsFactory) for kind in key[0])
         """A positional value is a `Depends(...)` (resolved when a run starts)."""
 
@@ -241,7 +249,12 @@ class PoolShape:
 
 
 _shapes: dict[tuple, PoolShape] = {}
+# threads: shape interning; a race only recomputes the same value: two threads interning one key at
+# once each make a PoolShape and the last store wins; the other thread's interpreter keeps an equal,
+# unshared shape (its plans are made once more, never wrong: nothing compares shapes by identity for
+# correctness). Bounded by a clear, which a concurrent get survives
 _plain_verdicts: dict[type, bool] = {}
+# threads: a race only recomputes the same verdict (bounded by a clear)
 _OBJECT_CLASS = object.__dict__["__class__"]
 
 
@@ -269,6 +282,8 @@ def _intern(key: tuple, private: bool) -> PoolShape:
 
 _last: list = [None]
 """The shape `shape_of` returned last: most interpreters are made with pools like the previous one's."""
+# threads: one slot, read once and checked against the pools (types, names, ABC token) before use:
+# another thread's store only changes which shape is tried first
 
 
 def shape_of(args: tuple, kwargs: Mapping[str, Any]) -> PoolShape:

@@ -67,6 +67,7 @@ class _NoFactory:
 
 
 _factory_cls: type = _NoFactory
+# threads: immutable once published (set once, at import of di.depends, under the import lock)
 
 Factory = Any
 """A `di.depends.DependsFactory` (named loosely: that module builds on this one)."""
@@ -75,6 +76,7 @@ _NoneType = type(None)
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _compiled_annotations: dict[str, CodeType | None] = {}
+# threads: a race only recomputes the same value (compile of one text; one setitem)
 
 
 def _set_factory_class(cls: type) -> None:
@@ -260,6 +262,8 @@ def _sign_code(func: FunctionType, skip: int, annotations: dict[str, Any]) -> De
 
 
 _sign_cache: dict[CodeType, tuple] = {}
+# threads: a race only recomputes the same value: an entry is one tuple (stored in one setitem,
+# read in one get, checked against the function's current defaults / annotations / globals)
 _SIGN_CACHE_LIMIT = 4096
 
 

@@ -46,6 +46,8 @@ from amrita_sense.node.core import program_of
 _CACHE_SIZE = 64
 _cache: OrderedDict[int, tuple[Any, GraphOutline]] = OrderedDict()
 _cache_lock = threading.Lock()
+# threads: `_cache` is guarded by `_cache_lock` (the OrderedDict's reorder and eviction); an outline is
+# built outside it, so two threads missing at once build equal outlines and the last store wins
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import datetime
+import itertools
 import sys
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
@@ -54,6 +55,17 @@ T = TypeVar("T")
 
 _registry_version = [0]
 """Bumped whenever an event type or a priority group is added, removed or replaced."""
+# threads: written only by `_bump`, under `_version_lock`, after the change it announces; readers
+# read it before they read the table (`_handler_groups`), so a cache entry is never newer than its
+# contents. Unguarded, two bumps could both write n + 1 after a third wrote n + 2: the version would go
+# back and revive a stale cache entry.
+_version_lock = Lock()
+_versions = itertools.count(1)
+
+
+def _bump() -> None:
+    with _version_lock:
+        _registry_version[0] = next(_versions)
 
 
 class _TrackedDefaultDict(defaultdict):
@@ -63,35 +75,43 @@ class _TrackedDefaultDict(defaultdict):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
-        _registry_version[0] += 1
+        _bump()
 
     def __delitem__(self, key: Any) -> None:
         super().__delitem__(key)
-        _registry_version[0] += 1
+        _bump()
 
     def clear(self) -> None:
         super().clear()
-        _registry_version[0] += 1
+        _bump()
 
     def pop(self, *args: Any) -> Any:
-        _registry_version[0] += 1
-        return super().pop(*args)
+        try:
+            return super().pop(*args)
+        finally:
+            _bump()
 
     def popitem(self) -> Any:
-        _registry_version[0] += 1
-        return super().popitem()
+        try:
+            return super().popitem()
+        finally:
+            _bump()
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
-        _registry_version[0] += 1
-        return super().setdefault(key, default)
+        try:
+            return super().setdefault(key, default)
+        finally:
+            _bump()
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         super().update(*args, **kwargs)
-        _registry_version[0] += 1
+        _bump()
 
     def __ior__(self, other: Any) -> Any:  # type: ignore[misc]  # typeshed gives defaultdict an __or__ mypy cannot pair with any __ior__ here
-        _registry_version[0] += 1
-        return super().__ior__(other)
+        try:
+            return super().__ior__(other)
+        finally:
+            _bump()
 
 
 class _PriorityGroups(_TrackedDefaultDict):
@@ -120,8 +140,12 @@ class EventRegistry:
     """
 
     _instance: ClassVar[EventRegistry | None] = None
+    # threads: a race only makes a second instance that carries no state (the table is on the class)
     _event_handlers: ClassVar[defaultdict[str, defaultdict[int, list[FunctionData]]]] = _HandlerTable()
     _lock: ClassVar[Lock] = Lock()
+    # threads: registration goes through `_lock`; dispatch reads the handler lists without it (appends
+    # are atomic; a dispatch running while a handler is added may or may not see it) and finds them
+    # through `_groups_cache`, versioned by `_registry_version`
 
     def __new__(cls) -> EventRegistry:
         if cls._instance is None:
@@ -144,18 +168,21 @@ class EventRegistry:
 
 
 _groups_cache: dict[str, tuple[int, Any, tuple[list[FunctionData], ...]]] = {}
+# threads: entries are tuples stored in one setitem; each is labelled with the version read before its
+# contents were (`_handler_groups`), so a race at worst stores an entry already stale, recomputed next time
 
 
 def _handler_groups(event_type: str) -> tuple[list[FunctionData], ...]:
     """The live handler lists of `event_type`, in ascending priority; recomputed only when the table changed."""
     table = EventRegistry._event_handlers
+    version = _registry_version[0]  # before the table is read: a change from now on makes the entry stale
     hit = _groups_cache.get(event_type)
-    if hit is not None and hit[0] == _registry_version[0] and hit[1] is table:
+    if hit is not None and hit[0] == version and hit[1] is table:
         return hit[2]
     by_priority = table.get(event_type)
     groups = tuple(by_priority[p] for p in sorted(by_priority)) if by_priority else ()
     if type(table) is _HandlerTable and (by_priority is None or type(by_priority) is _PriorityGroups):
-        _groups_cache[event_type] = (_registry_version[0], table, groups)
+        _groups_cache[event_type] = (version, table, groups)
     return groups
 
 
@@ -466,14 +493,19 @@ class MatcherFactory:
     """Event dispatch and the dependency-resolution entry points."""
 
     _lock_pool: ClassVar[WeakValueLRUCache[str, Any]] = WeakValueLRUCache(capacity=1024, loose_mode=True)
+    # threads: guarded by its own lock (weakcache.py)
     _dispatch_locks: ClassVar[dict[str, DispatchLock]] = {}
+    # threads: grows only, one lock per event type, made once (`_repo_lock`: setdefault); each
+    # DispatchLock guards itself (`_dispatch_lock._GUARD`)
 
     @classmethod
     def _repo_lock(cls, category: str) -> DispatchLock:
         """The lock serialising the dispatches of one event type."""
         lock = cls._dispatch_locks.get(category)
         if lock is None:
-            lock = cls._dispatch_locks[category] = DispatchLock()
+            # threads: one `setdefault` (atomic for str keys), so two loops dispatching a new type
+            # at once get the same lock; a get-then-store could hand each its own
+            lock = cls._dispatch_locks.setdefault(category, DispatchLock())
             cls._lock_pool[category] = lock
         return lock
 
@@ -604,10 +636,8 @@ class MatcherFactory:
         if __flags__.DISABLE_EXC_IGNORED:
             exception_ignored = ()
         lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
-        if lock._locked:
+        if not lock.try_take():  # threads: the take and the release go through the lock's guard
             await lock.acquire()
-        else:
-            lock._locked = True
         try:
             hit = _groups_cache.get(event_type)
             if hit is not None and hit[0] == _registry_version[0] and hit[1] is EventRegistry._event_handlers:
@@ -619,16 +649,16 @@ class MatcherFactory:
             elif engine_debug_enabled():
                 logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
         finally:
-            if lock._waiters:
-                lock.release()
-            else:
-                lock._locked = False
+            lock.release()
 
 
 _event_kinds: dict[type, bool] = {}
 """Whether a type's instances are `BaseEvent`s (an ABC check, ~0.1 us each), for plain types (whose
 instances report the type as their `__class__`), valid for the ABC cache token in `_event_kinds_token`."""
 _event_kinds_token: list = [None]
+# threads: a race only recomputes the same verdict; a clear on a new ABC token may drop another
+# thread's fresh entry (recomputed), and a verdict stored under the old token is one `isinstance` that
+# an ABC registration of that moment may change either way
 
 
 def _event_verdicts() -> dict[type, bool]:
@@ -662,6 +692,7 @@ _NO_ARGS: tuple = ((), -1, False)
 _arg_scans: dict[tuple[type, ...], tuple] = {}
 """`_scan_args` per tuple of plain argument types, valid for the ABC cache token in `_arg_scans_token`."""
 _arg_scans_token: list = [None]
+# threads: as `_event_kinds`: a race only recomputes the same scan (one tuple per key)
 
 
 def _scan_args(args: tuple) -> tuple:

@@ -162,7 +162,7 @@ class Inspector:
         self.fingerprint = None if graph is None else graph_fingerprint(graph)
         self._picture = None if graph is None else picture_of(graph)
         self._svg_cache: OrderedDict[Overlay, str] = OrderedDict()
-        self._svg_lock = threading.Lock()
+        self._svg_lock = threading.Lock()  # threads: guards `_svg_cache` (the server's worker threads share it)
 
     @property
     def keeps_history(self) -> bool:

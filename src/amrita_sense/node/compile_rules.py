@@ -51,6 +51,8 @@ def node_row(locate: Locate, addr: list[int]) -> int:
 _INSTANCE_RULES: dict[int, tuple[Any, Callable[..., Any]]] = {}
 """By `id`: (the node, its own compile rule). Kept here, not as an attribute of the node,
 because reading a node's `__dict__` would build one for every node rendered (64 bytes each)."""
+# threads: immutable once published: filled at import (`give_rule` for the package's singletons), then
+# only read; an entry is one tuple, checked by identity
 
 
 def give_rule(node: Any, rule: Callable[..., Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import time
 import types
 from abc import ABC, abstractmethod
@@ -145,9 +146,11 @@ def _source_verdict(cls: type) -> str:
 
 
 _SOURCE_VERDICTS = ClassMemo(_source_verdict)
+# threads: a race only recomputes the same verdict (see ClassMemo)
 _ACCEPTED: set[type] = set()
 """The package's own and builtin classes whose instances a source composition always takes: `>>`
 looks its operand's class up here first (one set lookup)."""
+# threads: grows only, by one `add` of a class whose verdict is fixed; a missed add only costs a lookup
 
 
 def _refuse_rendered(node: Any, error: type[TypeError] = InvalidOperand) -> None:
@@ -288,10 +291,11 @@ class NodeComposeRendered(AbstractCompose[AddressCalculator]):
 
     def _rebuild_program(self) -> None:
         """Recompile the node table after a slot was swapped in place (if one was built yet)."""
-        old = self._program
-        if old is not None:
-            self._program = build_program(self)
-            old.successor = self._program
+        with _program_lock:
+            old = self._program
+            if old is not None:
+                self._program = build_program(self)
+                old.successor = self._program
 
 
 _PLAIN, _HOOKED, _ALIAS, _COMPOSE, _SELF_COMPILING, _INVALID = (
@@ -321,6 +325,7 @@ def _classify(cls: type) -> str:
 
 _KINDS = ClassMemo(_classify)
 """How a child renders, per class."""
+# threads: a race only recomputes the same kind (see ClassMemo)
 
 
 def _render_nested(source: Any, path: list[int], top: NodeComposeRendered) -> Any:
@@ -343,15 +348,25 @@ def _collect_hook(top: NodeComposeRendered, node: Any) -> None:
         top._collected_hooks.append(hook)
 
 
+_program_lock = threading.RLock()
+"""threads: guards the first compile of a graph's node table (`program_of`) and its recompile after a slot
+swap (`_rebuild_program`), so a graph shared by threads gets one table and every interpreter the
+same one (its plan tables, its successor after a swap). Reentrant: compiling a graph may compile
+another. Taken only when the table is missing or rebuilt, never on the path that finds it."""
+
+
 def program_of(graph: Any) -> Any:
     """The node table of a top-level rendered graph, compiled on first use and then shared."""
     prog = getattr(graph, "_program", None)
     if prog is None:
-        prog = build_program(graph)
-        try:
-            graph._program = prog
-        except AttributeError:
-            pass
+        with _program_lock:
+            prog = getattr(graph, "_program", None)  # another thread may have compiled it meanwhile
+            if prog is None:
+                prog = build_program(graph)
+                try:
+                    graph._program = prog
+                except AttributeError:
+                    pass
     while prog.successor is not None:
         prog = prog.successor
     return prog
@@ -360,6 +375,7 @@ def program_of(graph: Any) -> Any:
 _LEADER: list[Any] = []
 """The node `instr >> x` puts in front: NOP, given by `instructions.workfl_ctrl` through `lead_with`
 when the package is imported (before any compose can be built)."""
+# threads: immutable once published (set once, at import, under the import lock)
 
 
 def lead_with(node: Any) -> None:

@@ -18,6 +18,7 @@ def _compute_precheck_bit(cls: type[Any]) -> int:
 
 
 _precheck_bit = ClassMemo(_compute_precheck_bit)
+# threads: a race only recomputes the same bit (see ClassMemo)
 """ROW_PRECHECK when a node class overrides `_pre_check`, per class."""
 
 

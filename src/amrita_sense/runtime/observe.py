@@ -10,6 +10,7 @@ the runtime, so telemetry depends on the runtime and never the other way round.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
@@ -58,12 +59,31 @@ EVENT_POLICY = "amrita_sense.policy"
 
 current: RunObserver | None = None
 """The installed observer, or None (read it once per use: another thread may swap it)."""
+# threads: read without a lock (one load; a run may see the old observer or the new one); written only
+# by `install` / `install_if`, under `_install_lock`, so two swaps never both return the same previous one
+_install_lock = threading.Lock()
+
+
+def _check(observer: RunObserver | None) -> None:
+    if observer is not None and not isinstance(observer, RunObserver):
+        raise TypeError(f"install(observer) takes a RunObserver or None, not {type(observer).__name__}")
 
 
 def install(observer: RunObserver | None) -> RunObserver | None:
     """Install `observer` (None: none); returns the one it replaced."""
     global current
-    if observer is not None and not isinstance(observer, RunObserver):
-        raise TypeError(f"install(observer) takes a RunObserver or None, not {type(observer).__name__}")
-    previous, current = current, observer
+    _check(observer)
+    with _install_lock:
+        previous, current = current, observer
     return previous
+
+
+def install_if(expected: RunObserver | None, observer: RunObserver | None) -> bool:
+    """Install `observer` only while `expected` is the installed one (a compare-and-swap); whether it did."""
+    global current
+    _check(observer)
+    with _install_lock:
+        if current is not expected:
+            return False
+        current = observer
+    return True

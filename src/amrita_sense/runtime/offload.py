@@ -19,8 +19,8 @@ from typing import Any
 
 MAX_WORKERS = min(32, (os.cpu_count() or 1) + 4)
 
-_jobs: queue.SimpleQueue = queue.SimpleQueue()
-_state_lock = threading.Lock()
+_jobs: queue.SimpleQueue = queue.SimpleQueue()  # threads: thread-safe by itself
+_state_lock = threading.Lock()  # threads: guards _idle, _backlog and _workers (read and written only under it)
 _idle = 0  # workers waiting for a job that no submitter has claimed yet
 _backlog = 0  # jobs queued while every worker was busy and the pool was full
 _workers = 0
