@@ -90,7 +90,6 @@ class DispatchLock:
 
     def release(self) -> None:
         """Hand the lock to the first waiter still waiting, or free it."""
-        here = asyncio._get_running_loop()
         waiters = self._waiters
         while True:
             with _GUARD:
@@ -101,7 +100,7 @@ class DispatchLock:
             if fut.done():  # cancelled: its task gives up without the lock
                 continue
             loop = fut.get_loop()
-            if loop is here:
+            if loop is asyncio._get_running_loop():
                 fut.set_result(True)
                 return
             try:
