@@ -267,18 +267,20 @@ async def test_fork_refuses_an_existing_target_and_an_entry_not_kept(stores):
 # ----- Checkpointing over the store -----------------------------------------------------------------
 
 
-def suspending_graph(trace: list) -> Any:
-    return NodeCompose(rec(trace, "a"), rec(trace, "b"), SUSPEND, rec(trace, "c"), rec(trace, "d")).render()
+async def halted_with_history(store: Any, trace: list) -> tuple[Any, WorkflowInterpreter]:
+    """A graph a, b, SUSPEND, c, d and its run "run", checkpointed with history, halted at the SUSPEND."""
+    graph = NodeCompose(rec(trace, "a"), rec(trace, "b"), SUSPEND, rec(trace, "c"), rec(trace, "d")).render()
+    interp = WorkflowInterpreter(graph)
+    interp.checkpointing = Checkpointing(store, "run", history=True)
+    await interp.run()
+    return graph, interp
 
 
 @pytest.mark.asyncio
 async def test_a_checkpointed_run_keeps_its_history_and_travels_back_in_time(stores):
     async with stores.open() as store:
         trace: list = []
-        graph = suspending_graph(trace)
-        interp = WorkflowInterpreter(graph)
-        interp.checkpointing = Checkpointing(store, "run", history=True)
-        await interp.run()
+        graph, interp = await halted_with_history(store, trace)
         await interp.run()
         assert trace == ["a", "b", "c", "d"]
         entries = await settle(store.history("run"))
@@ -298,10 +300,7 @@ async def test_a_checkpointed_run_keeps_its_history_and_travels_back_in_time(sto
 async def test_a_forked_run_resumes_on_its_own(stores):
     async with stores.open() as store:
         trace: list = []
-        graph = suspending_graph(trace)
-        interp = WorkflowInterpreter(graph)
-        interp.checkpointing = Checkpointing(store, "run", history=True)
-        await interp.run()
+        graph, _ = await halted_with_history(store, trace)
         halted = (await settle(store.load("run"))).record.version
         await settle(store.fork("run", halted, "what-if"))
         trace.clear()
