@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-DEV_PACKAGES := cython "setuptools>=77" sniffio loguru pytest pytest-asyncio pytest-timeout hypothesis uvloop \
+DEV_PACKAGES := "cython>=3.3" "setuptools>=77" sniffio loguru pytest pytest-asyncio pytest-timeout hypothesis uvloop \
 	pytest-benchmark ruff==0.17.6 cython-lint==0.22.1 pre-commit mypy colorama exceptiongroup
 
 .PHONY: dev build test test-compiled test-pure bench lint format typecheck clean

@@ -239,3 +239,41 @@ def test_a_keyboard_interrupt_from_a_signal_leaves_the_interpreter_idle(loop_nam
     finally:
         alarm.close()
     assert fired > 0
+
+
+def _unguarded_signal_points(func) -> list[str]:
+    """The places in `func` where a signal can land (a loop's back-edge, a call) without reaching the
+    exception handler around them, between the first and the last instruction a handler covers. A
+    back-edge counts twice: Python 3.14 looks its handler up at the jump, 3.11 at the instruction
+    before the jump's target, and both must find the jump's own handler."""
+    code = func.__code__
+    entries = dis.Bytecode(code).exception_entries
+
+    def handler(offset: int | None) -> int | None:
+        return next((entry.target for entry in entries if entry.start <= offset < entry.end), None)
+
+    instructions = list(dis.get_instructions(code))
+    before = {after.offset: ins.offset for ins, after in zip(instructions, instructions[1:])}
+    first = min(entry.start for entry in entries)
+    last = max(entry.end for entry in entries)
+    found = []
+    for ins in instructions:
+        if not first <= ins.offset < last:
+            continue
+        own = handler(ins.offset)
+        if ins.opname == "JUMP_BACKWARD":
+            if own is None or handler(before.get(ins.argval)) != own:
+                found.append(f"the back-edge at line {ins.positions.lineno}")
+        elif ins.opname.startswith("CALL") and ins.opname != "CALL_INTRINSIC_1" and own is None:
+            found.append(f"{ins.opname} at line {ins.positions.lineno}")
+    return found
+
+
+def test_the_step_loop_has_no_signal_point_outside_its_handlers():
+    """Python 3.14's compiler leaves a loop's back-edge after an `if` with no `else` outside the
+    handlers around the loop, and 3.11 looks a back-edge's handler up at the instruction before the
+    loop's head: a KeyboardInterrupt landing there skipped the run's end (the run stayed running for
+    good). The step loop is written so that every such point reaches its handler."""
+    from amrita_sense.runtime.steps import step_loop
+
+    assert _unguarded_signal_points(step_loop) == []

@@ -36,6 +36,8 @@ USER_CODE = """
     add(1, y=2)
     old_style: NodeType[int] = add
     WorkflowInterpreter(NodeCompose(add, fetch).render())
+    interp = WorkflowInterpreter(NodeCompose(add).render())  # no annotation needed without an object_io
+    reveal_type(interp)
     add("one")  # E1
     fetch(3)  # E2
     WorkflowInterpreter(42)  # E3
@@ -69,6 +71,7 @@ def test_type_checkers_see_signatures_and_one_set_of_classes(tmp_path: Path) -> 
     assert revealed[0] == '"amrita_sense.node.core.Node[int, [x: int, y: int =]]"'
     assert revealed[1] == '"amrita_sense.node.core.Node[bytes, [url: str]]"'
     assert revealed[2].startswith('"def (') and "amrita_sense.core._structures.PointerVector" in revealed[2]
+    assert revealed[3] == '"amrita_sense.runtime.workflow.WorkflowInterpreter[Any]"'
     errors = {int(line.split(":")[1]): line for line in lines if ": error:" in line}
     source = textwrap.dedent(USER_CODE).splitlines()
     expected = {number: text for number, text in enumerate(source, start=1) if "# E" in text}

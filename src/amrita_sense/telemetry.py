@@ -26,6 +26,7 @@ default) no span is made and runs take the loops they take without this module.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import threading
 import time
@@ -97,7 +98,7 @@ def _node_choice(node_spans: Any) -> _Choice | None:
 
 
 def _is_async_node(node: Any) -> bool:
-    return asyncio.iscoroutinefunction(getattr(node, "func", None))
+    return inspect.iscoroutinefunction(getattr(node, "func", None))
 
 
 def _current_node(interp: Any) -> Any:

@@ -7,7 +7,25 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.type cimport PyType_IsSubtype
-from cpython.weakref cimport PyWeakref_GetObject
+
+
+cdef extern from *:
+    """
+    /* PyWeakref_GetRef is new in 3.13; PyWeakref_GetObject (a borrowed reference) is gone in 3.15. */
+    #if PY_VERSION_HEX < 0x030D0000
+    static int amrita_weakref_getref(PyObject *ref, PyObject **target) {
+        PyObject *obj = PyWeakref_GetObject(ref);
+        if (obj == NULL) { *target = NULL; return -1; }
+        if (obj == Py_None) { *target = NULL; return 0; }
+        Py_INCREF(obj);
+        *target = obj;
+        return 1;
+    }
+    #else
+    #define amrita_weakref_getref PyWeakref_GetRef
+    #endif
+    """
+    int amrita_weakref_getref(object ref, PyObject **target) except -1
 
 
 cdef extern from "Python.h":
@@ -112,8 +130,14 @@ cdef inline bint is_subclass(object kind, object cls) noexcept:
 
 
 cdef inline object weak_target(object ref):
-    """What the weak reference `ref` refers to, or None, without calling it."""
-    return <object> PyWeakref_GetObject(ref)
+    """What the weak reference `ref` refers to, or None, without calling it (a new reference: the
+    target cannot die between the look-up and its use, with or without the GIL)."""
+    cdef PyObject *target
+    if amrita_weakref_getref(ref, &target) == 0:
+        return None
+    result = <object> target
+    Py_DECREF(<object> target)
+    return result
 
 
 cdef inline tuple plan_values(Py_ssize_t *cidx, Py_ssize_t n, tuple srcs, tuple pool, dict kwargs, dict results,

@@ -1,5 +1,7 @@
 """Scale-out on Ray: many workflow runs across processes and machines (extra `[ray]`).
 
+For example::
+
     import ray
     from amrita_sense.distributed import SensePool, RunSetup
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import threading
 import zlib
 from collections import OrderedDict
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -45,9 +45,11 @@ from amrita_sense.node.core import program_of
 
 _CACHE_SIZE = 64
 _cache: OrderedDict[int, tuple[Any, GraphOutline]] = OrderedDict()
-_cache_lock = threading.Lock()
-# threads: `_cache` is guarded by `_cache_lock` (the OrderedDict's reorder and eviction); an outline is
-# built outside it, so two threads missing at once build equal outlines and the last store wins
+# threads: idempotent, no lock: every operation on `_cache` is one OrderedDict call (atomic), a race on
+# eviction is tolerated, and two threads missing at once build equal outlines (the last store wins). No
+# lock on purpose: a snapshot runs inside a run, where a KeyboardInterrupt from a signal can land right
+# after a `with lock:` acquired and before its block (PEP 419; Python 3.14's eval loop does land there),
+# leaving the lock held and every later snapshot of the process hung.
 
 
 @dataclass(frozen=True)
@@ -176,15 +178,16 @@ def outline_of(graph: Any) -> GraphOutline:
 
 
 def outline_of_program(prog: Any) -> GraphOutline:
-    with _cache_lock:
-        hit = _cache.get(id(prog))
-        if hit is not None and hit[0] is prog:
-            _cache.move_to_end(id(prog))
-            return hit[1]
+    key = id(prog)
+    hit = _cache.get(key)
+    if hit is not None and hit[0] is prog:
+        with suppress(KeyError):  # evicted by another thread since
+            _cache.move_to_end(key)
+        return hit[1]
     outline = _build_outline(prog)
-    with _cache_lock:
-        _cache[id(prog)] = (prog, outline)
-        while len(_cache) > _CACHE_SIZE:
+    _cache[key] = (prog, outline)
+    while len(_cache) > _CACHE_SIZE:
+        with suppress(KeyError):  # another thread evicted it first
             _cache.popitem(last=False)
     return outline
 

@@ -73,6 +73,14 @@ class _TrackedDefaultDict(defaultdict):
 
     __slots__ = ()
 
+    def __missing__(self, key: Any) -> Any:
+        # Our own: since 3.15 defaultdict's C `__missing__` inserts without calling `__setitem__`.
+        if self.default_factory is None:
+            raise KeyError(key)
+        value = dict.setdefault(self, key, self.default_factory())
+        _bump()
+        return value
+
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, value)
         _bump()

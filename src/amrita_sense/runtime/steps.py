@@ -58,10 +58,12 @@ async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _A
     mark = RunMark()
     try:  # both `try` lines come before the claim (a `try` line is outside its handlers)
         outcome: BaseException | None = None
-        lock = interp._interpret_lock
         try:
             if not await interp._begin_run(mark):
                 return
+            # Right before the loop and inside this `try`: Python 3.11 looks up the handler of a
+            # signal landing on the loop's back-edge at the instruction before the loop's head.
+            lock = interp._interpret_lock
             while True:
                 if interp._signal.pending:
                     await interp._gate(PC_CHECKPOINT)
@@ -85,8 +87,12 @@ async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _A
                         break
                 finally:
                     lock.async_release()
-                if hooks is not None:
-                    await hooks.after_step(interp)
+                # Not `if hooks is not None: await ...`: CPython 3.14 leaves the loop's back-edge after
+                # such an `if` outside the handlers below (the compiler gap of python/cpython#130279's
+                # family), so a KeyboardInterrupt from a signal landing there skipped the run's end.
+                if hooks is None:
+                    continue
+                await hooks.after_step(interp)
         except BaseException as exc:
             outcome = exc
             if interp._claim_v is not mark:

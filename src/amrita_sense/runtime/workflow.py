@@ -14,7 +14,7 @@ import asyncio
 import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from io import StringIO
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from uuid import uuid4
 
 from amrita_sense import core as _core
@@ -51,7 +51,12 @@ from amrita_sense.types import PointerVector, Stack
 
 UNSET: Any = object()
 _RUNNING: Any = _core.RUNNING
-io_T = TypeVar("io_T", covariant=True)
+if TYPE_CHECKING:  # a default (PEP 696): `WorkflowInterpreter(graph)` without an `object_io` is `[Any]`
+    from typing_extensions import TypeVar as _DefaultedTypeVar
+
+    io_T = _DefaultedTypeVar("io_T", covariant=True, default=Any)
+else:
+    io_T = TypeVar("io_T", covariant=True)
 fun_T = TypeVar("fun_T", bound=Callable[..., Any], covariant=True)  # exported as 1.1.3 does
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 

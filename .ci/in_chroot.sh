@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs inside the Debian unstable chroot that .ci/debian_unstable.sh makes: per Python (3.14, 3.15), a
+# venv with the checkout installed (the compiled core built by that Python's headers, required), then
+# the suite on the compiled core and on the pure build, each under asyncio and uvloop.
+#
+# What runs here beyond the core: the Postgres store (Debian's server in the chroot), Graphviz, 1.1.3's
+# own test suite and the comparisons with 1.1.3 (amrita-sense 1.1.3 installed beside us), mypy; on 3.14
+# also the AmritaCore end-to-end test. Not here (each is covered by the main steps on the runner's
+# Python): Ray (no Ray wheels for 3.15; Ray's tests are process plumbing, not interpreter features),
+# AmritaCore on 3.15 (amrita-core 1.3.1 says Requires-Python <3.15), Mermaid's parser (Node) and the
+# inspector's browser test (Chromium): they check generated text and HTML, the same bytes on every Python.
+set -euo pipefail
+cd /src/turbo
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+for version in 3.14 3.15; do
+    echo
+    echo "=== Python $version (Debian unstable: $(python$version -c 'import sys; print(sys.version.split()[0])')) ==="
+    venv="/opt/venv$version"
+    "python$version" -m venv "$venv"
+    extras="test,bench,plot"
+    core=0
+    if [ "$version" = "3.14" ]; then
+        extras+=",e2e"
+        core=1
+    fi
+    AMRITA_SENSE_REQUIRE_EXTENSIONS=1 "$venv/bin/python" -m pip install -q ".[$extras]" mypy
+    # the reference beside us (on 3.14 amrita-core has pulled it already)
+    "$venv/bin/python" -m pip install -q "amrita-sense==1.1.3"
+    "$venv/bin/python" -m amrita_sense
+    for build in compiled pure; do
+        echo "--- Python $version, $build build"
+        no_ext=0
+        [ "$build" = "pure" ] && no_ext=1
+        env AMRITA_SENSE_NO_EXTENSIONS="$no_ext" AMRITA_SENSE_REQUIRE_EXTENSIONS="$((1 - no_ext))" \
+            AMRITA_SENSE_REQUIRE_POSTGRES=1 AMRITA_SENSE_REQUIRE_REFERENCE_SUITE=1 \
+            AMRITA_SENSE_REQUIRE_AMRITA_CORE="$core" AMRITA_SENSE_REF_PYTHON="$venv/bin/python" \
+            "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
+    done
+done
