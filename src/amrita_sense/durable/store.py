@@ -238,7 +238,10 @@ class SQLiteCheckpointStore:
         self._timeout = float(timeout)
         self._synchronous = synchronous.upper()
         self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
-        self._lock = threading.Lock()
+        # threads: guards the store. Reentrant on purpose, though nothing here re-enters it: a
+        # KeyboardInterrupt from a signal can land right after `with self._lock:` acquired and before
+        # its block (PEP 419; Python 3.14 lands there), and the thread that leaked it can still save.
+        self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         with self._lock:
@@ -474,7 +477,10 @@ class MemoryCheckpointStore:
         self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
         self._runs: dict[str, Checkpoint] = {}
         self._history: dict[str, list[Checkpoint]] = {}
-        self._lock = threading.Lock()
+        # threads: guards the store. Reentrant on purpose, though nothing here re-enters it: a
+        # KeyboardInterrupt from a signal can land right after `with self._lock:` acquired and before
+        # its block (PEP 419; Python 3.14 lands there), and the thread that leaked it can still save.
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointStore({len(self._runs)} runs)"
