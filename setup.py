@@ -240,7 +240,11 @@ def _core_build_options():
     change of directives).
     """
     debug = _env_flag("AMRITA_SENSE_DEBUG_BUILD")
-    directives = {"language_level": "3", "annotation_typing": False, "binding": True}
+    # freethreading_compatible: on a free-threaded interpreter the core keeps the GIL off. Every shared
+    # structure of the core is immutable once published, guarded or per thread (each says which in a
+    # `threads:` comment), and what relied on the GIL takes the object's critical section or another
+    # way there (`_capi.FREE_THREADED`); docs/howto/threads.md says what was checked, and where.
+    directives = {"language_level": "3", "annotation_typing": False, "binding": True, "freethreading_compatible": True}
     force = _build_mode_changed("debug" if debug else "release")
     if not debug:
         return directives, {"define_macros": [("CYTHON_WITHOUT_ASSERTIONS", None)]}, force

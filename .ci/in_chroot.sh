@@ -9,6 +9,8 @@
 # Python): Ray (no Ray wheels for 3.15; Ray's tests are process plumbing, not interpreter features),
 # AmritaCore on 3.15 (amrita-core 1.3.1 says Requires-Python <3.15), Mermaid's parser (Node) and the
 # inspector's browser test (Chromium): they check generated text and HTML, the same bytes on every Python.
+# Per Python also: the compiled core's C compiled against its headers configured as the free-threaded
+# build (.ci/free_threaded_headers.sh; no free-threaded interpreter can be had here).
 set -euo pipefail
 cd /src/turbo
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -27,6 +29,8 @@ for version in 3.14 3.15; do
     # the reference beside us (on 3.14 amrita-core has pulled it already)
     "$venv/bin/python" -m pip install -q "amrita-sense==1.1.3"
     "$venv/bin/python" -m amrita_sense
+    # the core's C (left in src/ by the in-place build) against this Python's headers, configured free-threaded
+    bash .ci/free_threaded_headers.sh "$venv/bin/python"
     for build in compiled pure; do
         echo "--- Python $version, $build build"
         no_ext=0

@@ -205,6 +205,82 @@ def test_moves_from_threads_lose_no_update(busy_switching):
     assert list(vec) == [8 * 2000, 8 * 2000]
 
 
+def test_readers_see_one_whole_address_while_writers_replace_it(busy_switching):
+    """Writers replace a pointer's address (rebound to a row as the core binds it, a list, an empty one)
+    while readers read it in every way a caller can: each read is one of the addresses written, never a
+    mix, never an error."""
+
+    @Node(wrap_to_async=False)
+    def a():
+        return None
+
+    interp = WorkflowInterpreter(NodeCompose(a, a).render())
+    vec = interp._pointer
+    row_view = vec.copy()  # bound to the first row, as the core leaves the pointer
+    assert row_view._items is None, "the test needs a bound vector"
+    bound = tuple(row_view.base_addr)
+    written = {bound, (4, 5, 6), ()}
+    seen: set[tuple] = set()
+    errors: list[BaseException] = []
+    counter = iter(range(1 << 30))
+
+    def write(i: int) -> None:
+        if i % 4 == 0:
+            vec.far_to([4, 5, 6])
+        elif i % 4 == 1:
+            vec.clear()
+        elif i % 4 == 2:
+            vec.base_addr = [4, 5, 6]
+        else:
+            interp._rebase_to(row_view)  # the core's own bind of its pointer
+
+    def read() -> None:
+        seen.update({tuple(vec.base_addr), tuple(vec), tuple(vec.copy())})
+        assert len(vec) in (0, 3, len(bound))
+        assert repr(vec).startswith("PointerVector([")
+
+    def work() -> None:
+        writer = next(counter) % 2 == 0
+        try:
+            for i in range(1500):
+                if writer:
+                    write(i)
+                else:
+                    read()
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    _in_threads(work)
+    assert errors == []
+    assert seen and seen <= written
+
+
+def test_a_stack_shared_by_threads_keeps_every_item(busy_switching):
+    """Pushes and pops from many threads, with readers of the whole stack between them: nothing is lost
+    or doubled, the limit holds, and a reader never fails."""
+    stack = Stack(8 * 300)
+    errors: list[BaseException] = []
+    popped: list[int] = []
+    counter = iter(range(1 << 30))
+
+    def work() -> None:
+        me = next(counter)
+        try:
+            for i in range(300):
+                stack.push(me * 1000 + i)
+                assert 1 <= len(stack) <= stack.ovf
+                assert isinstance(stack.stack, list) and repr(stack).startswith("[")
+                copy.copy(stack)
+            popped.extend(stack.pop() for _ in range(300))
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    _in_threads(work)
+    assert errors == []
+    assert sorted(popped) == sorted(me * 1000 + i for me in range(8) for i in range(300))
+    assert len(stack) == 0 and not stack
+
+
 # ----- the lock through a run ---------------------------------------------------------------------------
 
 
@@ -295,6 +371,17 @@ def test_a_program_checks_its_tables_when_made_on_both_cores():
     outside[7] = [(5, -1, -1, -1), *outside[7][1:]]  # a dense row naming row 5 of 2
     with pytest.raises(ValueError, match="row 5 is outside the table of 2 rows"):
         Program(*outside)
+
+
+def test_a_call_plan_is_initialised_once_on_both_cores():
+    """A plan's argument sources are read by running loops without a lock: a second `__init__` could
+    change them under a run, so it is refused and the plan keeps what it was made with."""
+    from amrita_sense._core import CallPlan
+
+    plan = CallPlan((0, "name"), None, False, None)
+    with pytest.raises(TypeError, match="initialised once"):
+        plan.__init__((1,), None, True, None)
+    assert plan.srcs == (0, "name") and plan.slow is False and plan.keyed is True
 
 
 def test_rebasing_onto_an_uninitialised_vector_fails_and_keeps_the_pointer():

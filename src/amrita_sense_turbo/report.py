@@ -8,6 +8,7 @@ import importlib
 import importlib.metadata as metadata
 import os
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,6 +164,10 @@ def build_report() -> Report:
     _check_runtime(report)
     _check_ours(report)
     _check_theirs(report)
+    gil_enabled = getattr(sys, "_is_gil_enabled", None)  # 3.13+; read after the core's import
+    if gil_enabled is not None and sysconfig.get_config_var("Py_GIL_DISABLED"):
+        state = "on (PYTHON_GIL=1, or a module that needs it)" if gil_enabled() else "off"
+        report.fact("GIL", f"{state}: a free-threaded interpreter")
     for name in ("AMRITA_SENSE_TURBO", "AMRITA_SENSE_NO_EXTENSIONS", "AMRITA_SENSE_REQUIRE_EXTENSIONS"):
         if name in os.environ:
             report.fact(name, os.environ[name])

@@ -2,7 +2,6 @@
 # paths that need the C API. The core cimports them in its `if cython.compiled:` blocks; its `else`
 # blocks hold the Python paths the pure build runs. Nothing imports this at run time.
 
-from cpython.dict cimport PyDict_GetItemWithError
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -26,6 +25,34 @@ cdef extern from *:
     #endif
     """
     int amrita_weakref_getref(object ref, PyObject **target) except -1
+
+
+cdef extern from *:
+    """
+    /* A free-threaded build (no GIL): the paths below that rely on running as one C call under the GIL
+       take another way there. A constant: the compiler drops the branch a build does not take. */
+    #ifdef Py_GIL_DISABLED
+    #define AMRITA_FREE_THREADED 1
+    #else
+    #define AMRITA_FREE_THREADED 0
+    #endif
+
+    /* `d[key]` as a new reference in *out: 1 found, 0 missing, -1 an error. With the GIL a borrowed
+       look-up is safe (nothing runs before the caller takes its reference); without it another thread
+       may drop the value in between, so the look-up itself takes the reference (PyDict_GetItemRef). */
+    static int amrita_dict_getref(PyObject *d, PyObject *key, PyObject **out) {
+    #ifdef Py_GIL_DISABLED
+        return PyDict_GetItemRef(d, key, out);
+    #else
+        *out = PyDict_GetItemWithError(d, key);
+        if (*out == NULL) return PyErr_Occurred() ? -1 : 0;
+        Py_INCREF(*out);
+        return 1;
+    #endif
+    }
+    """
+    bint FREE_THREADED "AMRITA_FREE_THREADED"
+    int amrita_dict_getref(object d, object key, PyObject **out)
 
 
 cdef extern from "Python.h":
@@ -72,13 +99,11 @@ cdef inline object call_from_pools(object func, Py_ssize_t *cidx, Py_ssize_t n, 
                     Py_DECREF(<object> argv[k])
                 raise IndexError("tuple index out of range")
             item = PyTuple_GET_ITEM(pool, k)
-        else:
-            item = PyDict_GetItemWithError(kwargs, srcs[i])
-            if item == NULL:
-                for k in range(i):
-                    Py_DECREF(<object> argv[k])
-                raise KeyError(srcs[i])
-        Py_INCREF(<object> item)  # the pools may change while the call runs
+            Py_INCREF(<object> item)  # the pools may change while the call runs
+        elif amrita_dict_getref(kwargs, srcs[i], &item) <= 0:  # found: a new reference
+            for k in range(i):
+                Py_DECREF(<object> argv[k])
+            raise KeyError(srcs[i])
         argv[i] = item
     try:
         return PyObject_Vectorcall(func, argv, n, NULL)
@@ -91,7 +116,9 @@ cdef inline int list_push(list items, object item) except -1:
     """`items.append(item)`, in place while the list has room: a push/pop pair around a sub-call
     never reallocates."""
     cdef Py_ssize_t size = PyList_GET_SIZE(items)
-    if (<PyListObject *> items).allocated > size:
+    if FREE_THREADED:  # the list's own append: it locks the list, as its readers expect
+        items.append(item)
+    elif (<PyListObject *> items).allocated > size:
         Py_INCREF(item)
         PyList_SET_ITEM(items, size, item)
         Py_SET_SIZE(items, size + 1)
@@ -103,6 +130,8 @@ cdef inline int list_push(list items, object item) except -1:
 cdef inline object list_pop(list items):
     """`items.pop()` of a non-empty list, keeping its capacity (`list.pop` shrinks an emptied list)."""
     cdef Py_ssize_t size = PyList_GET_SIZE(items)
+    if FREE_THREADED:  # the list's own pop: it locks the list, as its readers expect
+        return items.pop()
     item = <object> PyList_GET_ITEM(items, size - 1)
     Py_SET_SIZE(items, size - 1)
     Py_DECREF(item)  # the slot's reference: ours now (`item` holds its own)

@@ -176,6 +176,7 @@ cdef object _OBJECT_CLASS, _PLAIN_CLASS
 cdef tuple _last_verdict
 cdef bint _plain_class(type kind) except -1
 cdef inline void _bind(PointerVector ptr, Program prog, Py_ssize_t row) noexcept
+cdef inline void _set_items(PointerVector ptr, list items) noexcept
 cdef bint _is_instance(object obj, object spec) except -1
 cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)

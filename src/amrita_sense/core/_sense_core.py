@@ -33,6 +33,7 @@ if not cython.compiled and __name__.rpartition(".")[2] == "_sense_core":
 if cython.compiled:
     from cython.cimports.amrita_sense.core._capi import (
         AMRITA_SENSE_DEBUG,
+        FREE_THREADED,
         MAX_STACK_ARGS,
         bounded_push,
         call_catching,
@@ -61,6 +62,8 @@ if not cython.compiled:  # the core's other parts, pure (type checkers read thes
         _still_at,
         address_list,
     )
+
+    FREE_THREADED = False  # the compiled core's constant (`_capi.pxd`), true only on a free-threaded build
 else:  # compiled: their types' fields are C struct members here, their functions C calls
     from cython.cimports.amrita_sense.core._checks import _check_index, _provided
     from cython.cimports.amrita_sense.core._state import CoreState
@@ -176,9 +179,28 @@ PC_CHECKPOINT = "WorkflowInterpreter::each_node"
 
 def _bind(ptr, prog, row):
     """Point `ptr` at `row` of `prog`, as a view: no list until someone reads it (`PointerVector._list`)."""
+    if FREE_THREADED:
+        # threads: every write of a vector's fields, and every read that keeps one, holds the vector's
+        # critical section (`PointerVector`), so a thread reading it sees the fields of one bind and
+        # never a list this write just dropped. With the GIL the three stores are one step already,
+        # and this branch is compiled out (the section's reference would cost every step).
+        with cython.critical_section(ptr):
+            ptr._prog = prog
+            ptr._row = row
+            ptr._items = None
+        return
     ptr._prog = prog
     ptr._row = row
     ptr._items = None
+
+
+def _set_items(ptr, items):
+    """Make `ptr` the unbound address `items` (a list the caller made for it)."""
+    if FREE_THREADED:
+        with cython.critical_section(ptr):  # threads: as in `_bind`
+            ptr._items = items
+        return
+    ptr._items = items
 
 
 def same_types(values, types):
@@ -203,14 +225,17 @@ _PLAIN_CLASS = ClassMemo(_reports_itself)  # threads: a race only recomputes the
 
 # The class `_plain_class` was last asked about (a weak reference) and its verdict.
 # threads: immutable once published: a (ref, verdict) tuple replaced in one store and read in one load,
-# so a reader sees a matching pair; a race only recomputes the verdict. (Free-threaded: a module global
-# object read while another thread replaces it needs Cython's FT-safe global access; see the README.)
+# so a reader sees a matching pair; a race only recomputes the verdict. The compiled core's free-threaded
+# build does not use it: there the read of a C global is no single step (load, then take a reference),
+# and another thread's replacement could free the tuple in between.
 _last_verdict = (None, False)
 
 
 def _plain_class(kind):
     """`_reports_itself(kind)`, remembered for the last class asked about, without keeping it alive."""
     global _last_verdict
+    if FREE_THREADED:  # see `_last_verdict`
+        return _PLAIN_CLASS(kind)
     ref, verdict = _last_verdict
     if cython.compiled:
         last = None if ref is None else weak_target(ref)
@@ -401,9 +426,9 @@ class InterpreterCore(CoreState):
             if landing is None:
                 _bind(ptr, self._prog_v, row + 1)
             else:
-                ptr._items = list(landing)
+                _set_items(ptr, list(landing))
             return True
-        ptr._items = []
+        _set_items(ptr, [])
         return False
 
     def _rebase_to(self, ptr):
@@ -417,7 +442,7 @@ class InterpreterCore(CoreState):
                 other._bound_addr()  # an uninitialised vector raises here
             _bind(self._pointer_v, other._prog, other._row)
         else:
-            self._pointer_v._items = address_list(ptr, "rebase_ptr(ptr)")
+            _set_items(self._pointer_v, address_list(ptr, "rebase_ptr(ptr)"))
 
     def _adopt_successor(self):
         """Follow a program that was recompiled in place (a hot-swapped slot)."""
@@ -667,7 +692,7 @@ class InterpreterCore(CoreState):
                 self._move_to(addr)
                 return True
             addr.pop()
-        self._pointer_v._items = []
+        _set_items(self._pointer_v, [])
         return False
 
     async def _run_current(self):
@@ -847,13 +872,20 @@ class InterpreterCore(CoreState):
         """Push `item` on the return stack (a Stack subclass's own `push` runs)."""
         stack = self._ret_addr_stack_v
         if cython.compiled and type(stack) is Stack:  # `Stack._push`, inlined (`_capi.pxd`)
-            bounded_push(stack._items, stack._limit, item)
+            if FREE_THREADED:
+                with cython.critical_section(stack):  # threads: as in `Stack.push`
+                    bounded_push(stack._items, stack._limit, item)
+            else:
+                bounded_push(stack._items, stack._limit, item)
         else:
             stack.push(item)
 
     def _pop_ret(self):
         stack = self._ret_addr_stack_v
         if cython.compiled and type(stack) is Stack:
+            if FREE_THREADED:
+                with cython.critical_section(stack):
+                    return checked_pop(stack._items)
             return checked_pop(stack._items)
         return stack.pop()
 
@@ -953,7 +985,7 @@ class InterpreterCore(CoreState):
         if row >= 0 and exact:
             _bind(self._pointer_v, self._prog_v, row)
         else:
-            self._pointer_v._items = list(addr)
+            _set_items(self._pointer_v, list(addr))
 
     def _native_jump(self, target):
         if self._c_mark_jump():
@@ -1521,7 +1553,7 @@ def _left_block(core, row):
     ptr = core._pointer_v
     if ptr._items is None:
         return ptr._row != row if ptr._prog is core._prog_v else ptr._bound_addr() != core._prog_v.addrs[row]
-    return tuple(ptr._items) != core._prog_v.addrs[row]
+    return tuple(ptr._list()) != core._prog_v.addrs[row]
 
 
 def _catch_for(core, catches, exc):

@@ -50,6 +50,7 @@ cdef class Stack:
     cdef public list _items  # bottom first
     cdef public Py_ssize_t _limit  # the capacity (1.1.3's `ovf`): a push beyond it raises
 
+    cdef inline list _items_ref(self)
     cdef inline int _push(self, object item) except -1
     cdef inline object _pop(self)
 
@@ -65,6 +66,9 @@ cdef class PointerVector:
     cdef readonly Py_ssize_t _row
 
     cdef inline list _list(self)
+    cdef inline list _materialised(self)
+    cdef inline int _set_list(self, object items) except -1
+    cdef inline object _copied(self)
     cdef inline object _bound_addr(self)
 
 

@@ -74,6 +74,8 @@ class CallPlan:
     __slots__ = ("cached", "entry", "fetch", "fetch_with", "keyed", "names", "slow", "srcs")
 
     def __init__(self, srcs, names, slow, entry):
+        if getattr(self, "srcs", None) is not None:  # the compiled loop reads `cidx` with no lock: never freed under it
+            raise TypeError("a CallPlan is initialised once")
         self.srcs = srcs
         self.names = names
         self.slow = slow
@@ -83,7 +85,6 @@ class CallPlan:
         self.keyed = any(type(src) is not int and not (type(src) is tuple and len(src) == 1) for src in srcs)
         self.fetch_with = _results_fetcher(srcs) if self.cached else None
         if cython.compiled:  # per argument, as the C loop reads it: a pool position, KEYWORD or RESULT
-            PyMem_Free(self.cidx)  # a second __init__ replaces the first one's
             self.n = len(srcs)
             self.cidx = cython.cast(cython.p_Py_ssize_t, PyMem_Malloc((self.n + 1) * cython.sizeof(cython.Py_ssize_t)))
             if self.cidx == cython.NULL:
@@ -255,6 +256,7 @@ class Program:
             if prog is self:
                 raise ValueError("Program.successor would make a cycle")
             prog = prog._successor
+        # threads: the swap sets it once, under node.core's program lock; readers follow it lock-free
         self._successor = value
 
     @successor.deleter
@@ -279,6 +281,19 @@ class Program:
             table = self.tables[shape] = [None] * self.nrows
         return table
 
+    def _publish_row_of(self, built):
+        """`row_of`, set to `built` unless another thread set it first; the map that stays."""
+        # threads: published once. The first map stored stays, so a thread that read it (a reference
+        # taken after the load, in the compiled core) never sees it freed by a second store.
+        if cython.compiled:
+            with cython.critical_section(self):
+                if self.row_of is None:
+                    self.row_of = built
+                return self.row_of
+        if self.row_of is None:
+            self.row_of = built
+        return self.row_of
+
     def locate(self, items):
         """Row for an address list: `(row, exact)`, or `(-1, False)` if none.
 
@@ -286,9 +301,10 @@ class Program:
         first executable row is `row`.
         """
         key = tuple(items)
-        if self.row_of is None:  # threads: idempotent, built whole, then published in one store
-            self.row_of = {addr: row for row, addr in enumerate(self.addrs)}
-        row = self.row_of.get(key)
+        row_of = self.row_of
+        if row_of is None:
+            row_of = self._publish_row_of({addr: row for row, addr in enumerate(self.addrs)})
+        row = row_of.get(key)
         if row is not None:
             return row, True
         row = self.seg_row.get(key)
@@ -316,9 +332,11 @@ def address_list(value, what):
 
 # Thread safety, the contract of 1.1.3: each method of a PointerVector or a Stack is atomic with
 # respect to other threads (a sequence of calls is not). The compiled core gets that from the GIL (each
-# method is one C call that runs no Python code between its check and its write); here one lock for all
-# of them does it, not one per object, so the objects carry only their state (they copy and pickle
-# alike in both cores). Nothing is released or called back while it is held.
+# method is one C call that runs no Python code between its check and its write) and, on a free-threaded
+# build, from the object's critical section, taken wherever a field is written or read and kept (the
+# `cython.critical_section` blocks: nothing with the GIL); here one lock for all of them does it, not one
+# per object, so the objects carry only their state (they copy and pickle alike in both cores). Nothing
+# is released or called back while it is held.
 _ATOMIC = threading.Lock()
 
 
@@ -354,11 +372,25 @@ class PointerVector:
         # indexing, a mutator); the loop itself only rebinds (`_sense_core._bind`) and compares rows, so a
         # run nobody inspects builds no list. Once built, `_items` is the address: `_row` / `_prog`
         # are kept only for `_still_at`.
+        if cython.compiled:
+            with cython.critical_section(self):
+                return self._materialised()
+        return self._materialised()
+
+    def _materialised(self):
         items = self._items
         if items is None:
             items = list(self._bound_addr())
             self._items = items
         return items
+
+    def _set_list(self, items):
+        """Make the vector the unbound address `items` (a list of ints)."""
+        if cython.compiled:
+            with cython.critical_section(self):
+                self._items = items
+        else:
+            self._items = items
 
     def _bound_addr(self):
         if self._prog is None:  # made by __new__ without __init__ (the pure build: an unset slot)
@@ -372,9 +404,9 @@ class PointerVector:
     @base_addr.setter
     def base_addr(self, value):
         if isinstance(value, list):
-            self._items = _checked_items(value, "PointerVector.base_addr")
+            self._set_list(_checked_items(value, "PointerVector.base_addr"))
         else:
-            self._items = address_list(value, "PointerVector.base_addr")
+            self._set_list(address_list(value, "PointerVector.base_addr"))
 
     @base_addr.deleter
     def base_addr(self):
@@ -422,9 +454,15 @@ class PointerVector:
 
     def clear(self):
         with _ATOMIC:
-            self._items = []
+            self._set_list([])
 
     def copy(self):
+        if cython.compiled:
+            with cython.critical_section(self):
+                return self._copied()
+        return self._copied()
+
+    def _copied(self):
         if self._items is None:
             self._bound_addr()  # an uninitialised vector raises here
             return _bound_pointer(self._prog, self._row)
@@ -445,6 +483,9 @@ class PointerVector:
         return self.copy().offset_far([-i for i in other.base_addr])
 
     def __bool__(self):
+        if cython.compiled:
+            with cython.critical_section(self):
+                return self._items is None or bool(self._items)
         return self._items is None or bool(self._items)
 
     def __eq__(self, value):
@@ -473,9 +514,10 @@ class PointerVector:
         return iter(list(self._list()))
 
     def __len__(self):
-        if self._items is None:
-            return len(self._bound_addr())
-        return len(self._items)
+        if cython.compiled:
+            with cython.critical_section(self):
+                return len(self._bound_addr()) if self._items is None else len(self._items)
+        return len(self._bound_addr()) if self._items is None else len(self._items)
 
     def __delitem__(self, key):
         raise ValueError("Cannot delete items from PointerVector")
@@ -521,16 +563,27 @@ class Stack:
         self._items = []
         self._limit = _ssize(ovf)
 
+    def _items_ref(self):
+        """The item list, read under the stack's critical section (threads: see `_ATOMIC`)."""
+        if cython.compiled:
+            with cython.critical_section(self):
+                return self._items
+        return self._items
+
     @property
     def stack(self):
         """The items, bottom first (a list)."""
-        return self._items
+        return self._items_ref()
 
     @stack.setter
     def stack(self, value):
         if not isinstance(value, list):
             raise InvalidOperand(f"Stack.stack must be a list, not {type(value).__name__}")
-        self._items = value
+        if cython.compiled:
+            with cython.critical_section(self):
+                self._items = value
+        else:
+            self._items = value
 
     @stack.deleter
     def stack(self):
@@ -554,27 +607,29 @@ class Stack:
         return cls
 
     def __len__(self):
-        return len(self._items)
+        return len(self._items_ref())
 
     def __repr__(self):
-        return repr(self._items)
+        return repr(self._items_ref())
 
     def __str__(self):
-        return str(self._items)
+        return str(self._items_ref())
 
     def __bool__(self):
-        return bool(self._items)
+        return bool(self._items_ref())
 
     def push(self, item):
-        if cython.compiled:  # atomic by the GIL: no Python code runs between the check and the write
-            self._push(item)
+        if cython.compiled:  # atomic: no Python code runs between the check and the write (see `_ATOMIC`)
+            with cython.critical_section(self):
+                self._push(item)
         else:
             with _ATOMIC:
                 self._push(item)
 
     def pop(self):
         if cython.compiled:
-            return self._pop()
+            with cython.critical_section(self):
+                return self._pop()
         with _ATOMIC:
             return self._pop()
 
@@ -594,9 +649,10 @@ class Stack:
         return self._items.pop()
 
     def clear(self):
+        items = self._items_ref()
         with _ATOMIC:
-            dropped = self._items[:]  # the items' last references go after the lock: a __del__ may push
-            self._items.clear()
+            dropped = items[:]  # the items' last references go after the lock: a __del__ may push
+            items.clear()
         del dropped
 
     def resize(self, size):
@@ -606,11 +662,11 @@ class Stack:
     def copy(self):
         """A shallow copy, a `Stack` also for a subclass (as 1.1.3 and `list.copy`); `copy.copy` keeps the class."""
         copied = Stack(self._limit)
-        copied.stack = self._items.copy()
+        copied.stack = self._items_ref().copy()
         return copied
 
     def __reduce__(self):
-        return _portable.stack_reduce(self, self._limit, self._items)
+        return _portable.stack_reduce(self, self._limit, self._items_ref())
 
 
 class InterpretLock:
@@ -794,4 +850,4 @@ def _still_at(ptr, prog, row):
     """True when the pointer designates `row` of `prog` (bound to it, or a list equal to its address)."""
     if ptr._prog is not prog or ptr._row != row:
         return False
-    return ptr._items is None or tuple(ptr._items) == prog.addrs[row]
+    return ptr._items is None or tuple(ptr._list()) == prog.addrs[row]

@@ -28,3 +28,17 @@ def wraparound(on):
 int = int  # noqa: A001, PLW0127
 Py_ssize_t = int
 double = float
+
+
+class critical_section:  # noqa: N801 - Cython's name
+    """`with cython.critical_section(obj):` holds `obj`'s lock on a free-threaded build of the compiled
+    core; the pure build runs none of those blocks (they sit under `if cython.compiled:`)."""
+
+    def __init__(self, *objects):
+        pass
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        return False
