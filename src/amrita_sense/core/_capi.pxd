@@ -53,6 +53,7 @@ cdef extern from *:
     """
     bint FREE_THREADED "AMRITA_FREE_THREADED"
     int amrita_dict_getref(object d, object key, PyObject **out)
+    int dict_getref_or_raise "amrita_dict_getref"(object d, object key, PyObject **out) except -1
 
 
 cdef extern from "Python.h":
@@ -166,6 +167,17 @@ cdef inline object weak_target(object ref):
         return None
     result = <object> target
     Py_DECREF(<object> target)
+    return result
+
+
+cdef inline object dict_get(dict d, object key):
+    """`d.get(key)` for a dict other threads may write: the look-up takes the reference (Cython's own
+    `dict.get` reads a borrowed one, which a free-threaded build's other threads can free first)."""
+    cdef PyObject *value
+    if dict_getref_or_raise(d, key, &value) == 0:
+        return None
+    result = <object> value
+    Py_DECREF(<object> value)
     return result
 
 

@@ -35,7 +35,7 @@ if not cython.compiled:  # the pure build (type checkers read these)
         _ssize,
     )
 else:
-    from cython.cimports.amrita_sense.core._capi import KEYWORD, RESULT, bounded_push, checked_pop
+    from cython.cimports.amrita_sense.core._capi import KEYWORD, RESULT, bounded_push, checked_pop, dict_get
     from cython.cimports.amrita_sense.core._checks import (
         _check_index,
         _checked_int,
@@ -273,8 +273,12 @@ class Program:
         # threads: a race only recomputes the same value: two interpreters of one shape missing at once
         # each make a table, the last store wins and the other interpreter fills its own (equal plans,
         # made once more). A table's slots go from None to a CallPlan in one store (`_row_plan`); the
-        # table itself is never resized, only dropped from `tables` by the clear
-        table = self.tables.get(shape)
+        # table itself is never resized, only dropped from `tables` by the clear (which another thread
+        # may run while this one looks it up: the compiled look-up takes its reference itself)
+        if cython.compiled:
+            table = dict_get(self.tables, shape)
+        else:
+            table = self.tables.get(shape)
         if table is None:
             if len(self.tables) >= _TABLES_PER_PROGRAM:
                 self.tables.clear()
