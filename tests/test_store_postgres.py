@@ -188,6 +188,9 @@ store.close()
 """
 
 
+# The pool's worker threads are running when the test forks, as in a pre-fork server that opened a store
+# before forking: that is the case under test, and Python 3.12+ warns about every such fork.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_store_ships_as_its_arguments_and_a_forked_child_opens_its_own_pool(postgres_dsn, schema):
     store = PostgresCheckpointStore(postgres_dsn, schema=schema, max_size=2, history_limit=5, max_lifetime=600)
     store.save("from-the-driver", HALTED)
