@@ -24,7 +24,7 @@ for c in src/amrita_sense/core/_*.c; do
         echo "free-threaded: $c does not declare Py_MOD_GIL_NOT_USED (freethreading_compatible)"
         status=1
     fi
-    if ! gcc -c -O1 -w -Werror=implicit-function-declaration -Werror=int-conversion -fPIC \
+    if ! gcc -c -O1 -Werror=implicit-function-declaration -Werror=int-conversion -fPIC \
         -I"$headers" -Isrc/amrita_sense/core "$c" -o "$headers/$(basename "$c" .c).o"; then
         echo "free-threaded: $c does not compile against the free-threaded headers"
         status=1
