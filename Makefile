@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-DEV_PACKAGES := "cython>=3.3" "setuptools>=77" sniffio loguru pytest pytest-asyncio pytest-timeout hypothesis uvloop \
+DEV_PACKAGES := "cython>=3.3" "setuptools>=77" sniffio loguru pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis uvloop \
 	pytest-benchmark ruff==0.17.6 cython-lint==0.22.1 pre-commit mypy colorama exceptiongroup
 
 .PHONY: dev build test test-compiled test-pure bench lint format typecheck clean
@@ -21,10 +21,10 @@ build:  ## compile the core (core/_sense_core.py with core/_sense_core.pxd) in p
 test: test-compiled test-pure  ## the suite on both builds, each under asyncio and uvloop
 
 test-compiled: build
-	PYTHONPATH=src AMRITA_SENSE_REQUIRE_EXTENSIONS=1 $(PY) -m pytest -q tests
+	PYTHONPATH=src AMRITA_SENSE_REQUIRE_EXTENSIONS=1 $(PY) -m pytest -q -n 2 tests
 
 test-pure:
-	PYTHONPATH=src AMRITA_SENSE_NO_EXTENSIONS=1 $(PY) -m pytest -q tests
+	PYTHONPATH=src AMRITA_SENSE_NO_EXTENSIONS=1 $(PY) -m pytest -q -n 2 tests
 
 bench: build  ## the benchmark runner on the source tree, quick (scripts/bench.sh is the full job)
 	PYTHONPATH=src $(PY) -m amrita_sense.bench --quick

@@ -147,6 +147,11 @@ class CoreBuildExt(build_ext):
     """Build the compiled core (a toolchain failure becomes the clear error of `_no_core`), and put
     its file in the runtime's installed directory (or beside the runtime's source with --inplace)."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # the core's modules compile side by side (`-j` still wins)
+            self.parallel = os.cpu_count() or 1
+
     def run(self):
         try:
             super().run()

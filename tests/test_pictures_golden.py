@@ -68,3 +68,22 @@ def test_sub_graphs_and_archived_nodes_are_clusters():
     assert kinds["b0"] == "batch_run" and kinds["g1"] == kinds["g2"] == kinds["g3"] == "graph"
     assert {c.kind for c in picture_of(KIND_PROGRAMS["invoke"]()).clusters} == {"archived"}
     assert {c.kind for c in picture_of(KIND_PROGRAMS["call_ret"]()).clusters} == {"fn", "segment"}
+
+
+def test_a_parser_is_asked_again_about_a_text_it_refused_and_not_about_one_it_accepted(tmp_path, monkeypatch):
+    import support.pictures_support as pictures_support
+
+    monkeypatch.setattr(pictures_support, "ACCEPTED_DIR", tmp_path)
+    good, bad = "digraph { a -> b }", "digraph { a -> }"
+    asked: list[list[str]] = []
+    real = pictures_support._dot_errors
+
+    def counting(program, texts):
+        asked.append(list(texts))
+        return real(program, texts)
+
+    monkeypatch.setattr(pictures_support, "_dot_errors", counting)
+    first = parse_dot([good, bad])
+    second = parse_dot([good, bad])
+    assert first[0] is None and first[1] and second == first
+    assert asked[0] == [good, bad] and asked[-1] == [bad]

@@ -201,13 +201,36 @@ async def test_retention_by_count_keeps_the_newest_entries_and_the_latest(stores
         assert await settle(store.prune()) == 0
 
 
+class _Clock:
+    """`time.time` for the stores' modules: it moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    import amrita_sense.durable.postgres as postgres_stores
+    import amrita_sense.durable.store as stores_module
+
+    fake = _Clock()
+    monkeypatch.setattr(stores_module, "time", fake)
+    monkeypatch.setattr(postgres_stores, "time", fake)
+    return fake
+
+
 @pytest.mark.asyncio
-async def test_retention_by_age_drops_old_entries_never_the_latest(stores):
+async def test_retention_by_age_drops_old_entries_never_the_latest(stores, clock):
     async with stores.open(history_max_age=0.2) as store:
         await save(store, "r", HALTED, history=True)
+        clock.now += 0.1  # younger than the limit: the next save keeps it
         await save(store, "r", FINISHED, history=True)
         await save(store, "s", HALTED, history=True)
-        await asyncio.sleep(0.3)
+        assert await versions(store, "r") == [1, 2]
+        clock.now += 0.3
         assert await settle(store.prune("r")) == 2
         assert await versions(store, "r") == []
         assert (await settle(store.load("r"))).record.version == 2

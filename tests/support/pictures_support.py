@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import random
@@ -434,10 +435,43 @@ def _dot_errors(program: str, texts: list[str]) -> list[str | None]:
 def parse_dot(texts: list[str]) -> list[str | None]:
     """Graphviz's verdict on each DOT text: None (it parsed, without a warning) or its message."""
     program = require_dot()
-    found: list[str | None] = []
-    for start in range(0, len(texts), DOT_BATCH):
-        found += _dot_errors(program, texts[start : start + DOT_BATCH])
-    return found
+    version = subprocess.run([program, "-V"], capture_output=True, timeout=60, check=False).stderr
+
+    def parse(unknown: list[str]) -> list[str | None]:
+        found: list[str | None] = []
+        for start in range(0, len(unknown), DOT_BATCH):
+            found += _dot_errors(program, unknown[start : start + DOT_BATCH])
+        return found
+
+    return remembered_verdicts(ACCEPTED_DIR / "dot", version, texts, parse)
+
+
+# ----- Verdicts already given --------------------------------------------------------------------
+
+ACCEPTED_DIR = Path(
+    os.environ.get("AMRITA_SENSE_ACCEPTED_DIR") or Path.home() / ".cache" / "amrita-sense-tests" / "accepted"
+)
+"""Texts a parser accepted, one empty file per text, named by the digest of the parser and the text."""
+
+
+def remembered_verdicts(
+    where: Path, parser: bytes, texts: list[str], parse: Callable[[list[str]], list[str | None]]
+) -> list[str | None]:
+    """`parse(texts)`, asking the parser only about texts it has not accepted before.
+
+    A parser is deterministic: the same parser (`parser`: its version and harness, as bytes) gives
+    the same verdict on the same bytes, so a text it accepted once, in this run or an earlier one (the
+    other build's pass draws the same bytes), is accepted again without a call. Refusals are never
+    remembered: a failing text is parsed again every time, and its message is fresh."""
+    where.mkdir(parents=True, exist_ok=True)
+    keys = [hashlib.sha256(parser + b"\0" + text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts]
+    unknown = [index for index, key in enumerate(keys) if not (where / key).exists()]
+    verdicts: list[str | None] = [None] * len(texts)
+    for index, verdict in zip(unknown, parse([texts[index] for index in unknown]) if unknown else []):
+        verdicts[index] = verdict
+        if verdict is None:
+            (where / keys[index]).touch()
+    return verdicts
 
 
 # ----- Mermaid -----------------------------------------------------------------------------------
@@ -505,13 +539,18 @@ def parse_mermaid(texts: list[str]) -> list[str | None]:
     """Mermaid's parser's verdict on each text: None (it parsed) or its error message. The texts
     are parsed in batches, `MERMAID_WORKERS` node processes at a time."""
     node, prefix = require_mermaid()
-    batches = [texts[start : start + MERMAID_BATCH] for start in range(0, len(texts), MERMAID_BATCH)]
-    found: list[str | None] = []
-    for first in range(0, len(batches), MERMAID_WORKERS):
-        running = [_start_mermaid(node, prefix, batch) for batch in batches[first : first + MERMAID_WORKERS]]
-        for process in running:
-            found += _mermaid_verdicts(process)
-    return found
+
+    def parse(unknown: list[str]) -> list[str | None]:
+        batches = [unknown[start : start + MERMAID_BATCH] for start in range(0, len(unknown), MERMAID_BATCH)]
+        found: list[str | None] = []
+        for first in range(0, len(batches), MERMAID_WORKERS):
+            running = [_start_mermaid(node, prefix, batch) for batch in batches[first : first + MERMAID_WORKERS]]
+            for process in running:
+                found += _mermaid_verdicts(process)
+        return found
+
+    parser = f"mermaid {MERMAID_VERSION} jsdom {JSDOM_VERSION}\n".encode() + MERMAID_SCRIPT.read_bytes()
+    return remembered_verdicts(ACCEPTED_DIR / "mermaid", parser, texts, parse)
 
 
 __all__ = [
