@@ -16,10 +16,12 @@ if ! command -v debootstrap >/dev/null; then
     apt-get update -q && apt-get install -y -q debootstrap
 fi
 echo "debootstrap: Debian unstable into $ROOT"
+begin=$SECONDS
 if ! debootstrap --variant=minbase --include="$PACKAGES" unstable "$ROOT" "$MIRROR" >"$WORKDIR/debootstrap.log" 2>&1; then
     tail -40 "$WORKDIR/debootstrap.log"
     exit 1
 fi
+echo "debootstrap took $((SECONDS - begin)) s"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 # The chroot trusts what this machine trusts (a package registry reached through a proxy with its own CA).
 cp "${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}" "$ROOT/etc/ssl/certs/ca-certificates.crt"
@@ -30,5 +32,5 @@ git ls-files -z | xargs -0 tar -c | tar -x -C "$ROOT/src/turbo"
 # can never reach through them into this machine's /proc.
 unshare --mount --propagation private bash -c '
     mount -t proc proc "$0/proc"
-    exec chroot "$0" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-        bash /src/turbo/.ci/in_chroot.sh' "$ROOT"
+    exec chroot "$0" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TEST_WORKERS="$1" \
+        bash /src/turbo/.ci/in_chroot.sh' "$ROOT" "${TEST_WORKERS:-2}"

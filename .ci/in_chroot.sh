@@ -11,33 +11,59 @@
 # inspector's browser test (Chromium): they check generated text and HTML, the same bytes on every Python.
 # Per Python also: the compiled core's C compiled against its headers configured as the free-threaded
 # build (.ci/free_threaded_headers.sh; no free-threaded interpreter can be had here).
+# The two Pythons run side by side (each its own venv, Postgres clusters and logs), each suite spread
+# over TEST_WORKERS pytest-xdist workers; their output is printed when both have ended.
 set -euo pipefail
 cd /src/turbo
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-for version in 3.14 3.15; do
-    echo
+WORKERS="${TEST_WORKERS:-2}"
+
+one_python() {  # one_python VERSION: install, the free-threaded header check, the suite on both builds
+    local version="$1" venv="/opt/venv$1" extras="test,bench,plot" core=0 build no_ext begin
     echo "=== Python $version (Debian unstable: $(python$version -c 'import sys; print(sys.version.split()[0])')) ==="
-    venv="/opt/venv$version"
+    begin=$SECONDS
     "python$version" -m venv "$venv"
-    extras="test,bench,plot"
-    core=0
     if [ "$version" = "3.14" ]; then
         extras+=",e2e"
         core=1
     fi
+    # a copy of the checkout per Python: the in-place C of one build must not meet the other's
+    cp -a /src/turbo "/src/turbo$version"
+    cd "/src/turbo$version"
     AMRITA_SENSE_REQUIRE_EXTENSIONS=1 "$venv/bin/python" -m pip install -q ".[$extras]" mypy
     # the reference beside us (on 3.14 amrita-core has pulled it already)
     "$venv/bin/python" -m pip install -q "amrita-sense==1.1.3"
     "$venv/bin/python" -m amrita_sense
     # the core's C (left in src/ by the in-place build) against this Python's headers, configured free-threaded
     bash .ci/free_threaded_headers.sh "$venv/bin/python"
+    echo "--- Python $version: installed in $((SECONDS - begin)) s"
     for build in compiled pure; do
         echo "--- Python $version, $build build"
+        begin=$SECONDS
         no_ext=0
         [ "$build" = "pure" ] && no_ext=1
         env AMRITA_SENSE_NO_EXTENSIONS="$no_ext" AMRITA_SENSE_REQUIRE_EXTENSIONS="$((1 - no_ext))" \
             AMRITA_SENSE_REQUIRE_POSTGRES=1 AMRITA_SENSE_REQUIRE_REFERENCE_SUITE=1 \
             AMRITA_SENSE_REQUIRE_AMRITA_CORE="$core" AMRITA_SENSE_REF_PYTHON="$venv/bin/python" \
-            "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
+            "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" tests
+        echo "--- Python $version, $build build: $((SECONDS - begin)) s"
     done
+}
+
+status=0
+for version in 3.14 3.15; do
+    (set -e; one_python "$version") >"/tmp/python$version.log" 2>&1 &
+    eval "pid$version=\$!"
 done
+for version in 3.14 3.15; do
+    pid="pid$version"
+    result=0
+    wait "${!pid}" || result=$?
+    echo
+    cat "/tmp/python$version.log"
+    if [ "$result" -ne 0 ]; then
+        echo "=== Python $version FAILED (exit $result) ==="
+        status=1
+    fi
+done
+exit "$status"
