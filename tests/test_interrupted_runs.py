@@ -6,6 +6,8 @@ the compiled core calls. Two injectors cover that:
 
 - `_Cutter` (a trace function) raises at the n-th trace event (a call or a line) of the package's
   code in the run's task; the test sweeps n over every event of the run, so no point is missed;
+- `_StartCutter` does the same at the n-th bytecode of the run's start (up to its first node), so
+  a cut between two instructions of one line (the two stores of the run's claim) is not missed;
 - `_Alarm` (a real SIGALRM whose handler raises) lands where the interpreter checks for signals,
   the compiled core's C code included, at spread delays.
 
@@ -162,6 +164,71 @@ def test_a_keyboard_interrupt_at_any_trace_event_leaves_the_interpreter_idle(loo
             break
         at += 1
     assert 1 < at < SWEEP_CAP  # the sweep cut the run at least once and reached a run it did not cut
+
+
+class _StartCutter:
+    """A trace function raising KeyboardInterrupt before the `at`-th bytecode of the package's code
+    that the task that armed it runs before the run's first node starts (`started()`): every
+    instruction of the run's start in turn, the pure core's own included (the compiled core's C
+    functions run none). A NOP is skipped: no asynchronous exception lands there (`_outside_handlers`)."""
+
+    def __init__(self, at: int, started) -> None:
+        self.at, self.started, self.seen, self.task, self.fired, self.where = at, started, 0, None, False, ""
+        self.code_name = ""
+
+    def arm(self) -> None:
+        self.task = asyncio.current_task()
+
+    def _local(self, frame, event, arg):
+        if event != "opcode" or self.fired or self.task is None or self.started():
+            return self._local
+        if asyncio.current_task() is not self.task or frame.f_code.co_code[frame.f_lasti] == _NOP:
+            return self._local
+        self.seen += 1
+        if self.seen == self.at:
+            self.fired = True
+            code = frame.f_code
+            self.code_name = code.co_name
+            self.where = (
+                f"cut before {dis.opname[code.co_code[frame.f_lasti]]} at offset {frame.f_lasti} of "
+                f"{code.co_name} ({os.path.basename(code.co_filename)}:{frame.f_lineno})"
+            )
+            raise KeyboardInterrupt
+        return self._local
+
+    def __call__(self, frame, event, arg):
+        if not frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            return None
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        return self._local
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_keyboard_interrupt_at_any_bytecode_of_the_run_start_leaves_the_interpreter_idle(loop_name, driver):
+    """Issue 43: the pure build's claim stored the running mark, then the claim; a KeyboardInterrupt
+    between the two stores left the interpreter running with nobody's claim, for good. The compiled
+    core's claim is C (no bytecode in between); there the sweep cuts the Python layer's start only."""
+    at = 1
+    cut_in: set[str] = set()
+    while at < SWEEP_CAP:
+        trace: list = []
+        interp = _interpreter(driver, trace)
+        cutter = _StartCutter(at, trace.__len__)
+        loop = new_loop(loop_name)
+        try:
+            loop.run_until_complete(_cut_run(interp, driver, cutter, False))
+            _assert_idle_and_reusable(loop, interp, driver, trace, cutter.where)
+        finally:
+            loop.close()
+        if not cutter.fired:
+            break
+        cut_in.add(cutter.code_name)
+        at += 1
+    assert 1 < at < SWEEP_CAP  # the sweep cut the start at least once and reached a start it did not cut
+    if amrita_sense.IMPLEMENTATION == "python":
+        assert "_start_run" in cut_in, cut_in  # the sweep went through the core's claim
 
 
 class _Alarm:

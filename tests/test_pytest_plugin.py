@@ -130,3 +130,21 @@ def test_the_entry_point_registers_the_plugin() -> None:
     assert points == {"amrita_sense_bench": "amrita_sense_turbo.pytest_plugin"}
     scripts = {ep.name: ep.value for ep in dist.entry_points if ep.group == "console_scripts"}
     assert scripts == {"amrita-sense-bench": "amrita_sense.bench.runner:main"}
+
+
+def test_the_module_imports_without_pytest(tmp_path: Path) -> None:
+    # What the documentation's autodoc does in an environment with the `docs` extra only (issue 43):
+    # the module imports, with `WorkflowBenchmark` to document and no fixture.
+    shadow = tmp_path / "shadow"
+    for name in ("pytest", "_pytest", "pytest_benchmark"):
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(f"raise ImportError('{name} is not installed here')\n")
+    script = (
+        "import amrita_sense_turbo.pytest_plugin as plugin, sys\n"
+        "assert 'pytest' not in sys.modules and 'amrita_sense' not in sys.modules, sorted(sys.modules)\n"
+        "assert not plugin.HAVE_PYTEST and not plugin.HAVE_BENCHMARK\n"
+        "assert not hasattr(plugin, 'workflow_benchmark') and plugin.WorkflowBenchmark.__doc__\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -14,7 +14,9 @@ whichever `amrita_sense` is loaded: the compiled core, the pure build, or (with
 
 Without pytest-benchmark nothing is registered but the fixture itself, which then
 fails the test that asks for it with the command that installs pytest-benchmark.
-Nothing here imports `amrita_sense` before a test asks for the fixture.
+Nothing here imports `amrita_sense` before a test asks for the fixture. Without pytest
+the module still imports (the documentation's autodoc imports it, and the `docs` extra
+installs no pytest): then it defines no fixture.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import pytest
+try:
+    import pytest
+except ImportError:  # imported outside pytest where it is not installed (autodoc): no fixture
+    HAVE_PYTEST = False
+else:
+    HAVE_PYTEST = True
 
 try:
     import pytest_benchmark  # noqa: F401 - its presence decides what this plugin offers
@@ -94,6 +101,8 @@ class WorkflowBenchmark:
         try:
             trace = loop.run_until_complete(workload.trace_run(run, self.roots))
             if not trace:
+                import pytest  # a benchmark runs inside a pytest run
+
                 pytest.fail(f"the workflow ran none of the functions under {', '.join(self.roots)}")
             self._describe(trace, loop)
             if rounds:
@@ -130,7 +139,7 @@ def _project_roots(config: pytest.Config) -> list[str]:
     return [str(config.rootpath)]
 
 
-if HAVE_BENCHMARK:
+if HAVE_PYTEST and HAVE_BENCHMARK:
 
     @pytest.fixture
     def workflow_benchmark(benchmark: Any, request: pytest.FixtureRequest) -> WorkflowBenchmark:
@@ -138,7 +147,7 @@ if HAVE_BENCHMARK:
         (see `amrita_sense_turbo.pytest_plugin.WorkflowBenchmark`)."""
         return WorkflowBenchmark(benchmark, _project_roots(request.config))
 
-else:
+elif HAVE_PYTEST:
 
     @pytest.fixture
     def workflow_benchmark() -> WorkflowBenchmark:

@@ -465,8 +465,13 @@ class CoreState:
             raise IllegalState("Cannot start a new workflow while one is already running")
         # The claim is one statement that calls nothing, so nothing runs between its test and its
         # writes: no other thread (the GIL), no signal handler, no trace function (runs started from
-        # two threads at once: one wins; a KeyboardInterrupt lands before it or after it).
-        self._waiter_s, self._claim_v = (RUNNING, mark) if self._waiter_s is waiter else (self._waiter_s, self._claim_v)
+        # two threads at once: one wins; a KeyboardInterrupt lands before it or after it). In the
+        # pure build an asynchronous exception can still land between its two stores (a trace
+        # function raising at an opcode; a store's decref running Python code): the claim is
+        # stored first and the running mark last, so a cut between them leaves the interpreter not
+        # running and the claim the caller's, who ends the run. The other way round left it marked
+        # running with nobody's claim: running for good (issue 43).
+        self._claim_v, self._waiter_s = (mark, RUNNING) if self._waiter_s is waiter else (self._claim_v, self._waiter_s)
         if self._claim_v is not mark:
             raise IllegalState("Cannot start a new workflow while one is already running")
         task = self._run_task_v = _current_task()
@@ -497,7 +502,9 @@ class CoreState:
                 fut.exception()
             else:
                 fut.set_result(None)
-        self._waiter_s, self._claim_v, self._run_task_v = None, None, None  # one statement: the release
+        # One statement: the release, the claim stored last (a cut before it leaves the run the
+        # caller's to end again, which finds nothing left to undo but this statement).
+        self._run_task_v, self._waiter_s, self._claim_v = None, None, None
         if outcome is None or (isinstance(outcome, InterruptNotice) and not isinstance(outcome, InterruptKeepContext)):
             if (self._lifecycles_s is not None or self._dep_store_s is not None) and self._workflow_scope_open():  # type: ignore[attr-defined]  # LAYER_CONTRACT
                 return True
