@@ -41,6 +41,10 @@ def test_floor_pingpong(bench_scenario):
     bench_scenario("floor_pingpong")
 
 
+def test_floor_pingpong_future(bench_scenario):
+    bench_scenario("floor_pingpong_future")
+
+
 def test_floor_gather(bench_scenario):
     bench_scenario("floor_gather")
 

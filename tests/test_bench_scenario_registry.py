@@ -82,6 +82,7 @@ REPORT_ORDER = {
         "floor_jmp",
         "floor_try",
         "floor_pingpong",
+        "floor_pingpong_future",
         "floor_gather",
         "floor_per_request",
         "floor_per_request_depends",

@@ -9,19 +9,33 @@ from collections import deque
 from types import CodeType
 
 _GUARD = threading.Lock()
-"""threads: guards `_locked` and `_waiters` of every DispatchLock (one lock for all: held for a few
-field reads and writes, never across an await or a call out). The loops of several threads can
-dispatch one event type: the take, the hand-off and the release are check-then-act on shared fields."""
+"""threads: guards the queue of waiters (`_waiters`) of every DispatchLock against the check-then-act of a
+waiter queueing itself and a holder handing the lock over (one lock for all: held for a few field reads
+and writes, never across an await or a call out). Taken only on the contended path: a take of a free lock
+and the release of a lock nobody waits for never take it (see `DispatchLock`)."""
 
 
 class DispatchLock:
     """A FIFO async lock that serialises the dispatches of one event type.
 
-    Taking a free lock is one field write under `_GUARD` (`try_take`); `release`
-    hands the lock straight to the first waiter. Futures are created on the
+    Held means `_held` (a `threading.Lock`) is acquired. Taking a free lock is one
+    non-blocking acquire of `_held` (`try_take`): an atomic test-and-set in every
+    build, free-threaded included, so the uncontended take, from any thread,
+    needs no guard. `release` with nobody queued is one release of `_held`;
+    with waiters it hands the lock straight to the first one (`_held` stays
+    acquired: ownership moves, nobody can barge in). Futures are created on the
     running loop only when someone has to wait, so one lock serves any event
     loop: a waiter of another thread's loop is woken through that loop
     (`call_soon_threadsafe`), never by setting its future from here.
+
+    threads: a waiter queues itself (under `_GUARD`), then tries the take again;
+    a releaser that saw no waiter frees `_held`, then looks at the queue again.
+    Either the waiter's second try comes after the free (it takes the lock, or
+    whoever took it first will see the waiter when it releases), or the
+    releaser's second look comes after the queueing (it takes the lock back and
+    hands it over): no waiter is left waiting on a free lock. A dispatch arriving
+    in that window may take the lock ahead of such a waiter; the waiters queued
+    before a release are always served in their order.
 
     A dispatch that triggers the same event type again from inside itself
     (same task) would wait for itself forever; `acquire` detects it by finding
@@ -29,33 +43,31 @@ class DispatchLock:
     and raises `RuntimeError` instead.
     """
 
-    __slots__ = ("__weakref__", "_locked", "_waiters")
+    __slots__ = ("__weakref__", "_held", "_waiters")
 
     holder_codes: set[CodeType] = set()
     # threads: immutable once published (filled at import of hook.matcher, then only read)
 
     def __init__(self) -> None:
-        self._locked = False
+        self._held = threading.Lock()
         self._waiters: deque[asyncio.Future] = deque()
 
-    def locked(self) -> bool:
-        return self._locked
-
     def try_take(self) -> bool:
-        with _GUARD:
-            if self._locked:
-                return False
-            self._locked = True
-            return True
+        """Take the lock if it is free (without waiting); whether it did."""
+        return self._held.acquire(False)
+
+    def locked(self) -> bool:
+        return self._held.locked()
 
     async def acquire(self) -> bool:
-        loop = asyncio.get_running_loop()
+        if self._held.acquire(False):
+            return True
+        fut = asyncio.get_running_loop().create_future()
         with _GUARD:
-            if not self._locked:
-                self._locked = True
-                return True
-            fut = loop.create_future()
-            self._waiters.append(fut)  # queued before the guard is let go: no release can miss it
+            self._waiters.append(fut)
+        if self._held.acquire(False):  # freed meanwhile (see the class): ours, unless handed to `fut` too
+            self._withdraw(fut)
+            return True
         if self._held_by_caller():
             self._abandon(fut)
             raise RuntimeError(
@@ -68,6 +80,18 @@ class DispatchLock:
             self._abandon(fut)
             raise
         return True
+
+    def _withdraw(self, fut: asyncio.Future) -> None:
+        """Unqueue `fut` after its task took the lock by itself."""
+        with _GUARD:
+            try:
+                self._waiters.remove(fut)
+                return
+            except ValueError:
+                pass
+        # A releaser popped `fut` before its own re-take succeeded: impossible, since we hold `_held`
+        # and a releaser only pops a waiter while it holds `_held` (it hands over, never frees then).
+        raise AssertionError("a dispatch lock waiter was handed a lock its task had taken")  # pragma: no cover
 
     def _held_by_caller(self) -> bool:
         frame = sys._getframe(2).f_back  # skip acquire() and the frame asking for the lock
@@ -90,22 +114,32 @@ class DispatchLock:
 
     def release(self) -> None:
         """Hand the lock to the first waiter still waiting, or free it."""
+        if not self._waiters:
+            self._held.release()
+            if not self._waiters or not self._held.acquire(False):
+                return  # nobody queued, or whoever took the lock back serves them
+        while not self._hand_over():
+            self._held.release()
+            if not self._waiters or not self._held.acquire(False):
+                return
+
+    def _hand_over(self) -> bool:
+        """Give the held lock to the first waiter still waiting; False when none is (the lock still held)."""
         waiters = self._waiters
         while True:
             with _GUARD:
                 if not waiters:
-                    self._locked = False
-                    return
+                    return False
                 fut = waiters.popleft()
             if fut.done():  # cancelled: its task gives up without the lock
                 continue
             loop = fut.get_loop()
             if loop is asyncio._get_running_loop():
                 fut.set_result(True)
-                return
+                return True
             try:
                 loop.call_soon_threadsafe(self._wake, fut)
-                return
+                return True
             except RuntimeError:  # that loop is closed: nobody waits on it any more
                 continue
 

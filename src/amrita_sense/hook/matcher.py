@@ -644,16 +644,17 @@ class MatcherFactory:
         if __flags__.DISABLE_EXC_IGNORED:
             exception_ignored = ()
         lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
-        if not lock.try_take():  # threads: the take and the release go through the lock's guard
+        if not lock._held.acquire(False):  # threads: `try_take` inlined: one atomic test-and-set, no guard
             await lock.acquire()
         try:
+            version = _registry_version[0]  # before the table is read (see `_registry_version`)
             hit = _groups_cache.get(event_type)
-            if hit is not None and hit[0] == _registry_version[0] and hit[1] is EventRegistry._event_handlers:
+            if hit is not None and hit[0] == version and hit[1] is EventRegistry._event_handlers:
                 groups = hit[2]
             else:
                 groups = _handler_groups(event_type)
             if groups:
-                await _dispatch(groups, event, args, kwargs, exception_ignored, scan)
+                await _dispatch(groups, event, args, kwargs, exception_ignored, scan, event_type, version)
             elif engine_debug_enabled():
                 logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
         finally:
@@ -731,30 +732,140 @@ def _scan_args(args: tuple) -> tuple:
     return scan
 
 
+class _DispatchPlan:
+    """What a dispatch of one event type resolved: its handlers in run order, each with its injection plan.
+
+    Valid while the event type's priority groups are the tuple `groups` (the one `_groups_cache` holds
+    for registry version `version`) holding the handlers they held (`copies`: a handler appended to an
+    existing priority group, or removed from it, bumps no version), for the pool key `key` (the argument
+    types and keyword names). Only made when every handler plan is type-stable (`_HandlerPlan.stable`),
+    i.e. depends on nothing but the key.
+
+    threads: immutable once published; a plan is stored in one setitem of `_dispatch_plans` and read in
+    one get, then checked whole (`_fits`) before use, so a race at worst stores a plan already stale,
+    remade at the next dispatch.
+    """
+
+    __slots__ = ("copies", "groups", "key", "steps", "version")
+
+    def __init__(self, version: int, groups: tuple[list[FunctionData], ...], key: Any, steps: tuple) -> None:
+        self.version, self.groups, self.key, self.steps = version, groups, key, steps
+        self.copies = tuple(list(handlers) for handlers in groups)
+        """`steps`: `(data, handler plan, its priority group's list)` per handler, in run order."""
+
+
+_dispatch_plans: dict[str, _DispatchPlan] = {}
+"""The last dispatch plan of each event type (emptied past `_DISPATCH_PLAN_LIMIT` event types)."""
+# threads: a race only recomputes the same value (see `_DispatchPlan`)
+_DISPATCH_PLAN_LIMIT = 1024
+
+
+def _fits(plan: _DispatchPlan | None, version: int, groups: tuple, key: Any) -> bool:
+    """Whether `plan` is still the plan of a dispatch over `groups` with pool key `key`."""
+    return (
+        plan is not None
+        and plan.groups is groups
+        and plan.version == version
+        and (plan.key is key or plan.key == key)
+        and plan.copies == groups  # the lists' contents (identity first, element by element)
+        and not __flags__.NO_DEPENDENCY_META_CACHE
+    )
+
+
+def _plan_dispatch(
+    event_type: str, version: int, groups: tuple, s_args: list[Any], kwargs: Mapping[str, Any], key: Any
+) -> tuple:
+    """The steps of a dispatch of `event_type` with these pools; kept for the next one when type-stable."""
+    steps = tuple((data, _plan_of(data, s_args, kwargs, key), handlers) for handlers in groups for data in handlers)
+    if all(step[1].stable for step in steps) and not __flags__.NO_DEPENDENCY_META_CACHE:
+        if len(_dispatch_plans) >= _DISPATCH_PLAN_LIMIT:
+            _dispatch_plans.clear()
+        _dispatch_plans[event_type] = _DispatchPlan(version, groups, key, steps)
+    return steps
+
+
+def _drop_dead(dead: list[tuple[FunctionData, list[FunctionData]]]) -> None:
+    """Remove the handlers of expired matchers from their priority groups."""
+    for data, handlers in dead:
+        try:
+            handlers.remove(data)
+        except ValueError:
+            pass
+
+
 async def _dispatch(
     groups: tuple[list[FunctionData], ...],
     event: Any,
     args: tuple,
     kwargs: dict[str, Any],
     exception_ignored: tuple,
-    scan: tuple = _NO_ARGS,
+    scan: tuple,
+    event_type: str,
+    version: int,
 ) -> None:
+    """Run the handlers of `groups` in order, until one stops the dispatch or a blocking one runs.
+
+    The handler calls are inlined (what `_call_handler` does for one): a dispatch is one coroutine
+    over its handlers' own."""
     s_args = [event, *args]
-    state = _DispatchState()
+    state = None
+    dead = None
     key: Hashable | type
     try:
         if scan[2] or (kwargs and _has_factories((), kwargs)):
+            state = _DispatchState()
             await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
             key = _pool_key(s_args, kwargs)  # the resolved values' types
         elif not args and not kwargs:
             key = type(event)
         else:
             key = ((type(event), *scan[0]), tuple(kwargs))
-        for handlers in groups:
-            if not await _run_group(handlers, exception_ignored, s_args, kwargs, state, key):
-                break
+        plan = _dispatch_plans.get(event_type)
+        if _fits(plan, version, groups, key):
+            steps = plan.steps  # type: ignore[union-attr]  # _fits: not None
+        else:
+            steps = _plan_dispatch(event_type, version, groups, s_args, kwargs, key)
+        for data, hplan, handlers in steps:
+            matcher = data.matcher
+            if matcher._dead_at is not None and matcher.dead:
+                dead = [*(dead or ()), (data, handlers)]
+                continue
+            if hplan.signature is not data.signature or hplan.matcher_type is not type(matcher):
+                hplan = _plan_of(data, s_args, kwargs, key)
+            build = hplan.build
+            if build is None:
+                _log_unresolved(data, hplan)
+                continue
+            values = build(matcher, s_args, kwargs)
+            if hplan.group is not None:
+                if state is None:
+                    state = _DispatchState()
+                session = state.session([matcher, *s_args], kwargs)
+                outcome = await _call_with_factories(data, hplan, values, session, exception_ignored)
+                if outcome == _STOPPED:
+                    return
+                if outcome == _SKIPPED:
+                    continue
+            else:
+                try:
+                    await data.function(**values)
+                except PassException:
+                    continue
+                except CancelException:
+                    return
+                except MatcherException:
+                    raise
+                except Exception as exc:
+                    if exception_ignored and isinstance(exc, exception_ignored):
+                        raise
+                    _log_failure(data, exc)
+                    continue
+            if matcher.block:
+                return
     finally:
-        if state.scopes is not None:
+        if dead:
+            _drop_dead(dead)
+        if state is not None and state.scopes is not None:
             await state.aclose()
 
 

@@ -375,7 +375,7 @@ async def _park(holder: Holder, graph: Any, stream_cls: Any, checkpoint: str, in
     unit="round trip",
     size=1_000,
     quick=100,
-    floor="floor_pingpong",
+    floor="floor_pingpong_future",  # the stream parks and wakes through bare futures, as this floor does
     targets=_PINGPONG,
 )
 def suspend_resume(n: int) -> Plan:

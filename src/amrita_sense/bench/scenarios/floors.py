@@ -216,6 +216,40 @@ def floor_pingpong(n: int) -> Plan:
 
 
 @scenario(
+    "floor_pingpong_future",
+    "floor: two-task ping-pong through bare futures (the stream's primitive)",
+    unit="round trip",
+    size=1_000,
+    quick=100,
+    kind="floor",
+)
+def floor_pingpong_future(n: int) -> Plan:
+    """Each side parks on a future of its own loop that the other side resolves: what one
+    `resume()` + `wait_to_suspend()` round trip of a `SuspendObjectStream` does at the least."""
+    tally = Tally()
+
+    async def timed() -> None:
+        loop = asyncio.get_running_loop()
+        box = [loop.create_future(), loop.create_future()]  # [ping, pong]
+
+        async def responder() -> None:
+            for _ in range(n):
+                value = await box[0]
+                box[0] = loop.create_future()
+                tally.n += 1
+                box[1].set_result(value)
+
+        task = loop.create_task(responder())
+        for i in range(n):
+            box[0].set_result(i)
+            await box[1]
+            box[1] = loop.create_future()
+        await task
+
+    return Plan(n, timed, tally.reset, lambda: expect("round trips", tally.n, n))
+
+
+@scenario(
     "floor_gather", "floor: tasks x 100 yielding bodies, gathered", unit="node", size=1_000, quick=50, kind="floor"
 )
 def floor_gather(n: int) -> Plan:
