@@ -15,8 +15,10 @@ count per size). The cyclic garbage collector is off in the counted part (collec
 it runs in lumps at allocation thresholds, and whether a window holds one more generation-1
 collection moves the count by several percent whatever the change; allocations themselves stay
 counted. Instructions per operation = (I(n2) - I(n1)) / (n2 - n1), which cancels what a
-timed part costs once (its coroutine, `run_until_complete`). The counts are deterministic: two runs
-agree to well under 0.1%, whatever else the machine is doing.
+timed part costs once (its coroutine, `run_until_complete`). The child runs without address-space
+randomisation, so the counts are deterministic: two runs of the same code agree to within 0.1%
+(here: exactly), whatever else the machine is doing. A change elsewhere that moves the memory
+layout may still move a count by up to about 1%, well inside the 3% allowed.
 
 `check` fails (exit 1) naming each scenario whose count rose more than 3% over the baseline, with
 both counts. A deliberate rise is accepted only by re-recording the baseline in the same commit with
@@ -93,7 +95,7 @@ def _count(name: str, sizes: Sequence[int], out: str) -> None:
             gc.collect()
             call, args = (complete, (plan.timed,)) if inspect.iscoroutinefunction(plan.timed) else (plan.timed, ())
             if counted:
-                gc.disable()  # the cyclic collector runs in lumps at allocation thresholds: see above
+                gc.disable()  # its lumps would move the count: see the docstring
                 sys.call_tracing(call, args)
                 gc.enable()
             else:
@@ -102,7 +104,7 @@ def _count(name: str, sizes: Sequence[int], out: str) -> None:
                 settle(plan.check())
     loop.close()
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"implementation": getattr(amrita_sense, "IMPLEMENTATION", None), "ops": [n for n in sizes]}, f)
+        json.dump({"implementation": getattr(amrita_sense, "IMPLEMENTATION", None), "ops": list(sizes)}, f)
 
 
 # ---------------------------------------------------------------------------
