@@ -48,6 +48,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+import amrita_sense
+
+from .scenarios import build
+
 # scenario -> (the user shape it stands for, its two sizes n1 < n2)
 SHAPES: dict[str, tuple[str, tuple[int, int]]] = {
     "peer_chain": ("the peer chain (a 20-node request chain)", (10, 210)),
@@ -74,10 +78,6 @@ class GuardError(Exception):
 def _count(name: str, sizes: Sequence[int], out: str) -> None:
     """Build scenario `name` at each size, warm it up, and run its timed part once inside
     `sys.call_tracing` (one callgrind dump per size); write what loaded to `out`."""
-    import amrita_sense
-
-    from .scenarios import build
-
     loop = asyncio.SelectorEventLoop()  # asyncio's own loop, whatever policy is installed
     asyncio.set_event_loop(loop)
 
@@ -289,6 +289,7 @@ def history_problem(path: str) -> tuple[str | None, str]:
     with open(path, encoding="utf-8") as f:
         current = f.read()
     head = _git(folder, "show", f"HEAD:{rel}")
+    previous: str | None
     if head is not None and head != current:
         previous, label = head, "HEAD"
     else:
