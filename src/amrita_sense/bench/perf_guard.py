@@ -168,6 +168,27 @@ def _totals(path: str) -> int:
     raise GuardError(f"no totals in {path}")
 
 
+def marker_missing() -> str | None:
+    """Why callgrind cannot count here (no valgrind, or this Python's `sys_call_tracing` has no
+    symbol valgrind sees: a stripped interpreter), or None; a probe of a few seconds."""
+    try:
+        valgrind = _valgrind()
+    except GuardError as exc:
+        return str(exc)
+    with tempfile.TemporaryDirectory(prefix="perf_guard_probe_") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        probe = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", f"--log-file={out}.log"]
+        probe += ["--collect-atstart=no", f"--toggle-collect={MARKER}", sys.executable, "-S", "-c"]
+        probe += ["import sys; sys.call_tracing(sum, ([1, 2],))"]
+        done = subprocess.run(probe, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if done.returncode != 0 or not os.path.exists(out) or _totals(out) == 0:
+            return (
+                f"callgrind counted nothing inside {MARKER} (exit {done.returncode}): this Python has no "
+                "symbol for it that valgrind can see (a stripped interpreter? install its debug symbols)"
+            )
+    return None
+
+
 def count_scenario(name: str, sizes: tuple[int, int], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Instructions per operation of scenario `name` on the compiled core."""
     valgrind = _valgrind()
@@ -226,6 +247,9 @@ def count_all(
     names: Sequence[str], sizes: dict[str, tuple[int, int]], jobs: int, env: dict[str, str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Count every scenario of `names`, `jobs` processes at a time (the counts do not depend on it)."""
+    problem = marker_missing()
+    if problem is not None:
+        raise GuardError(problem)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {name: pool.submit(count_scenario, name, sizes[name], env) for name in names}
         return {name: future.result() for name, future in futures.items()}
