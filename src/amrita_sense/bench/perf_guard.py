@@ -308,7 +308,7 @@ def history_problem(path: str) -> tuple[str | None, str]:
     folder = os.path.dirname(os.path.abspath(path))
     root = _git(folder, "rev-parse", "--show-toplevel")
     if root is None:
-        return None, "the baseline is not in a git checkout: its why was not checked against history"
+        return None, "no git, or the baseline is not in a git checkout: its why was not checked against history"
     rel = os.path.relpath(os.path.abspath(path), root.strip()).replace(os.sep, "/")
     with open(path, encoding="utf-8") as f:
         current = f.read()
