@@ -53,7 +53,9 @@ USER_SUITE = """
 
 def run_inner(tmp_path: Path, *args: str, first_path: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     (tmp_path / "test_user_suite.py").write_text(textwrap.dedent(USER_SUITE))
-    child_env = {**os.environ, **env}
+    # a suite of its own, not one more worker of ours: pytest-benchmark writes no results in an xdist worker
+    child_env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST_")}
+    child_env.update(env)
     inherited = [os.path.abspath(p) for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
     child_env["PYTHONPATH"] = os.pathsep.join(([str(first_path)] if first_path else []) + inherited)
     load = (

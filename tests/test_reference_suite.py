@@ -79,7 +79,11 @@ def _extract_tests(sdist: Path, where: Path) -> Path:
 def _child_env(report: Path, plugin_dir: Path) -> dict[str, str]:
     """This process's environment, for a child that imports the same `amrita_sense`: the search
     path made absolute, the plugin's directory first, and 1.1.3 not selected."""
-    env = {k: v for k, v in os.environ.items() if k not in ("AMRITA_SENSE_TURBO", "PYTEST_ADDOPTS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("AMRITA_SENSE_TURBO", "PYTEST_ADDOPTS") and not k.startswith("PYTEST_XDIST_")
+    }
     paths = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join([str(plugin_dir), *paths])
     env["AMRITA_SENSE_REF_REPORT"] = str(report)
