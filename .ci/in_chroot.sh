@@ -50,15 +50,17 @@ one_python() {  # one_python VERSION: install, the free-threaded header check, t
     done
 }
 
-status=0
-for version in 3.14 3.15; do
+VERSIONS=(3.14 3.15)
+pids=()
+for version in "${VERSIONS[@]}"; do
     (set -e; one_python "$version") >"/tmp/python$version.log" 2>&1 &
-    eval "pid$version=\$!"
+    pids+=("$!")
 done
-for version in 3.14 3.15; do
-    pid="pid$version"
+status=0
+for index in "${!VERSIONS[@]}"; do
+    version="${VERSIONS[$index]}"
     result=0
-    wait "${!pid}" || result=$?
+    wait "${pids[$index]}" || result=$?
     echo
     cat "/tmp/python$version.log"
     if [ "$result" -ne 0 ]; then

@@ -470,12 +470,17 @@ async def _pass_through(pc: Any) -> Any:
 
 
 RUN_TIMEOUT = 10.0
-"""Seconds; only a program that loops without reaching a traced node needs it (none should)."""
+"""Seconds; only a program that loops without reaching a traced node needs it (a loop whose
+condition and body are pointer movers can: `record` reports such a run as looping, in every mode)."""
 
 
 STEP_CAP = 50 * BUDGET
 """Steps per run under `run_step_by()`, whose loop never yields to the event loop (so `RUN_TIMEOUT`
 cannot stop a program that loops without reaching a traced node)."""
+
+
+LOOPING = (["timeout"], ["OverBudget", "steps"])
+"""How `_run_once` reports a run stopped from outside: `RUN_TIMEOUT`, or `STEP_CAP` under `run_step_by()`."""
 
 
 async def _drain(interp: Any, mode: str) -> None:
@@ -518,6 +523,11 @@ async def record(api: Api, program: dict, mode: str) -> list:
     for _ in range(2 if program["place"] == "top" else 1):
         start = len(builder.trace)
         error = await _run_once(interp, mode)
+        if error in LOOPING:
+            # a loop that reaches no traced node: each mode is stopped from outside, at a place of
+            # its own (a step count, a timeout), so the pointer and the stacks there say nothing
+            runs.append({"trace": builder.trace[start:], "error": ["loops without a traced node"]})
+            break
         runs.append(
             {
                 "trace": builder.trace[start:],
