@@ -2,7 +2,8 @@
 # The test command: installs the checkout (non-editable, building the compiled core once) into a
 # virtual environment, then runs the suite on the compiled core and on the pure build, each under
 # asyncio and uvloop. The two passes run side by side, each spread over pytest-xdist workers; each
-# writes its own log, and the end prints each pass's result and time. Extra arguments go to pytest.
+# writes its own log, and the end prints each pass's result and time. Extra arguments go to pytest
+# (with a test path among them, e.g. tests/test_nodes.py, only what they name runs).
 #   VENV=path                          virtual environment to use (default .venv, created if missing)
 #   TEST_WORKERS=N                     xdist workers per pass (default 2; 0 runs a pass in one process)
 #   TEST_LOGS=dir                      where the passes' logs go (default: a new temporary folder)
@@ -39,6 +40,13 @@ unset PYTHONDONTWRITEBYTECODE
 LOGS="${TEST_LOGS:-$(mktemp -d)}"
 mkdir -p "$LOGS"
 PYTEST_ARGS=("$@")
+TARGETS=(tests)  # the whole suite, unless a test path (a file, a folder, a node id) is among the arguments
+for arg in "$@"; do
+    if [ -e "${arg%%::*}" ]; then
+        TARGETS=()
+        break
+    fi
+done
 # The package lives under src/, so the checkout root on sys.path does not shadow the installed wheel.
 start_pass() {  # start_pass NAME VAR=VALUE...: one pass in the background, its log in $LOGS/NAME.log
     local name="$1"
@@ -46,7 +54,7 @@ start_pass() {  # start_pass NAME VAR=VALUE...: one pass in the background, its 
     (
         begin=$SECONDS
         status=0
-        env "$@" "$VENV/bin/python" -m pytest -q -rfE -n "$WORKERS" tests ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} \
+        env "$@" "$VENV/bin/python" -m pytest -q -rfE -n "$WORKERS" ${TARGETS[@]+"${TARGETS[@]}"} ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} \
             >"$LOGS/$name.log" 2>&1 || status=$?
         echo "$status $((SECONDS - begin))" >"$LOGS/$name.status"
     ) &
@@ -62,8 +70,11 @@ progress() {  # the last percentage a pass's log shows
     shown="$(grep -o '\[ *[0-9]*%\]' "$LOGS/$1.log" 2>/dev/null | tail -1 | tr -d '[] ')" || true
     echo "${shown:-0%}"
 }
+shown=$SECONDS
 while [ "$(ls "$LOGS"/*.status 2>/dev/null | wc -l)" -lt "${#PASSES[@]}" ]; do
-    sleep 15
+    sleep 1
+    [ $((SECONDS - shown)) -ge 15 ] || continue
+    shown=$SECONDS
     line="    $((SECONDS - started)) s:"
     for name in "${PASSES[@]}"; do
         if [ -f "$LOGS/$name.status" ]; then line+=" $name done;"; else line+=" $name $(progress "$name");"; fi
