@@ -30,7 +30,7 @@ from typing import Any
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
-from amrita_sense.durable.fingerprint import _build_outline
+from amrita_sense.durable.snapshots.fingerprint import _build_outline
 from amrita_sense.node.core import program_of
 from amrita_sense.types import PointerVector
 

@@ -21,8 +21,8 @@ from amrita_sense.durable import (
     UnsupportedSnapshotVersion,
     inspect_snapshot,
 )
-from amrita_sense.durable import format as fmt
-from amrita_sense.durable.fingerprint import outline_of
+from amrita_sense.durable.snapshots import format as fmt
+from amrita_sense.durable.snapshots.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
 from support.durable_support import abandon, park, rec, tag

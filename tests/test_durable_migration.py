@@ -31,7 +31,7 @@ from amrita_sense.durable import (
     graph_fingerprint,
     plan_migration,
 )
-from amrita_sense.durable import format as fmt
+from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.exceptions import InterruptKeepContext, NullPointerException
 from amrita_sense.instructions import CALL, FN, FUN_BLOCK, INT, INTER_FN, NATIVE_IF, NATIVE_WHILE, WHILE, Try
 from amrita_sense.policies import Retry

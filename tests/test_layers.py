@@ -68,10 +68,16 @@ IMPORTS_INSIDE_FUNCTIONS = {
     ("core/portable.py", "core/__init__.py"): "unpickling rebuilds on whichever core loaded; the core imports it",
     ("bench/_worker.py", "__init__.py"): "a benchmark worker imports the package after choosing its build",
     ("bench/workload.py", "__init__.py"): "the same, for the workloads a worker builds",
-    ("runtime/workflow.py", "durable/fingerprint.py"): "the interpreter's durable entry points: durable is above it",
-    ("runtime/workflow.py", "durable/restore.py"): "the same (WorkflowInterpreter.restore)",
-    ("runtime/workflow.py", "durable/snapshot.py"): "the same (WorkflowInterpreter.snapshot)",
-    ("durable/__init__.py", "durable/postgres.py"): "the Postgres stores need psycopg (extra [postgres]): on first use",
+    (
+        "runtime/workflow.py",
+        "durable/snapshots/fingerprint.py",
+    ): "the interpreter's durable entry points: durable is above it",
+    ("runtime/workflow.py", "durable/snapshots/restore.py"): "the same (WorkflowInterpreter.restore)",
+    ("runtime/workflow.py", "durable/snapshots/capture.py"): "the same (WorkflowInterpreter.snapshot)",
+    (
+        "durable/__init__.py",
+        "durable/stores/postgres.py",
+    ): "the Postgres stores need psycopg (extra [postgres]): on first use",
 }
 """Every package import inside a function, and why it cannot be at module level."""
 
@@ -239,6 +245,39 @@ def test_no_import_circles_but_the_selectors_own(graph):
 def test_every_import_inside_a_function_is_a_declared_one(graph):
     inner = {(here, target) for here, found in graph.items() for target, inside in found if inside}
     assert not inner - set(IMPORTS_INSIDE_FUNCTIONS), "import at module level, or say why not here"
+
+
+DURABLE_ROOMS = (
+    "durable/errors.py",
+    "durable/snapshots/",
+    "durable/stores/",
+    "durable/checkpointing/",
+    "durable/waits/",
+)
+"""The durable layer's rooms, in the order a save flows through them: each imports only the rooms
+before it (and its own). The package's `__init__.py` is the front door over all of them."""
+
+
+def _room(relative: str) -> int | None:
+    return next((index for index, room in enumerate(DURABLE_ROOMS) if relative.startswith(room)), None)
+
+
+def test_the_durable_rooms_import_only_the_rooms_below_them(graph):
+    upward = sorted(
+        (here, target)
+        for here, found in graph.items()
+        if _room(here) is not None
+        for target, _ in found
+        if _room(target) is not None and _room(target) > _room(here)
+    )
+    assert not upward, f"a durable room imports one above it: {upward}"
+
+
+def test_every_durable_module_lives_in_a_room(graph):
+    loose = sorted(
+        path for path in graph if path.startswith("durable/") and path != "durable/__init__.py" and _room(path) is None
+    )
+    assert not loose, f"put these in a room of durable/ ({DURABLE_ROOMS}): {loose}"
 
 
 CORE_CLASSES = (("core/_state.py", "CoreState"), ("core/_sense_core.py", "InterpreterCore"))

@@ -213,12 +213,11 @@ class _Clock:
 
 @pytest.fixture
 def clock(monkeypatch):
-    import amrita_sense.durable.postgres as postgres_stores
-    import amrita_sense.durable.store as stores_module
+    from amrita_sense.durable.stores import memory, postgres, sqlite
 
     fake = _Clock()
-    monkeypatch.setattr(stores_module, "time", fake)
-    monkeypatch.setattr(postgres_stores, "time", fake)
+    for module in (memory, postgres, sqlite):
+        monkeypatch.setattr(module, "time", fake)
     return fake
 
 

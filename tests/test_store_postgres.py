@@ -29,7 +29,7 @@ from amrita_sense.durable import (
     PostgresCheckpointStore,
     inspect_snapshot,
 )
-from amrita_sense.durable.postgres import SCHEMA_VERSION
+from amrita_sense.durable.stores.postgres import SCHEMA_VERSION
 from support import postgres_cluster
 from support.durable_support import rec
 from support.runtime_path import RUNTIME_DIR

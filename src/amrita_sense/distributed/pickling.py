@@ -31,8 +31,8 @@ from ray import cloudpickle  # type: ignore[import-not-found,unused-ignore]
 from amrita_sense import core as _core
 from amrita_sense.core import pure as _core_py
 from amrita_sense.distributed.errors import NotPicklable
-from amrita_sense.durable.fingerprint import outline_of
-from amrita_sense.durable.node_state import sub_graphs
+from amrita_sense.durable.snapshots.fingerprint import outline_of
+from amrita_sense.durable.snapshots.node_state import sub_graphs
 
 
 def _program_types() -> tuple[type, ...]:

@@ -32,8 +32,8 @@ from amrita_sense.distributed.fanout import amap_runs, map_runs
 from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
-from amrita_sense.durable.codecs import PartialPickle
-from amrita_sense.durable.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.codecs import PartialPickle
+from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.runtime import observe as _observe

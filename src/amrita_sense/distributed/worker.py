@@ -38,10 +38,10 @@ from amrita_sense.distributed.outcome import (
     as_setup,
 )
 from amrita_sense.durable import Checkpointing, CheckpointNotFound
-from amrita_sense.durable.codecs import PartialPickle
 from amrita_sense.durable.errors import DurableError, RestoredPanic
-from amrita_sense.durable.fingerprint import graph_fingerprint
-from amrita_sense.durable.panic import type_name
+from amrita_sense.durable.snapshots.codecs import PartialPickle
+from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.panic import type_name
 from amrita_sense.exceptions import StreamStateError
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.workflow import WorkflowInterpreter

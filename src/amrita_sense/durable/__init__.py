@@ -11,8 +11,8 @@
     interp = await Checkpointing(store, "chat-42", codec=pickle).resume(graph)
     await interp.run()
 
-What a snapshot holds (format in `amrita_sense.durable.format`, document in
-`amrita_sense.durable.snapshot`): the engine state only (pointer, return and
+What a snapshot holds (format in `amrita_sense.durable.snapshots.format`, document in
+`amrita_sense.durable.snapshots.capture`): the engine state only (pointer, return and
 context stacks, flags, pending stop, panic record, pass-through exception
 classes, sub-interpreters of a FUN_BLOCK / BATCH_RUN step in flight, return
 addresses nodes keep), the graph's fingerprint and outline. It is plain data
@@ -24,7 +24,12 @@ Stores: `SQLiteCheckpointStore`, `MemoryCheckpointStore`, `PostgresCheckpointSto
 `AsyncPostgresCheckpointStore` (extra `[postgres]`); each can keep a run's history
 (`Checkpointing(..., history=True)`, `store.history`, `store.load(run_id, version=V)`,
 `store.fork`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
-(`plan_migration` is its dry run, see `amrita_sense.durable.migrate`).
+(`plan_migration` is its dry run, see `amrita_sense.durable.snapshots.migrate`).
+
+The package is laid out in rooms, in the order a save flows through them; each imports only the
+rooms before it: `errors`; `snapshots` (capture, the byte format, restore, fingerprints and
+migration, codecs); `stores` (the protocol and one module per backend); `checkpointing` (when a
+run saves). This module is the front door: import from here.
 
 Not in a snapshot: the stream (`object_io`) and what is queued in it, open
 workflow-scoped dependencies (a restored run opens them again), state your
@@ -36,8 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from amrita_sense.durable.checkpoint import Checkpointing
-from amrita_sense.durable.codecs import Fresh, PartialPickle
+from amrita_sense.durable.checkpointing.policy import Checkpointing
 from amrita_sense.durable.errors import (
     CheckpointConflict,
     CheckpointError,
@@ -54,12 +58,13 @@ from amrita_sense.durable.errors import (
     TruncatedSnapshot,
     UnsupportedSnapshotVersion,
 )
-from amrita_sense.durable.fingerprint import graph_fingerprint
-from amrita_sense.durable.format import FORMAT_VERSION, STATUSES, decode
-from amrita_sense.durable.migrate import MigrationPlan
-from amrita_sense.durable.panic import restored_traceback
-from amrita_sense.durable.restore import check_state, plan_migration
-from amrita_sense.durable.store import (
+from amrita_sense.durable.snapshots.codecs import Fresh, PartialPickle
+from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.format import FORMAT_VERSION, STATUSES, decode
+from amrita_sense.durable.snapshots.migrate import MigrationPlan
+from amrita_sense.durable.snapshots.panic import restored_traceback
+from amrita_sense.durable.snapshots.restore import check_state, plan_migration
+from amrita_sense.durable.stores import (
     Checkpoint,
     CheckpointRecord,
     CheckpointStore,
@@ -74,7 +79,7 @@ _POSTGRES_NAMES = ("AsyncPostgresCheckpointStore", "PostgresCheckpointStore")
 def __getattr__(name: str) -> Any:
     """The Postgres stores, imported on first use (they need the `[postgres]` extra: psycopg)."""
     if name in _POSTGRES_NAMES:
-        from amrita_sense.durable import postgres
+        from amrita_sense.durable.stores import postgres
 
         return getattr(postgres, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -89,7 +94,7 @@ class SnapshotInfo:
     """One of `STATUSES`: ready, running, suspended, halted, panicked, finished."""
     fingerprint: str
     position: str
-    """idle, between, gate, step or nested (see `amrita_sense.durable.snapshot`)."""
+    """idle, between, gate, step or nested (see `amrita_sense.durable.snapshots.capture`)."""
     parked: str | None
     """The suspend tag the run (or a sub-interpreter) is parked at, if any."""
     pointer: list[int]

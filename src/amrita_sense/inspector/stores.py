@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from amrita_sense import durable
 from amrita_sense.durable.errors import CheckpointError
-from amrita_sense.durable.store import _SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
+from amrita_sense.durable.stores.sqlite import _SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 
 try:
     import psycopg

@@ -18,8 +18,8 @@ from typing import Any
 
 from amrita_sense.durable import STATUSES, CheckpointRecord, inspect_snapshot
 from amrita_sense.durable.errors import CheckpointNotFound, DurableError
-from amrita_sense.durable.fingerprint import graph_fingerprint
-from amrita_sense.durable.format import decode
+from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.format import decode
 from amrita_sense.pictures import GraphvizFailed, GraphvizNotFound, Overlay, picture_of, to_mermaid, to_svg
 from amrita_sense.pictures.errors import PictureError
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from amrita_sense.debugger._checks import require_interpreter
 from amrita_sense.durable import inspect_snapshot
-from amrita_sense.durable.fingerprint import graph_fingerprint
-from amrita_sense.durable.format import decode
+from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.format import decode
 from amrita_sense.pictures.errors import OverlayMismatch
 from amrita_sense.pictures.model import GraphPicture
 from amrita_sense.runtime.steps import step_loop

@@ -370,7 +370,7 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         while a node runs. `codec` (an object with `dumps`/`loads`, such as
         `pickle`) also stores the injection pools and the panic exception.
         """
-        from amrita_sense.durable.snapshot import take_snapshot
+        from amrita_sense.durable.snapshots.capture import take_snapshot
 
         return take_snapshot(self, codec)
 
@@ -403,12 +403,12 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         With `migrate=True` a snapshot of another version of the graph is moved
         onto `graph`: every address it holds goes to the row with the same
         identity, or the restore raises `GraphMismatch` naming the slot that
-        cannot move (`amrita_sense.durable.migrate`; `plan_migration` is the dry
+        cannot move (`amrita_sense.durable.snapshots.migrate`; `plan_migration` is the dry
         run). `context_migrations` maps the fingerprint of an old graph to
         `fn(args, kwargs) -> (args, kwargs)`, applied to the injection pools
         decoded from a snapshot of that graph before they are installed.
         """
-        from amrita_sense.durable.restore import restore_interpreter
+        from amrita_sense.durable.snapshots.restore import restore_interpreter
 
         return restore_interpreter(
             cls,
@@ -429,7 +429,7 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
     @property
     def graph_fingerprint(self) -> str:
         """The stable fingerprint of this interpreter's graph (`amrita_sense.durable.graph_fingerprint`)."""
-        from amrita_sense.durable.fingerprint import graph_fingerprint
+        from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
 
         return graph_fingerprint(self._graph)
 

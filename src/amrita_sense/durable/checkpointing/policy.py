@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, CodecError, SnapshotUnavailable
-from amrita_sense.durable.store import HISTORY_METHODS, CheckpointRecord
+from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop

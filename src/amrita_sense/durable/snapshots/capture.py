@@ -28,7 +28,7 @@ The engine document (format version 1) is a JSON object::
 
     ANCHOR: per distinct address of the root STATE, the row of the graph it hangs on, named
             without its address, so that the run can be moved onto an edited graph (written
-            since migration support; `amrita_sense.durable.migrate` describes it; readers
+            since migration support; `amrita_sense.durable.snapshots.migrate` describes it; readers
             that predate it ignore the key)
 
     TRACE = {"traceparent": W3C traceparent of the run's span, "tracestate": str (optional),
@@ -68,12 +68,12 @@ import asyncio
 from typing import Any
 
 from amrita_sense import core as _core
-from amrita_sense.durable import format as fmt
-from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
-from amrita_sense.durable.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
-from amrita_sense.durable.migrate import anchors_of
-from amrita_sense.durable.panic import encode_exception, type_name
+from amrita_sense.durable.snapshots import format as fmt
+from amrita_sense.durable.snapshots import node_state
+from amrita_sense.durable.snapshots.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
+from amrita_sense.durable.snapshots.migrate import anchors_of
+from amrita_sense.durable.snapshots.panic import encode_exception, type_name
 from amrita_sense.runtime import observe as _observe
 
 IDLE, BETWEEN, GATE, STEP, NESTED = "idle", "between", "gate", "step", "nested"

@@ -6,7 +6,7 @@ module on first use of either name, so the rest of the package never needs psyco
     store = PostgresCheckpointStore("host=db dbname=app user=app", history_limit=50)
     interp.checkpointing = Checkpointing(store, "chat-42", history=True)
 
-Both keep the protocol of the other stores (`amrita_sense.durable.store`) with the same rules, the
+Both keep the protocol of the other stores (`amrita_sense.durable.stores`) with the same rules, the
 same checks and equal records: versions that grow by one per save, `expected_version` as a fence,
 history on request with retention, `load(version=)`, `fork`, `prune`.
 
@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
-from amrita_sense.durable.format import read_header
-from amrita_sense.durable.store import (
+from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.stores.base import (
     Checkpoint,
     CheckpointRecord,
     _check_expected,
@@ -355,7 +355,7 @@ class _PostgresStore:
             found = self._schema_version((yield self._sql["meta_version"], {}))
             if found == SCHEMA_VERSION:
                 return None
-        key = zlib.crc32(f"amrita_sense.durable.postgres:{self.schema}".encode())
+        key = zlib.crc32(f"amrita_sense.durable.postgres:{self.schema}".encode())  # the old module path: a fixed key
         yield _LOCK_SCHEMA, {"key": key}
         for statement in self._sql["create"]:
             yield statement, {}

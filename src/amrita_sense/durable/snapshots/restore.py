@@ -7,7 +7,7 @@ state and are the graph's nodes touched. A failing restore therefore leaves
 nothing half-restored behind: it raises and the graph is as it was.
 
 With `migrate=True` a snapshot taken on another version of the graph is moved
-onto this one first (`amrita_sense.durable.migrate`): its state document is
+onto this one first (`amrita_sense.durable.snapshots.migrate`): its state document is
 rewritten with the new graph's addresses, then restored as any other.
 """
 
@@ -18,14 +18,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amrita_sense import core as _core
-from amrita_sense.durable import format as fmt
-from amrita_sense.durable import migrate as _migrate
-from amrita_sense.durable import node_state
 from amrita_sense.durable.errors import CodecError, CorruptSnapshot, GraphMismatch, RestoreError
-from amrita_sense.durable.fingerprint import differing_rows, graph_fingerprint, mismatch, outline_of, unpack_digests
-from amrita_sense.durable.migrate import MigrationPlan
-from amrita_sense.durable.panic import check_exception_record, exception_classes, revive_exception
-from amrita_sense.durable.snapshot import MAX_ADDRESS
+from amrita_sense.durable.snapshots import format as fmt
+from amrita_sense.durable.snapshots import migrate as _migrate
+from amrita_sense.durable.snapshots import node_state
+from amrita_sense.durable.snapshots.capture import MAX_ADDRESS
+from amrita_sense.durable.snapshots.fingerprint import (
+    differing_rows,
+    graph_fingerprint,
+    mismatch,
+    outline_of,
+    unpack_digests,
+)
+from amrita_sense.durable.snapshots.migrate import MigrationPlan
+from amrita_sense.durable.snapshots.panic import check_exception_record, exception_classes, revive_exception
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import program_of
 from amrita_sense.runtime import observe as _observe
@@ -251,7 +257,7 @@ def plan_migration(graph: Any, data: Any) -> MigrationPlan:
 
     A dry run of `WorkflowInterpreter.restore(graph, data, migrate=True)` for a deploy
     pipeline: it raises the `GraphMismatch` that restore would (a node the run needs is
-    gone or ambiguous, see `amrita_sense.durable.migrate`) and a `SnapshotFormatError`
+    gone or ambiguous, see `amrita_sense.durable.snapshots.migrate`) and a `SnapshotFormatError`
     for bad data; it runs nothing the snapshot contains and decodes no user blob.
     """
     if not is_rendered_compose(graph):

@@ -19,7 +19,7 @@ Format version 1 (all integers little-endian)::
 The engine document and the outline are plain data (JSON, integers), so a
 snapshot can be read without running anything it contains; only the user
 section is handed to a codec, and only when the restoring code passes one.
-The engine document's fields are described in `amrita_sense.durable.snapshot`.
+The engine document's fields are described in `amrita_sense.durable.snapshots.capture`.
 
 A reader rejects, before anything is restored: data that does not start with
 the magic (`ForeignSnapshot`), a version above `FORMAT_VERSION`

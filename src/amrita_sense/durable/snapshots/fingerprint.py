@@ -16,7 +16,7 @@ lies before the point the run has reached.
 
 Each row also has an identity (`GraphOutline.identities`, computed on first use
 and kept with the outline): what the row holds without where it is, so that a
-run can be moved onto an edited graph (`amrita_sense.durable.migrate`). It is a
+run can be moved onto an edited graph (`amrita_sense.durable.snapshots.migrate`). It is a
 64-bit hash of the node's class, function and tag, the fingerprints of its
 sub-graphs, and its compiled operands (the rows its opcode calls or jumps to),
 each operand named without an address: an alias by its name, a slot of the
@@ -40,7 +40,7 @@ from typing import Any
 from amrita_sense import core as _core
 from amrita_sense.core.opcodes import OP_CALLSUB, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_RET, THEN
 from amrita_sense.durable.errors import GraphMismatch
-from amrita_sense.durable.node_state import attempt_rows, memo_rows, sub_graphs
+from amrita_sense.durable.snapshots.node_state import attempt_rows, memo_rows, sub_graphs
 from amrita_sense.node.core import program_of
 
 _CACHE_SIZE = 64

@@ -14,7 +14,7 @@ earlier rows have the same identity. A row of the old graph is the row of the
 new graph with the same identity and occurrence.
 
 What a snapshot carries (the engine document's optional "identity" key, see
-`amrita_sense.durable.snapshot`): one ANCHOR per distinct address of the root
+`amrita_sense.durable.snapshots.capture`): one ANCHOR per distinct address of the root
 interpreter's state, so a snapshot costs a few hundred bytes more however
 large the graph::
 
@@ -78,9 +78,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from amrita_sense.durable import format as fmt
 from amrita_sense.durable.errors import CorruptSnapshot, GraphMismatch
-from amrita_sense.durable.fingerprint import GraphOutline, RowIdentities, describe_node
+from amrita_sense.durable.snapshots import format as fmt
+from amrita_sense.durable.snapshots.fingerprint import GraphOutline, RowIdentities, describe_node
 
 ROW, FIRST, AFTER = "row", "first", "after"
 """How an address relates to its anchor row (see the module docstring)."""
