@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import struct
 import zlib
 
 import pytest
@@ -25,7 +24,7 @@ from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.durable.snapshots.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
-from support.durable_support import abandon, park, rec, tag
+from support.durable_support import abandon, park, rec, reframed, tag
 
 
 def halted_graph() -> object:
@@ -79,29 +78,13 @@ def test_not_bytes_is_a_type_error(sample):
         WorkflowInterpreter.restore(sample[0], "ASRS...")
 
 
-def _reframed(data: bytes, *, version: int | None = None, document: dict | None = None, engine: bytes | None = None):
-    """`data` with another version / document / raw engine section, and a valid checksum."""
-    decoded = fmt.decode(data)
-    head = bytearray(data[:40])
-    if engine is None:
-        engine = zlib.compress(json.dumps(document if document is not None else decoded.document).encode())
-    outline = decoded.outline
-    user = data[40 + decoded.header.engine_len + decoded.header.outline_len :]
-    if version is not None:
-        struct.pack_into("<H", head, 4, version)
-    struct.pack_into("<III", head, 24, len(engine), len(outline), len(user))
-    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(bytes(head[:36])))))
-    struct.pack_into("<I", head, 36, crc)
-    return bytes(head) + engine + outline + user
-
-
 def test_a_newer_version_is_refused_by_name(sample):
     graph, data = sample
     with pytest.raises(UnsupportedSnapshotVersion) as caught:
-        WorkflowInterpreter.restore(graph, _reframed(data, version=fmt.FORMAT_VERSION + 1))
+        WorkflowInterpreter.restore(graph, reframed(data, version=fmt.FORMAT_VERSION + 1))
     assert caught.value.version == fmt.FORMAT_VERSION + 1
     with pytest.raises(CorruptSnapshot):
-        WorkflowInterpreter.restore(graph, _reframed(data, version=0))
+        WorkflowInterpreter.restore(graph, reframed(data, version=0))
 
 
 def test_a_decompression_bomb_is_refused(sample, monkeypatch):
@@ -109,7 +92,7 @@ def test_a_decompression_bomb_is_refused(sample, monkeypatch):
     monkeypatch.setattr(fmt, "MAX_DOCUMENT", 1 << 20)
     bomb = zlib.compress(b"[" * (fmt.MAX_DOCUMENT + 10))
     with pytest.raises(CorruptSnapshot, match="larger than"):
-        WorkflowInterpreter.restore(graph, _reframed(data, engine=bomb))
+        WorkflowInterpreter.restore(graph, reframed(data, engine=bomb))
 
 
 def test_a_document_that_is_not_json_or_not_an_object(sample):
@@ -121,7 +104,7 @@ def test_a_document_that_is_not_json_or_not_an_object(sample):
         zlib.compress(b"[" * 100_000 + b"]" * 100_000),
     ):
         with pytest.raises(CorruptSnapshot):
-            WorkflowInterpreter.restore(graph, _reframed(data, engine=engine))
+            WorkflowInterpreter.restore(graph, reframed(data, engine=engine))
 
 
 # ----- crafted documents: any change gives a restore or a typed error, never anything else ------
@@ -187,7 +170,7 @@ def test_a_crafted_document_restores_or_fails_typed_and_leaves_the_graph_alone(i
     graph = build_nested()
     block = graph[1]
     try:
-        WorkflowInterpreter.restore(graph, _reframed(NESTED, document=document))
+        WorkflowInterpreter.restore(graph, reframed(NESTED, document=document))
     except DurableError:
         assert block._interpreter is None, "a failed restore forked a sub-interpreter"
 
@@ -195,6 +178,6 @@ def test_a_crafted_document_restores_or_fails_typed_and_leaves_the_graph_alone(i
 def test_inspect_describes_without_a_graph(sample):
     info = inspect_snapshot(sample[1])
     assert info.fingerprint == outline_of(sample[0]).fingerprint
-    assert (info.version, info.status, info.pointer, info.codec) == (1, "halted", [1], None)
+    assert (info.version, info.status, info.pointer, info.codec) == (fmt.FORMAT_VERSION, "halted", [1], None)
     with pytest.raises(ForeignSnapshot):
         inspect_snapshot(b"hello world, not a snapshot")

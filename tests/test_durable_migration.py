@@ -12,11 +12,8 @@ is refused or runs on exactly as the edited graph does from the same point.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pickle
-import struct
-import zlib
 
 import pytest
 
@@ -36,7 +33,7 @@ from amrita_sense.exceptions import InterruptKeepContext, NullPointerException
 from amrita_sense.instructions import CALL, FN, FUN_BLOCK, INT, INTER_FN, NATIVE_IF, NATIVE_WHILE, WHILE, Try
 from amrita_sense.policies import Retry
 from amrita_sense.streaming import SuspendObjectStream
-from support.durable_support import abandon, park, rec, tag
+from support.durable_support import abandon, park, rec, reframed, tag
 from support.migration_programs import Tally, check_case
 
 CASES = int(os.environ.get("AMRITA_SENSE_MIGRATION_CASES", "400"))
@@ -91,23 +88,11 @@ def moves_of(plan: MigrationPlan) -> dict:
     return {slot: (old, new) for slot, old, new in plan.moves}
 
 
-def _reframed(data: bytes, document: dict) -> bytes:
-    """`data` with another engine document (and a valid checksum)."""
-    decoded = fmt.decode(data)
-    head = bytearray(data[:40])
-    engine = zlib.compress(json.dumps(document).encode())
-    user = data[40 + decoded.header.engine_len + decoded.header.outline_len :]
-    struct.pack_into("<III", head, 24, len(engine), len(decoded.outline), len(user))
-    crc = zlib.crc32(user, zlib.crc32(decoded.outline, zlib.crc32(engine, zlib.crc32(bytes(head[:36])))))
-    struct.pack_into("<I", head, 36, crc)
-    return bytes(head) + engine + decoded.outline + user
-
-
 def without_identity(data: bytes) -> bytes:
     """`data` as a snapshot written before migration support (no "identity" key)."""
     document = dict(fmt.decode(data).document)
     del document["identity"]
-    return _reframed(data, document)
+    return reframed(data, document=document)
 
 
 # ----- what lies between: inserted, removed ---------------------------------------------------------
@@ -562,7 +547,7 @@ BAD_IDENTITIES = [
 async def test_a_malformed_identity_is_a_corrupt_snapshot_naming_it(value, message):
     data = await halted(chain([], "a S b"))
     document = {**fmt.decode(data).document, "identity": value}
-    bad = _reframed(data, document)
+    bad = reframed(data, document=document)
     for call in (
         lambda: WorkflowInterpreter.restore(chain([], "a S b"), bad),
         lambda: plan_migration(chain([], "a S b"), bad),

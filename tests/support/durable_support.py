@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import struct
+import zlib
 from typing import Any
 
 from amrita_sense import Node
+from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.streaming import SuspendObjectStream
 
 PC = "WorkflowInterpreter::each_node"
@@ -54,3 +58,21 @@ async def abandon(task: asyncio.Task) -> None:
     """Cancel a parked run (as a process that exits would leave it)."""
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+def reframed(data: bytes, *, version: int | None = None, document: dict | None = None, engine: bytes | None = None):
+    """`data` with another format version, engine document or raw (compressed) engine section, and
+    a valid checksum; the engine section given or made here is zlib-compressed (flag bit 0)."""
+    decoded = fmt.decode(data)
+    head = bytearray(data[:40])
+    if engine is None:
+        engine = zlib.compress(json.dumps(document if document is not None else decoded.document).encode())
+    outline = decoded.outline
+    user = data[40 + decoded.header.engine_len + decoded.header.outline_len :]
+    if version is not None:
+        struct.pack_into("<H", head, 4, version)
+    head[7] = 1
+    struct.pack_into("<III", head, 24, len(engine), len(outline), len(user))
+    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(bytes(head[:36])))))
+    struct.pack_into("<I", head, 36, crc)
+    return bytes(head) + engine + outline + user

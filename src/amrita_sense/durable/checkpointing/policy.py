@@ -15,6 +15,21 @@ A run with a policy uses this module's loop, which runs each step through the
 interpreter's general path (as a middleware does); without one, `run()` is the
 core's step loop, untouched: checkpointing costs nothing when it is off.
 
+How long a step waits for its save is the policy's `durability`, named as LangGraph names its
+modes:
+
+- ``"sync"`` (the default): every save is written before the run goes on. A crash loses nothing
+  saved: the restored run continues from the last checkpoint.
+- ``"async"``: the snapshot is taken where the policy says, and written while the next nodes run
+  (`amrita_sense.durable.checkpointing.writer`): in order, one write in flight, a newer snapshot
+  replacing one still waiting. Saves before a park (a suspend gate, a backoff) and at the end are
+  waited for, so `run()` returns, and a run parks, only with its last save durable. A crash loses
+  the saves not yet written: the restored run continues from an earlier checkpoint (never a torn
+  or out-of-order one), and the nodes since then run again.
+- ``"exit"``: no saves between nodes; only at suspend gates (`at_suspend`), when the run ends and
+  (with `on_panic`) when it fails. A crash in the middle of a run loses the whole run since its
+  last park: the restored run starts again from that checkpoint (or there is none to restore).
+
 At-least-once: a checkpoint is taken after a node, never inside one. When the
 process dies, the restored run continues from the last checkpoint, so the node
 that was running (and, with `every_nodes` > 1, the nodes since the checkpoint)
@@ -24,11 +39,13 @@ runs again. Make such nodes idempotent, or checkpoint every node.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import time
 from collections.abc import Callable
 from typing import Any
 
+from amrita_sense.durable.checkpointing.writer import SaveWriter
 from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, CodecError, SnapshotUnavailable
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.exceptions import InterruptNotice
@@ -37,6 +54,7 @@ from amrita_sense.runtime.steps import StepHooks, step_loop
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 _CHECK_CLOCK_EVERY = 64
+DURABILITY_MODES = ("sync", "async", "exit")
 
 
 async def _settle(value: Any) -> Any:
@@ -61,6 +79,7 @@ class Checkpointing:
         history: keep every checkpoint in the run's history as well (the store must keep one:
             `HistoryStore`), so that `resume(graph, version=V)` can go back to any of them and
             `store.fork` can start a new run from one.
+        durability: "sync", "async" or "exit": when a step waits for its save (module docstring).
     """
 
     def __init__(
@@ -76,6 +95,7 @@ class Checkpointing:
         on_saved: Callable[[CheckpointRecord], Any] | None = None,
         expected_version: int | None = 0,
         history: bool = False,
+        durability: str = "sync",
     ) -> None:
         if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
@@ -87,6 +107,8 @@ class Checkpointing:
             raise ValueError("every_seconds must be None or a positive number of seconds")
         if codec is not None and not all(callable(getattr(codec, name, None)) for name in ("dumps", "loads")):
             raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
+        if durability not in DURABILITY_MODES:
+            raise ValueError(f"durability is one of {', '.join(map(repr, DURABILITY_MODES))}, not {durability!r}")
         if history and not all(callable(getattr(store, name, None)) for name in HISTORY_METHODS):
             raise TypeError(
                 f"history=True needs a store that keeps history (history/fork/prune, save(..., history=True)); "
@@ -102,29 +124,59 @@ class Checkpointing:
         self.on_saved = on_saved
         self.version = expected_version
         self.history = bool(history)
+        self.durability = durability
         self.last: CheckpointRecord | None = None
+        self._writer = SaveWriter(self._write_submitted) if durability == "async" else None
+        self._store_awaits = inspect.iscoroutinefunction(store.save)
         self._unacknowledged: tuple[int | None, bytes] | None = None
         """The save in flight (the version it expected, its data), kept when something cut it short."""
 
     def __repr__(self) -> str:
-        return f"Checkpointing({self.store!r}, {self.run_id!r}, every_nodes={self.every_nodes}, version={self.version})"
+        return (
+            f"Checkpointing({self.store!r}, {self.run_id!r}, every_nodes={self.every_nodes}, "
+            f"durability={self.durability!r}, version={self.version})"
+        )
 
     async def save(self, interp: Any) -> CheckpointRecord:
-        """Snapshot `interp` and store it now (over `version` when set); the new record."""
-        observer = _observe.current
-        started = time.perf_counter() if observer is not None else 0.0
-        data = self._snapshot(interp)
+        """Snapshot `interp` and store it now (over `version` when set), after the saves still being
+        written (`async`); the new record."""
+        if self._writer is not None:
+            await self._writer.flush()
+        started = time.perf_counter() if _observe.current is not None else 0.0
+        return await self._write(self._snapshot(interp), interp, started)
+
+    async def _save_soon(self, interp: Any) -> None:
+        """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
+        if self._writer is None:
+            await self.save(interp)
+            return
+        started = time.perf_counter() if _observe.current is not None else 0.0
+        self._writer.submit((self._snapshot(interp), interp, started))
+
+    async def flush(self) -> None:
+        """Wait until every save taken is written (`async`; at once in the other modes); raises the
+        `CheckpointError` of a save that failed."""
+        if self._writer is not None:
+            await self._writer.flush()
+
+    async def _write_submitted(self, item: tuple) -> None:
+        await self._write(*item, offload=not self._store_awaits)
+
+    async def _write(self, data: bytes, interp: Any, started: float, offload: bool = False) -> CheckpointRecord:
+        """Store `data` over `version` (a save cut short before it was acknowledged is found and
+        followed); the new record, reported to the observer and `on_saved`."""
         cut, self._unacknowledged = self._unacknowledged, (self.version, data)
         try:
-            record = await self._store(data)
+            record = await self._store(data, offload)
         except CheckpointConflict:
             if cut is None or not await self._landed(cut):
                 raise
-            record = await self._store(data)
+            record = await self._store(data, offload)
         if self.version is not None:
             self.version = record.version
         self._unacknowledged = None
         self.last = record
+        observer = _observe.current
         if observer is not None:
             observer.checkpoint_saved(interp, record, time.perf_counter() - started)
         if self.on_saved is not None:
@@ -140,11 +192,19 @@ class Checkpointing:
                 f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
             ) from exc
 
-    async def _store(self, data: bytes) -> CheckpointRecord:
+    async def _store(self, data: bytes, offload: bool = False) -> CheckpointRecord:
+        """One save into the store (with `offload`, a blocking store's call runs in a worker thread)."""
+        save = self.store.save
+        arguments: dict[str, Any] = {"expected_version": self.version}
+        if self.history:
+            arguments["history"] = True
         try:
-            if self.history:
-                return await _settle(self.store.save(self.run_id, data, expected_version=self.version, history=True))
-            return await _settle(self.store.save(self.run_id, data, expected_version=self.version))
+            if offload:
+                call = functools.partial(save, self.run_id, data, **arguments)
+                saved = await asyncio.get_running_loop().run_in_executor(None, call)
+            else:
+                saved = save(self.run_id, data, **arguments)
+            return await saved if self._store_awaits or inspect.isawaitable(saved) else saved
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
@@ -193,7 +253,8 @@ class Checkpointing:
     # ----- hooks the interpreter calls ----------------------------------------------------------
 
     async def before_gate(self, top: Any, gated: Any, tag: str | None) -> None:
-        """`gated` (the top interpreter or one of its sub-interpreters) is at a gate: save if it will park."""
+        """`gated` (the top interpreter or one of its sub-interpreters) is at a gate: save if it will
+        park (and wait for it, in every mode: a parked run's state is durable)."""
         if not self.at_suspend or not top.is_running:
             return
         would_park = getattr(gated.object_io, "_would_park", None)
@@ -206,7 +267,10 @@ class Checkpointing:
 
     async def at_backoff(self, top: Any) -> None:
         """A node with a policy of `top`'s run begins a backoff: save, so that a restored run makes
-        the remaining attempts (unless the node runs where no run can be restored, in a sub-call)."""
+        the remaining attempts (unless the node runs where no run can be restored, in a sub-call).
+        Not in `exit` durability, which saves only at suspend gates and at the end."""
+        if self.durability == "exit":
+            return
         try:
             await self.save(top)
         except SnapshotUnavailable:
@@ -228,6 +292,8 @@ class Checkpointing:
         return self.on_panic and isinstance(outcome, Exception) and not isinstance(outcome, CheckpointError)
 
     def _due(self, since_save: int, last_save: float) -> bool:
+        if self.durability == "exit":
+            return False
         if self.every_nodes is not None and since_save >= self.every_nodes:
             return True
         return self.every_seconds is not None and time.monotonic() - last_save >= self.every_seconds
@@ -249,7 +315,7 @@ class _CheckpointSteps(StepHooks):
         self.since_save += 1
         self.steps += 1
         if self.policy._due(self.since_save, self.last_save):
-            await self.policy.save(interp)
+            await self.policy._save_soon(interp)
             self.since_save, self.last_save = 0, time.monotonic()
         if self.steps % _CHECK_CLOCK_EVERY == 0 and time.monotonic() - self.last_yield >= interp._yield_interval:
             await asyncio.sleep(0)
@@ -261,3 +327,5 @@ class _CheckpointSteps(StepHooks):
     async def after_run(self, interp: Any, outcome: BaseException | None) -> None:
         if self.policy._saves_after(outcome):
             await self.policy.save(interp)
+        else:
+            await self.policy.flush()

@@ -72,7 +72,7 @@ from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
 from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.durable.snapshots import node_state
 from amrita_sense.durable.snapshots.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
-from amrita_sense.durable.snapshots.migrate import anchors_of
+from amrita_sense.durable.snapshots.migrate import anchors_text
 from amrita_sense.durable.snapshots.panic import encode_exception, type_name
 from amrita_sense.runtime import observe as _observe
 
@@ -84,15 +84,29 @@ MAX_ADDRESS = 4096
 def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
     blobs: list[bytes] = []
-    state, parked = _capture(interp, codec, blobs, with_pools=True)
     outline = _outline(interp)
-    document = {"interp": state, "codec": _codec_name(codec), "identity": anchors_of(outline, state)}
+    state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
-    if carrier:
-        document["trace"] = carrier
+    document = _document_text(state, codec, anchors_text(outline, state), carrier)
     status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
+
+
+def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None) -> bytes:
+    """The engine document as JSON text; `identity` comes already encoded (it is kept per graph)."""
+    parts = [
+        '{"interp":',
+        fmt.json_text(state),
+        ',"codec":',
+        fmt.json_text(_codec_name(codec)),
+        ',"identity":',
+        identity,
+    ]
+    if carrier:
+        parts += [',"trace":', fmt.json_text(carrier)]
+    parts.append("}")
+    return "".join(parts).encode()
 
 
 def _codec_name(codec: Any) -> str | None:
@@ -160,8 +174,9 @@ def _node_at_pointer(interp: Any) -> Any:
 # ----- capturing ---------------------------------------------------------------------------------
 
 
-def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> tuple[dict, bool]:
-    """`(STATE, parked anywhere in the tree)`; raises `SnapshotUnavailable` inside a node."""
+def _capture(interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes], with_pools: bool) -> tuple[dict, bool]:
+    """`(STATE, parked anywhere in the tree)` of `interp`, which runs `outline`'s table; raises
+    `SnapshotUnavailable` inside a node."""
     position = position_of(interp)
     ptr, flags, ends = _pointer_and_flags(interp)
     if ends:
@@ -177,11 +192,11 @@ def _capture(interp: Any, codec: Any, blobs: list[bytes], with_pools: bool) -> t
         "ret": _stack_document(interp._ret_addr_stack, "the return stack"),
         "ctx": _contexts_document(interp, codec, blobs, stacks),
         "stacks": stacks,
-        "exc_ignored": [type_name(cls) for cls in interp._exc_ignored],
+        "exc_ignored": _class_names(interp._exc_ignored),
         "panic": None if interp._panic_exc is None else encode_exception(interp._panic_exc, codec, blobs),
         "pools": _pools_blob(interp, codec, blobs) if with_pools and codec is not None else None,
-        "memo": _memos(interp),
-        "attempts": _attempts(interp),
+        "memo": _memos(outline),
+        "attempts": _attempts(outline, interp),
         "children": None,
     }
     parked = interp._parked_tag is not None
@@ -198,15 +213,27 @@ def _outline(interp: Any) -> GraphOutline:
     return outline_of_program(prog)
 
 
-def _memos(interp: Any) -> list[list]:
-    outline = _outline(interp)
+def _memos(outline: GraphOutline) -> list[list]:
     return node_state.capture_memos(outline.program, outline.memo_rows) if outline.memo_rows else []
 
 
-def _attempts(interp: Any) -> list[list]:
-    outline = _outline(interp)
+def _attempts(outline: GraphOutline, interp: Any) -> list[list]:
     rows = outline.attempt_rows
     return node_state.capture_attempts(outline.program, rows, interp) if rows else []
+
+
+_NAMES: dict[tuple, list[str]] = {}
+"""The names of the pass-through class tuples seen (a run keeps the same one: saves name it once)."""
+
+
+def _class_names(classes: Any) -> list[str]:
+    key = tuple(classes)
+    names = _NAMES.get(key)
+    if names is None:
+        if len(_NAMES) > 256:
+            _NAMES.clear()
+        names = _NAMES[key] = [type_name(cls) for cls in key]
+    return list(names)
 
 
 def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:
@@ -314,7 +341,7 @@ def _children_document(interp: Any, codec: Any, blobs: list[bytes]) -> tuple[dic
         if child._panic_exc is not None:
             raise SnapshotUnavailable(f"a {kind} sub-interpreter failed: the step is ending with its error")
         standing = node_state.child_standing(child)
-        state, child_parked = _capture(child, codec, blobs, with_pools=False)
+        state, child_parked = _capture(child, _outline(child), codec, blobs, with_pools=False)
         parked = parked or child_parked
         items.append({"standing": standing, "graph": graph_fingerprint(child.get_graph()), "state": state})
     return {"kind": kind, "at": _address(interp._pointer), "items": items}, parked

@@ -77,6 +77,11 @@ class GraphOutline:
         return f"{where}: {_type_name(type(node))} `{func}` tagged {_tag(node)!r}"
 
     @cached_property
+    def anchor_texts(self) -> dict[tuple, str]:
+        """The encoded anchors of the sets of addresses snapshots of this graph named (see `migrate`)."""
+        return {}
+
+    @cached_property
     def identities(self) -> RowIdentities:
         """The identity of every row (computed on first use, then kept with the outline)."""
         return row_identities(self.program)

@@ -1,10 +1,10 @@
 """The snapshot container: a fixed header, the engine document, the graph outline, user blobs.
 
-Format version 1 (all integers little-endian)::
+Format version 2 (all integers little-endian)::
 
     offset  size  field
     0       4     magic b"ASRS"
-    4       2     format version (1)
+    4       2     format version (2; 1 is still read)
     6       1     status code (see STATUSES)
     7       1     flags: bit 0 = the engine document is zlib-compressed; other bits 0
     8       16    graph fingerprint (16 bytes, the 32 hex digits of `graph_fingerprint`)
@@ -15,6 +15,9 @@ Format version 1 (all integers little-endian)::
     40      E     engine document: UTF-8 JSON (zlib-compressed when flag bit 0 is set)
     40+E    O     outline: one CRC-32 per row of the graph's node table
     40+E+O  U     user section: u32 count, then per blob a u32 length and the codec's bytes
+
+Version 2 compresses the engine document only when it is larger than `COMPRESS_ABOVE` bytes (a
+small document costs more to compress than to store); version 1 always compressed it (flags 1).
 
 The engine document and the outline are plain data (JSON, integers), so a
 snapshot can be read without running anything it contains; only the user
@@ -39,7 +42,7 @@ from typing import Any
 from amrita_sense.durable.errors import CorruptSnapshot, ForeignSnapshot, TruncatedSnapshot, UnsupportedSnapshotVersion
 
 MAGIC = b"ASRS"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 STATUSES = ("ready", "running", "suspended", "halted", "panicked", "finished")
 """Status codes 0-5: what the run was doing when the snapshot was taken.
 
@@ -52,7 +55,21 @@ stopped by an exception, the next run recovers; finished: the run ended.
 
 _HEADER = struct.Struct("<4sHBB16sIIII")
 _CRC_AT = _HEADER.size - 4
+_CRC = struct.Struct("<I")
 _COMPRESSED = 1
+_KNOWN_FLAGS = {1: (_COMPRESSED,), 2: (0, _COMPRESSED)}
+"""The flag values each format version may carry."""
+COMPRESS_ABOVE = 4096
+"""An engine document longer than this is compressed."""
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+# the C encoder made once (`JSONEncoder.encode` makes one per call); no cycle check: the engine
+# document is built by this package from plain lists and dicts, never cyclic
+_ONE_SHOT = (
+    None
+    if _C_ENCODER is None
+    else _C_ENCODER(None, _JSON.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+)
 MAX_DOCUMENT = 64 * 1024 * 1024
 """The largest engine document a reader inflates (guards against a decompression bomb)."""
 
@@ -65,6 +82,7 @@ class Header:
     engine_len: int
     outline_len: int
     user_len: int
+    flags: int = _COMPRESSED
 
 
 @dataclass(frozen=True)
@@ -77,23 +95,31 @@ class Decoded:
     blobs: list[bytes]
 
 
-def encode(status: str, fingerprint: str, document: dict, outline: bytes, blobs: list[bytes]) -> bytes:
-    """Pack a snapshot (see the module docstring for the layout)."""
-    engine = _compress(json.dumps(document, separators=(",", ":"), allow_nan=False).encode())
+def json_text(value: Any) -> str:
+    """`value` as the engine document writes it (compact JSON, no NaN)."""
+    return _JSON.encode(value) if _ONE_SHOT is None else "".join(_ONE_SHOT(value, 0))
+
+
+def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: list[bytes]) -> bytes:
+    """Pack a snapshot (see the module docstring for the layout); `engine` is the engine document
+    as UTF-8 JSON text."""
+    flags = 0
+    if len(engine) > COMPRESS_ABOVE:
+        engine, flags = _compress(engine), _COMPRESSED
     user = _pack_blobs(blobs) if blobs else b""
     head = _HEADER.pack(
         MAGIC,
         FORMAT_VERSION,
         STATUSES.index(status),
-        _COMPRESSED,
+        flags,
         bytes.fromhex(fingerprint),
         len(engine),
         len(outline),
         len(user),
         0,
-    )
-    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head[:_CRC_AT]))))
-    return b"".join((head[:_CRC_AT], struct.pack("<I", crc), engine, outline, user))
+    )[:_CRC_AT]
+    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head))))
+    return b"".join((head, _CRC.pack(crc), engine, outline, user))
 
 
 def _compress(data: bytes) -> bytes:
@@ -139,9 +165,9 @@ def read_header(data: Any) -> Header:
         raise CorruptSnapshot(f"{len(view) - total} bytes after the end the header announces")
     if zlib.crc32(view[_HEADER.size :], zlib.crc32(view[:_CRC_AT])) != crc:
         raise CorruptSnapshot("checksum mismatch: the snapshot was damaged")
-    if status >= len(STATUSES) or flags != _COMPRESSED or outline_len % 4:
+    if status >= len(STATUSES) or flags not in _KNOWN_FLAGS[version] or outline_len % 4:
         raise CorruptSnapshot("invalid header fields (status, flags or outline length)")
-    return Header(version, STATUSES[status], fingerprint.hex(), engine_len, outline_len, user_len)
+    return Header(version, STATUSES[status], fingerprint.hex(), engine_len, outline_len, user_len, flags)
 
 
 def decode(data: Any) -> Decoded:
@@ -152,17 +178,13 @@ def decode(data: Any) -> Decoded:
     engine = view[start : start + header.engine_len]
     outline = bytes(view[start + header.engine_len : start + header.engine_len + header.outline_len])
     user = view[start + header.engine_len + header.outline_len :]
-    return Decoded(header, _read_document(engine), outline, _unpack_blobs(user))
+    return Decoded(header, _read_document(engine, header.flags & _COMPRESSED), outline, _unpack_blobs(user))
 
 
-def _read_document(engine: memoryview) -> dict:
-    inflater = zlib.decompressobj()
-    try:
-        raw = inflater.decompress(engine, MAX_DOCUMENT)
-    except zlib.error as exc:
-        raise CorruptSnapshot(f"the engine document does not decompress: {exc}") from None
-    if inflater.unconsumed_tail or not inflater.eof:
-        raise CorruptSnapshot("the engine document is incomplete or larger than the reader accepts")
+def _read_document(engine: memoryview, compressed: int) -> dict:
+    raw = _inflate(engine) if compressed else bytes(engine)
+    if len(raw) > MAX_DOCUMENT:
+        raise CorruptSnapshot("the engine document is larger than the reader accepts")
     try:
         document = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -170,6 +192,17 @@ def _read_document(engine: memoryview) -> dict:
     if not isinstance(document, dict):
         raise CorruptSnapshot("the engine document is not a JSON object")
     return document
+
+
+def _inflate(engine: memoryview) -> bytes:
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(engine, MAX_DOCUMENT)
+    except zlib.error as exc:
+        raise CorruptSnapshot(f"the engine document does not decompress: {exc}") from None
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise CorruptSnapshot("the engine document is incomplete or larger than the reader accepts")
+    return raw
 
 
 def _unpack_blobs(user: memoryview) -> list[bytes]:

@@ -159,6 +159,22 @@ def slot_name(slot: tuple[str, int, int]) -> str:
 # ----- at snapshot time: the anchors ---------------------------------------------------------------
 
 
+_ANCHOR_TEXTS_KEPT = 1024
+"""How many sets of addresses a graph keeps the encoded anchors of (a run visits few)."""
+
+
+def anchors_text(outline: GraphOutline, state: dict) -> str:
+    """`anchors_of(outline, state)` as JSON text, kept per graph by the addresses it names."""
+    key = tuple(map(tuple, _addresses(state)))
+    kept = outline.anchor_texts
+    text = kept.get(key)
+    if text is None:
+        if len(kept) >= _ANCHOR_TEXTS_KEPT:
+            kept.clear()
+        text = kept[key] = fmt.json_text(anchors_of(outline, state))
+    return text
+
+
 def anchors_of(outline: GraphOutline, state: dict) -> list[list]:
     """The ANCHOR of every distinct address of `state` that lands on `outline`'s graph."""
     anchors: list[list] = []

@@ -51,6 +51,17 @@ CREATE TABLE IF NOT EXISTS sense_history (
     PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID""",
 )
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+"""SQLite 3.35 and later: a save without history is one statement (`RETURNING`); before, a transaction."""
+_INSERT = (
+    "INSERT INTO sense_checkpoints (status, fingerprint, created_at, updated_at, data, run_id, version) "
+    "VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1) ON CONFLICT (run_id) "
+)
+_UPDATE = "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, version = version + 1"
+_NEW_VERSION = " RETURNING version, created_at, forked_from"
+_SAVE_ANY = _INSERT + "DO UPDATE SET " + _UPDATE + _NEW_VERSION
+_SAVE_NEW = _INSERT + "DO NOTHING" + _NEW_VERSION
+_SAVE_OVER = "UPDATE sense_checkpoints SET " + _UPDATE + " WHERE run_id = ?5 AND version = ?6" + _NEW_VERSION
 _COLUMNS = "run_id, version, status, fingerprint, length(data), created_at, updated_at, forked_from"
 _HISTORY_COLUMNS = (
     "h.run_id, h.version, h.status, h.fingerprint, length(h.data), c.created_at, h.saved_at, c.forked_from"
@@ -166,6 +177,8 @@ class SQLiteCheckpointStore:
         _check_expected(expected_version)
         header = read_header(data)
         now = time.time()
+        if not history and _RETURNING:
+            return self._save_latest(run_id, bytes(data), header, now, expected_version)
         with self._transaction("saving a checkpoint") as conn:
             sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
             row = conn.execute(sql, (run_id,)).fetchone()
@@ -177,6 +190,28 @@ class SQLiteCheckpointStore:
             )
             self._write(conn, record, data, history)
         return record
+
+    def _save_latest(
+        self, run_id: str, data: bytes, header: Any, now: float, expected_version: int | None
+    ) -> CheckpointRecord:
+        """A save without history: one conditional statement (its own transaction: the connection
+        autocommits), which returns the new version, or nothing when the expected one was not there."""
+        statement = _SAVE_ANY if expected_version is None else _SAVE_NEW if expected_version == 0 else _SAVE_OVER
+        params = (header.status, header.fingerprint, now, data, run_id, expected_version)
+        with self._lock:
+            try:
+                conn = self._connection()
+                # fetchall: the statement runs to its end, which ends (commits) its transaction
+                rows = conn.execute(statement, params if expected_version else params[:5]).fetchall()
+                if not rows:
+                    found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
+                    current = (found.fetchone() or (0,))[0]
+            except sqlite3.Error as exc:
+                raise CheckpointError(f"saving a checkpoint failed in {self.path!r}: {exc}") from exc
+        if not rows:
+            raise _conflict(run_id, expected_version or 0, current)
+        version, created, forked = rows[0]
+        return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
     def _write(self, conn: sqlite3.Connection, record: CheckpointRecord, data: bytes, history: bool) -> None:
         """Write `record` as its run's latest checkpoint (and as a history entry) in `conn`'s transaction."""
