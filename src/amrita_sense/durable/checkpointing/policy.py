@@ -159,8 +159,9 @@ class Checkpointing:
         if self._writer is not None:
             await self._writer.flush()
 
-    async def _write_submitted(self, item: tuple) -> None:
-        await self._write(*item, offload=not self._store_awaits)
+    async def _write_submitted(self, item: tuple[bytes, Any, float]) -> None:
+        data, interp, started = item
+        await self._write(data, interp, started, offload=not self._store_awaits)
 
     async def _write(self, data: bytes, interp: Any, started: float, offload: bool = False) -> CheckpointRecord:
         """Store `data` over `version` (a save cut short before it was acknowledged is found and
