@@ -17,6 +17,7 @@ from amrita_sense.durable import (
     SQLiteCheckpointStore,
     inspect_snapshot,
 )
+from amrita_sense.durable.stores.sqlite import _SCHEMA_VERSION
 from support.runtime_path import RUNTIME_DIR
 from support.stores import sample_snapshots
 
@@ -63,7 +64,7 @@ def test_a_file_of_the_first_schema_is_upgraded_in_place(tmp_path):
         assert store.save("r", FINISHED, expected_version=3, history=True).version == 4
         assert [e.version for e in store.history("r")] == [4]
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION
 
 
 def test_a_file_of_a_newer_schema_is_refused(tmp_path):

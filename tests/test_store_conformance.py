@@ -29,7 +29,8 @@ from amrita_sense.durable import (
 from support.durable_support import rec
 from support.stores import STORES, sample_snapshots
 
-HALTED, FINISHED = sample_snapshots()
+SNAPSHOTS = {"small": sample_snapshots(), "large": sample_snapshots(payload=40_000)}
+"""Small snapshots are written whole; large ones as frames (`amrita_sense.durable.stores.deltas`)."""
 
 
 async def settle(value: Any) -> Any:
@@ -39,8 +40,9 @@ async def settle(value: Any) -> Any:
 class Stores:
     """Fresh stores of the backend under test: `async with stores.open(**retention) as store`."""
 
-    def __init__(self, kind: str, request: Any, tmp_path: Any):
+    def __init__(self, kind: str, size: str, request: Any, tmp_path: Any):
         self.kind, self.request, self.tmp_path, self.count = kind, request, tmp_path, 0
+        self.halted, self.finished = SNAPSHOTS[size]
 
     @contextlib.asynccontextmanager
     async def open(self, **options: Any) -> AsyncIterator[Any]:
@@ -56,9 +58,9 @@ class Stores:
                 await settle(closing())
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=[(kind, size) for kind in sorted(STORES) for size in SNAPSHOTS], ids="-".join)
 def stores(request, tmp_path):
-    return Stores(request.param, request, tmp_path)
+    return Stores(*request.param, request, tmp_path)
 
 
 async def save(store: Any, run_id: str, data: bytes, **options: Any) -> Any:
@@ -81,15 +83,15 @@ async def test_a_store_is_a_checkpoint_store_that_keeps_history(stores):
 @pytest.mark.asyncio
 async def test_save_load_list_delete(stores):
     async with stores.open() as store:
-        first = await save(store, "run-1", HALTED)
+        first = await save(store, "run-1", stores.halted)
         assert (first.version, first.status, first.forked_from) == (1, "halted", None)
-        assert first.fingerprint == inspect_snapshot(HALTED).fingerprint and first.size == len(HALTED)
-        second = await save(store, "run-1", FINISHED)
+        assert first.fingerprint == inspect_snapshot(stores.halted).fingerprint and first.size == len(stores.halted)
+        second = await save(store, "run-1", stores.finished)
         assert (second.version, second.status, second.created_at) == (2, "finished", first.created_at)
         assert second.updated_at >= first.updated_at
-        await save(store, "run-0", HALTED)
+        await save(store, "run-0", stores.halted)
         loaded = await settle(store.load("run-1"))
-        assert loaded.data == FINISHED and loaded.record == second
+        assert loaded.data == stores.finished and loaded.record == second
         assert [r.run_id for r in await settle(store.list())] == ["run-0", "run-1"]
         assert [r.run_id for r in await settle(store.list(status="halted"))] == ["run-0"]
         assert await settle(store.delete("run-1")) is True
@@ -98,34 +100,34 @@ async def test_save_load_list_delete(stores):
             await settle(store.load("run-1"))
         with pytest.raises(LookupError):
             await settle(store.load("nothing"))
-        assert (await save(store, "run-1", HALTED)).version == 1  # a deleted run id starts again
+        assert (await save(store, "run-1", stores.halted)).version == 1  # a deleted run id starts again
 
 
 @pytest.mark.asyncio
 async def test_expected_versions_fence_writers(stores):
     async with stores.open() as store:
-        await save(store, "r", HALTED, expected_version=0)
+        await save(store, "r", stores.halted, expected_version=0)
         with pytest.raises(CheckpointConflict, match="expected version 0, the store has version 1"):
-            await save(store, "r", HALTED, expected_version=0)
-        await save(store, "r", FINISHED, expected_version=1)
+            await save(store, "r", stores.halted, expected_version=0)
+        await save(store, "r", stores.finished, expected_version=1)
         with pytest.raises(CheckpointConflict):
-            await save(store, "r", HALTED, expected_version=1)
+            await save(store, "r", stores.halted, expected_version=1)
         with pytest.raises(CheckpointConflict, match="no checkpoint"):
-            await save(store, "new", HALTED, expected_version=3)
+            await save(store, "new", stores.halted, expected_version=3)
         with pytest.raises(CheckpointConflict):
             await settle(store.delete("r", expected_version=1))
-        assert (await settle(store.load("r"))).data == FINISHED
+        assert (await settle(store.load("r"))).data == stores.finished
         assert await settle(store.delete("r", expected_version=2))
 
 
 @pytest.mark.asyncio
 async def test_of_writers_racing_over_one_version_exactly_one_goes_on(stores):
     async with stores.open() as store:
-        await save(store, "r", HALTED)
+        await save(store, "r", stores.halted)
 
         async def writer() -> str:
             try:
-                await save(store, "r", FINISHED, expected_version=1)
+                await save(store, "r", stores.finished, expected_version=1)
             except CheckpointConflict:
                 return "refused"
             return "saved"
@@ -141,19 +143,19 @@ async def test_of_writers_racing_over_one_version_exactly_one_goes_on(stores):
 @pytest.mark.asyncio
 async def test_damaged_data_and_bad_arguments_never_reach_the_store(stores):
     async with stores.open() as store:
-        await save(store, "r", HALTED)
+        await save(store, "r", stores.halted)
         with pytest.raises(CorruptSnapshot):
-            await save(store, "r", HALTED[:-1] + bytes([HALTED[-1] ^ 1]))
+            await save(store, "r", stores.halted[:-1] + bytes([stores.halted[-1] ^ 1]))
         for run_id in ("", None, "x" * 513):
             with pytest.raises(ValueError):
-                await save(store, run_id, HALTED)
+                await save(store, run_id, stores.halted)
         with pytest.raises(ValueError):
-            await save(store, "r", HALTED, expected_version=-1)
+            await save(store, "r", stores.halted, expected_version=-1)
         for version in (0, -1, "1", 1.0, True):
             with pytest.raises(ValueError):
                 await settle(store.load("r", version=version))
         loaded = await settle(store.load("r"))
-        assert loaded.data == HALTED and loaded.record.version == 1
+        assert loaded.data == stores.halted and loaded.record.version == 1
         assert await versions(store, "r") == []
 
 
@@ -163,17 +165,17 @@ async def test_damaged_data_and_bad_arguments_never_reach_the_store(stores):
 @pytest.mark.asyncio
 async def test_history_keeps_the_saves_made_with_history_oldest_first(stores):
     async with stores.open() as store:
-        await save(store, "r", HALTED)  # version 1: latest only
-        two = await save(store, "r", FINISHED, history=True)
-        three = await save(store, "r", HALTED, history=True)
-        await save(store, "r", FINISHED)  # version 4: latest only
+        await save(store, "r", stores.halted)  # version 1: latest only
+        two = await save(store, "r", stores.finished, history=True)
+        three = await save(store, "r", stores.halted, history=True)
+        await save(store, "r", stores.finished)  # version 4: latest only
         entries = await settle(store.history("r"))
         assert [(e.version, e.status) for e in entries] == [(2, "finished"), (3, "halted")]
         assert entries == [two, three]
         old = await settle(store.load("r", version=2))
-        assert old.data == FINISHED and old.record == two
+        assert old.data == stores.finished and old.record == two
         latest = await settle(store.load("r", version=4))
-        assert latest.record.version == 4 and latest.data == FINISHED
+        assert latest.record.version == 4 and latest.data == stores.finished
         with pytest.raises(CheckpointNotFound, match="version 1"):
             await settle(store.load("r", version=1))
         with pytest.raises(CheckpointNotFound):
@@ -183,7 +185,7 @@ async def test_history_keeps_the_saves_made_with_history_oldest_first(stores):
         assert await settle(store.delete("r"))
         with pytest.raises(CheckpointNotFound):
             await settle(store.history("r"))
-        await save(store, "r", HALTED, history=True)
+        await save(store, "r", stores.halted, history=True)
         assert await versions(store, "r") == [1]  # the deleted run's history went with it
 
 
@@ -191,11 +193,11 @@ async def test_history_keeps_the_saves_made_with_history_oldest_first(stores):
 async def test_retention_by_count_keeps_the_newest_entries_and_the_latest(stores):
     async with stores.open(history_limit=3) as store:
         for _ in range(6):
-            await save(store, "r", HALTED, history=True)
-        await save(store, "other", HALTED, history=True)
+            await save(store, "r", stores.halted, history=True)
+        await save(store, "other", stores.halted, history=True)
         assert await versions(store, "r") == [4, 5, 6]
         assert await versions(store, "other") == [1]
-        await save(store, "r", FINISHED)
+        await save(store, "r", stores.finished)
         assert await versions(store, "r") == [4, 5, 6]
         assert (await settle(store.load("r"))).record.version == 7
         assert await settle(store.prune()) == 0
@@ -224,17 +226,17 @@ def clock(monkeypatch):
 @pytest.mark.asyncio
 async def test_retention_by_age_drops_old_entries_never_the_latest(stores, clock):
     async with stores.open(history_max_age=0.2) as store:
-        await save(store, "r", HALTED, history=True)
+        await save(store, "r", stores.halted, history=True)
         clock.now += 0.1  # younger than the limit: the next save keeps it
-        await save(store, "r", FINISHED, history=True)
-        await save(store, "s", HALTED, history=True)
+        await save(store, "r", stores.finished, history=True)
+        await save(store, "s", stores.halted, history=True)
         assert await versions(store, "r") == [1, 2]
         clock.now += 0.3
         assert await settle(store.prune("r")) == 2
         assert await versions(store, "r") == []
         assert (await settle(store.load("r"))).record.version == 2
         assert await settle(store.prune()) == 1
-        await save(store, "s", FINISHED, history=True)  # a save applies the retention too
+        await save(store, "s", stores.finished, history=True)  # a save applies the retention too
         assert await versions(store, "s") == [2]
 
 
@@ -252,16 +254,16 @@ async def test_bad_retention_is_refused(stores):
 @pytest.mark.asyncio
 async def test_fork_starts_a_new_run_from_an_entry_and_leaves_the_source(stores):
     async with stores.open() as store:
-        for data in (HALTED, FINISHED, HALTED):
+        for data in (stores.halted, stores.finished, stores.halted):
             await save(store, "src", data, history=True)
         before = await settle(store.history("src"))
         fork = await settle(store.fork("src", 2, "copy"))
         assert (fork.run_id, fork.version, fork.status, fork.forked_from) == ("copy", 1, "finished", "src@2")
-        assert (await settle(store.load("copy"))).data == FINISHED
+        assert (await settle(store.load("copy"))).data == stores.finished
         assert await settle(store.history("copy")) == [fork]
         assert await settle(store.history("src")) == before
         assert (await settle(store.load("src"))).record.version == 3
-        nxt = await save(store, "copy", HALTED, expected_version=1, history=True)
+        nxt = await save(store, "copy", stores.halted, expected_version=1, history=True)
         assert (nxt.version, nxt.forked_from, nxt.created_at) == (2, "src@2", fork.created_at)
         assert await versions(store, "copy") == [1, 2] and await versions(store, "src") == [1, 2, 3]
         from_latest = await settle(store.fork("src", 3, "copy-2"))
@@ -271,9 +273,9 @@ async def test_fork_starts_a_new_run_from_an_entry_and_leaves_the_source(stores)
 @pytest.mark.asyncio
 async def test_fork_refuses_an_existing_target_and_an_entry_not_kept(stores):
     async with stores.open() as store:
-        await save(store, "src", HALTED)
-        await save(store, "src", FINISHED)
-        await save(store, "taken", HALTED)
+        await save(store, "src", stores.halted)
+        await save(store, "src", stores.finished)
+        await save(store, "taken", stores.halted)
         with pytest.raises(CheckpointConflict, match="taken"):
             await settle(store.fork("src", 2, "taken"))
         with pytest.raises(CheckpointNotFound):
@@ -283,7 +285,7 @@ async def test_fork_refuses_an_existing_target_and_an_entry_not_kept(stores):
         with pytest.raises(ValueError):
             await settle(store.fork("src", 0, "new"))
         assert [r.run_id for r in await settle(store.list())] == ["src", "taken"]
-        assert (await settle(store.load("taken"))).data == HALTED
+        assert (await settle(store.load("taken"))).data == stores.halted
 
 
 # ----- Checkpointing over the store -----------------------------------------------------------------

@@ -8,6 +8,8 @@ backend earns its place here by passing tests/test_store_conformance.py unchange
 from __future__ import annotations
 
 import asyncio
+import os
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -16,13 +18,16 @@ from amrita_sense.durable import MemoryCheckpointStore, SQLiteCheckpointStore
 from support.durable_support import rec
 
 
-def sample_snapshots() -> tuple[bytes, bytes]:
-    """A halted snapshot and a finished one of the same small graph."""
-    interp = WorkflowInterpreter(NodeCompose(rec([], "a"), SUSPEND, rec([], "b")).render())
+def sample_snapshots(payload: int = 0) -> tuple[bytes, bytes]:
+    """A halted snapshot and a finished one of the same small graph; with `payload`, the run holds
+    that many random bytes (pickled into the snapshot: large enough, the stores keep it as frames)."""
+    graph = NodeCompose(rec([], "a"), SUSPEND, rec([], "b")).render()
+    interp = WorkflowInterpreter(graph, extra_args=(os.urandom(payload),) if payload else ())
+    codec = pickle if payload else None
     asyncio.run(interp.run())
-    halted = interp.snapshot()
+    halted = interp.snapshot(codec)
     asyncio.run(interp.run())
-    return halted, interp.snapshot()
+    return halted, interp.snapshot(codec)
 
 
 def _memory(request: Any, tmp_path: Any, options: dict) -> Any:

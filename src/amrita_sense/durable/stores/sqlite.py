@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
+from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
     Checkpoint,
     CheckpointRecord,
@@ -26,8 +27,10 @@ from amrita_sense.durable.stores.base import (
     _version_not_kept,
 )
 
-_SCHEMA_VERSION = 2
-"""1: the latest checkpoint per run; 2: `forked_from`, and the history table."""
+_SCHEMA_VERSION = 3
+"""1: the latest checkpoint per run; 2: `forked_from`, and the history table; 3: frames (a history
+row may be a delta from the one before it, `base`; one kept only as such a base is not `listed`;
+the latest's `data` is empty when its frame is in the history table; `size` of the whole snapshot)."""
 _SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS sense_checkpoints (
@@ -38,7 +41,8 @@ CREATE TABLE IF NOT EXISTS sense_checkpoints (
     created_at  REAL NOT NULL,
     updated_at  REAL NOT NULL,
     data        BLOB NOT NULL,
-    forked_from TEXT
+    forked_from TEXT,
+    size        INTEGER
 )""",
     """
 CREATE TABLE IF NOT EXISTS sense_history (
@@ -48,23 +52,40 @@ CREATE TABLE IF NOT EXISTS sense_history (
     fingerprint TEXT NOT NULL,
     saved_at    REAL NOT NULL,
     data        BLOB NOT NULL,
+    base        INTEGER,
+    listed      INTEGER NOT NULL DEFAULT 1,
+    size        INTEGER,
     PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID""",
 )
+_ADDED_COLUMNS = (
+    ("sense_checkpoints", "forked_from", "TEXT"),
+    ("sense_checkpoints", "size", "INTEGER"),
+    ("sense_history", "base", "INTEGER"),
+    ("sense_history", "listed", "INTEGER NOT NULL DEFAULT 1"),
+    ("sense_history", "size", "INTEGER"),
+)
+"""The columns later schema versions added to a table an earlier one created."""
 _RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 """SQLite 3.35 and later: a save without history is one statement (`RETURNING`); before, a transaction."""
 _INSERT = (
     "INSERT INTO sense_checkpoints (status, fingerprint, created_at, updated_at, data, run_id, version) "
     "VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1) ON CONFLICT (run_id) "
 )
-_UPDATE = "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, version = version + 1"
+_UPDATE = "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, size = NULL, version = version + 1"
 _NEW_VERSION = " RETURNING version, created_at, forked_from"
 _SAVE_ANY = _INSERT + "DO UPDATE SET " + _UPDATE + _NEW_VERSION
 _SAVE_NEW = _INSERT + "DO NOTHING" + _NEW_VERSION
 _SAVE_OVER = "UPDATE sense_checkpoints SET " + _UPDATE + " WHERE run_id = ?5 AND version = ?6" + _NEW_VERSION
-_COLUMNS = "run_id, version, status, fingerprint, length(data), created_at, updated_at, forked_from"
+_COLUMNS = "run_id, version, status, fingerprint, coalesce(size, length(data)), created_at, updated_at, forked_from"
 _HISTORY_COLUMNS = (
-    "h.run_id, h.version, h.status, h.fingerprint, length(h.data), c.created_at, h.saved_at, c.forked_from"
+    "h.run_id, h.version, h.status, h.fingerprint, coalesce(h.size, length(h.data)), c.created_at, h.saved_at, "
+    "c.forked_from"
+)
+_RUNS_WITH_UNLISTED = "SELECT DISTINCT run_id FROM sense_history WHERE listed = 0"
+_CHAIN = (
+    "SELECT version, base, data FROM sense_history WHERE run_id = ?1 AND version <= ?2 AND version >= "
+    "(SELECT max(version) FROM sense_history WHERE run_id = ?1 AND base IS NULL AND version <= ?2) ORDER BY version"
 )
 
 
@@ -106,6 +127,7 @@ class SQLiteCheckpointStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._bases = deltas.Bases()
         with self._lock:
             self._connection()
 
@@ -172,13 +194,18 @@ class SQLiteCheckpointStore:
         self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
     ) -> CheckpointRecord:
         """Store `data` as the run's latest checkpoint (one transaction); with `history`, also as an
-        entry of its history. Its record."""
+        entry of its history. Its record. A large snapshot is stored as frames (a delta from the
+        run's previous one, `amrita_sense.durable.stores.deltas`); a small one without history is one
+        statement."""
         _check_run_id(run_id)
         _check_expected(expected_version)
         header = read_header(data)
         now = time.time()
+        data = bytes(data)
+        if len(data) >= deltas.INCREMENTAL_ABOVE or self._bases.framed(run_id):
+            return self._save_framed(run_id, data, header, now, expected_version, history)
         if not history and _RETURNING:
-            return self._save_latest(run_id, bytes(data), header, now, expected_version)
+            return self._save_latest(run_id, data, header, now, expected_version)
         with self._transaction("saving a checkpoint") as conn:
             sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
             row = conn.execute(sql, (run_id,)).fetchone()
@@ -213,14 +240,50 @@ class SQLiteCheckpointStore:
         version, created, forked = rows[0]
         return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
+    def _save_framed(
+        self, run_id: str, data: bytes, header: Any, now: float, expected_version: int | None, history: bool
+    ) -> CheckpointRecord:
+        """A save as a frame in the history table (listed there with `history`, else kept only as
+        the base of the next); the latest row keeps the record and no data."""
+        with self._lock:
+            try:
+                with self._transaction("saving a checkpoint") as conn:
+                    sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
+                    row = conn.execute(sql, (run_id,)).fetchone()
+                    current, created, forked = row if row is not None else (0, now, None)
+                    if expected_version is not None and expected_version != current:
+                        raise _conflict(run_id, expected_version, current)
+                    version = current + 1
+                    frame, base, chain, chain_bytes = self._bases.frame(run_id, current, data)
+                    conn.execute(
+                        "INSERT INTO sense_history (run_id, version, status, fingerprint, saved_at, data, base, "
+                        "listed, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (run_id, version, header.status, header.fingerprint, now, frame, base, int(history), len(data)),
+                    )
+                    conn.execute(
+                        "INSERT INTO sense_checkpoints (run_id, version, status, fingerprint, created_at, updated_at, "
+                        "data, size) VALUES (?, ?, ?, ?, ?, ?, x'', ?) ON CONFLICT (run_id) DO UPDATE SET version = "
+                        "excluded.version, status = excluded.status, fingerprint = excluded.fingerprint, "
+                        "updated_at = excluded.updated_at, data = x'', size = excluded.size",
+                        (run_id, version, header.status, header.fingerprint, created, now, len(data)),
+                    )
+                    if base is None or history:
+                        self._retain(conn, run_id, now if history else None)
+            except BaseException:
+                self._bases.forget(run_id)
+                raise
+            self._bases.keep(run_id, version, data, chain, chain_bytes)
+        return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
+
     def _write(self, conn: sqlite3.Connection, record: CheckpointRecord, data: bytes, history: bool) -> None:
         """Write `record` as its run's latest checkpoint (and as a history entry) in `conn`'s transaction."""
         r = record
+        self._bases.forget(r.run_id)
         conn.execute(
             "INSERT INTO sense_checkpoints (run_id, version, status, fingerprint, created_at, updated_at, data, "
             "forked_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET version = "
             "excluded.version, status = excluded.status, fingerprint = excluded.fingerprint, "
-            "updated_at = excluded.updated_at, data = excluded.data",
+            "updated_at = excluded.updated_at, data = excluded.data, size = NULL",
             (r.run_id, r.version, r.status, r.fingerprint, r.created_at, r.updated_at, bytes(data), r.forked_from),
         )
         if history:
@@ -229,21 +292,31 @@ class SQLiteCheckpointStore:
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (r.run_id, r.version, r.status, r.fingerprint, r.updated_at, bytes(data)),
             )
-            self._apply_retention(conn, r.run_id, r.updated_at)
+            self._retain(conn, r.run_id, r.updated_at)
 
-    def _apply_retention(self, conn: sqlite3.Connection, run_id: str | None, now: float) -> int:
-        """Drop the history entries the retention no longer keeps (of `run_id`, or of every run)."""
+    def _retain(self, conn: sqlite3.Connection, run_id: str | None, now: float | None) -> int:
+        """Unlist the history entries the retention no longer keeps (of `run_id`, or of every run;
+        none when `now` is None), then drop the frames nothing needs; the entries unlisted."""
+        removed = self._unlist(conn, run_id, now) if now is not None else 0
+        runs = [run_id] if run_id is not None else [r for (r,) in conn.execute(_RUNS_WITH_UNLISTED)]
+        for run in runs:
+            _drop_unneeded_frames(conn, run)
+        return removed
+
+    def _unlist(self, conn: sqlite3.Connection, run_id: str | None, now: float) -> int:
         which, params = ("run_id = ?", (run_id,)) if run_id is not None else ("1", ())
         removed = 0
         if self.history_max_age is not None:
             cursor = conn.execute(
-                f"DELETE FROM sense_history WHERE {which} AND saved_at < ?", (*params, now - self.history_max_age)
+                f"UPDATE sense_history SET listed = 0 WHERE {which} AND listed = 1 AND saved_at < ?",
+                (*params, now - self.history_max_age),
             )
             removed += cursor.rowcount
         if self.history_limit is not None:
             cursor = conn.execute(
-                f"DELETE FROM sense_history WHERE {which} AND version <= (SELECT h.version FROM sense_history h "
-                "WHERE h.run_id = sense_history.run_id ORDER BY h.version DESC LIMIT 1 OFFSET ?)",
+                f"UPDATE sense_history SET listed = 0 WHERE {which} AND listed = 1 AND version <= (SELECT "
+                "h.version FROM sense_history h WHERE h.run_id = sense_history.run_id AND h.listed = 1 "
+                "ORDER BY h.version DESC LIMIT 1 OFFSET ?)",
                 (*params, self.history_limit),
             )
             removed += cursor.rowcount
@@ -258,22 +331,41 @@ class SQLiteCheckpointStore:
         if not rows:
             raise CheckpointNotFound(f"no checkpoint for run {run_id!r} in {self.path!r}")
         if version is None or rows[0][1] == version:
-            return Checkpoint(CheckpointRecord(*rows[0][:8]), _checked_data(run_id, rows[0][1], rows[0][8]))
+            record, data = CheckpointRecord(*rows[0][:8]), rows[0][8]
+            if not data:  # the latest is stored as frames
+                data = self._rebuild(run_id, record.version, latest=True)
+            return Checkpoint(record, _checked_data(run_id, record.version, data))
         sql = (
-            f"SELECT {_HISTORY_COLUMNS}, h.data FROM sense_history h JOIN sense_checkpoints c USING (run_id) "
-            "WHERE h.run_id = ? AND h.version = ?"
+            f"SELECT {_HISTORY_COLUMNS}, h.data, h.base FROM sense_history h JOIN sense_checkpoints c USING (run_id) "
+            "WHERE h.run_id = ? AND h.version = ? AND h.listed = 1"
         )
         rows = self._query(sql, (run_id, version), "loading")
         if not rows:
             raise _version_not_kept(run_id, version, f" in {self.path!r}")
-        return Checkpoint(CheckpointRecord(*rows[0][:8]), _checked_data(run_id, version, rows[0][8]))
+        data = rows[0][8] if rows[0][9] is None else self._rebuild(run_id, version, latest=False)
+        return Checkpoint(CheckpointRecord(*rows[0][:8]), _checked_data(run_id, version, data))
+
+    def _rebuild(self, run_id: str, version: int, latest: bool) -> bytes:
+        """The snapshot of `version` from its frames: its keyframe and the deltas after it, read in
+        one query (the latest's is kept as the base of the run's next save)."""
+        frames = self._query(_CHAIN, (run_id, version), "loading")
+        versions = [row[0] for row in frames]
+        if not frames or versions != list(range(versions[0], version + 1)) or frames[0][1] is not None:
+            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, are incomplete")
+        if any(base != at - 1 for at, base, _ in frames[1:]):
+            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, do not follow each other")
+        data = deltas.rebuild(frames[0][2], [frame for _, _, frame in frames[1:]])
+        if latest:
+            with self._lock:
+                self._bases.keep(run_id, version, data, len(frames) - 1, sum(len(f) for _, _, f in frames[1:]))
+        return data
 
     def history(self, run_id: str) -> list[CheckpointRecord]:
         """The run's kept history entries, oldest first; `CheckpointNotFound` for an unknown run."""
         _check_run_id(run_id)
         sql = (
             f"SELECT {_HISTORY_COLUMNS} FROM sense_history h JOIN sense_checkpoints c USING (run_id) "
-            "WHERE h.run_id = ? ORDER BY h.version"
+            "WHERE h.run_id = ? AND h.listed = 1 ORDER BY h.version"
         )
         rows = self._query(sql, (run_id,), "reading the history")
         if not rows and not self._query("SELECT 1 FROM sense_checkpoints WHERE run_id = ?", (run_id,), "reading"):
@@ -304,7 +396,7 @@ class SQLiteCheckpointStore:
         if run_id is not None:
             _check_run_id(run_id)
         with self._transaction("pruning the history") as conn:
-            return self._apply_retention(conn, run_id, time.time())
+            return self._retain(conn, run_id, time.time())
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
@@ -326,6 +418,7 @@ class SQLiteCheckpointStore:
                 raise _conflict(run_id, expected_version, current)
             conn.execute("DELETE FROM sense_checkpoints WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
+            self._bases.forget(run_id)
         return row is not None
 
 
@@ -344,9 +437,7 @@ def _upgrade_schema(conn: sqlite3.Connection, path: str) -> None:
                 f"versions up to {_SCHEMA_VERSION} (upgrade amrita-sense-turbo to read it)"
             )
         if found < _SCHEMA_VERSION:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(sense_checkpoints)")}
-            if columns and "forked_from" not in columns:  # a version 1 file
-                conn.execute("ALTER TABLE sense_checkpoints ADD COLUMN forked_from TEXT")
+            _add_columns(conn)
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -354,3 +445,35 @@ def _upgrade_schema(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """Add to the tables an older release's file has the columns later versions added."""
+    for table, column, kind in _ADDED_COLUMNS:
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if columns and column not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _drop_unneeded_frames(conn: sqlite3.Connection, run_id: str) -> None:
+    """Delete the run's history rows that are neither listed nor on the way from a keyframe to a
+    listed entry or to the latest checkpoint (when that is stored as frames)."""
+    rows = conn.execute(
+        "SELECT version, base IS NULL, listed FROM sense_history WHERE run_id = ? ORDER BY version", (run_id,)
+    ).fetchall()
+    if all(listed for _, _, listed in rows):
+        return
+    latest = conn.execute("SELECT version, length(data) = 0 FROM sense_checkpoints WHERE run_id = ?", (run_id,))
+    tips = [version for version, _, listed in rows if listed]
+    tips += [version for version, framed in latest.fetchall() if framed]
+    keyframe = {version: bool(full) for version, full, _ in rows}
+    needed: set[int] = set()
+    for tip in tips:
+        version = tip
+        while version in keyframe and version not in needed:
+            needed.add(version)
+            if keyframe[version]:
+                break
+            version -= 1
+    unneeded = [(run_id, version) for version in keyframe if version not in needed]
+    conn.executemany("DELETE FROM sense_history WHERE run_id = ? AND version = ?", unneeded)
