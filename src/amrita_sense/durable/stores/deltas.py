@@ -28,9 +28,9 @@ from amrita_sense.durable.errors import CorruptSnapshot
 MAGIC = b"ASRD"
 _COPY = struct.Struct("<BII")
 _INSERT = struct.Struct("<BI")
-MIN_COPY = 32
+MIN_COPY = 16
 """The shortest run of old bytes a delta copies (shorter runs are inserted)."""
-_PROBES = (0, 16, 64, 256, 1024, 4096, 16384)
+_PROBES = (0, 8, 16, 32, 64, 256, 1024, 4096, 16384)
 """How far past a mismatch `diff` looks in the old snapshot for the next common bytes."""
 MAX_REBUILT = 1 << 30
 """The largest snapshot `rebuild` makes (a delta from a store is untrusted)."""
@@ -164,9 +164,12 @@ def _slice(pieces: list[tuple[bytes, int, int]], ends: list[int], low: int, high
     return out
 
 
-MAX_CHAIN = 256
+MAX_CHAIN = 1024
 """The most delta frames after a keyframe (rebuilding a snapshot reads at most this many)."""
-INCREMENTAL_ABOVE = 16 * 1024
+CHAIN_GROWTH = 4
+"""A keyframe also comes when the deltas since the last one add up to this many times the snapshot
+(a run that rewrites its context rather than appending to it)."""
+INCREMENTAL_ABOVE = 8 * 1024
 """Snapshots at least this large are stored as frames (a smaller one is written whole)."""
 
 
@@ -190,7 +193,7 @@ class Bases:
         if kept is not None and kept[0] == current and kept[2] < MAX_CHAIN:
             _, base, chain, chain_bytes = kept
             delta = diff(base, data)
-            if delta is not None and chain_bytes + len(delta) <= len(data):
+            if delta is not None and chain_bytes + len(delta) <= CHAIN_GROWTH * len(data):
                 return delta, current, chain + 1, chain_bytes + len(delta)
         return data, None, 0, 0
 
