@@ -267,8 +267,10 @@ class SQLiteCheckpointStore:
                         "updated_at = excluded.updated_at, data = x'', size = excluded.size",
                         (run_id, version, header.status, header.fingerprint, created, now, len(data)),
                     )
-                    if base is None or history:
-                        self._retain(conn, run_id, now if history else None)
+                    if base is None:
+                        self._retain(conn, run_id, None)  # the frames before a keyframe may go
+                    if history:
+                        self._retain(conn, run_id, now)
             except BaseException:
                 self._bases.forget(run_id)
                 raise
@@ -298,9 +300,10 @@ class SQLiteCheckpointStore:
         """Unlist the history entries the retention no longer keeps (of `run_id`, or of every run;
         none when `now` is None), then drop the frames nothing needs; the entries unlisted."""
         removed = self._unlist(conn, run_id, now) if now is not None else 0
-        runs = [run_id] if run_id is not None else [r for (r,) in conn.execute(_RUNS_WITH_UNLISTED)]
-        for run in runs:
-            _drop_unneeded_frames(conn, run)
+        if removed or now is None:  # something may no longer be needed (the GC reads the run's rows)
+            runs = [run_id] if run_id is not None else [r for (r,) in conn.execute(_RUNS_WITH_UNLISTED)]
+            for run in runs:
+                _drop_unneeded_frames(conn, run)
         return removed
 
     def _unlist(self, conn: sqlite3.Connection, run_id: str | None, now: float) -> int:
@@ -396,7 +399,9 @@ class SQLiteCheckpointStore:
         if run_id is not None:
             _check_run_id(run_id)
         with self._transaction("pruning the history") as conn:
-            return self._retain(conn, run_id, time.time())
+            removed = self._unlist(conn, run_id, time.time())
+            self._retain(conn, run_id, None)  # every frame nothing needs goes
+            return removed
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
