@@ -3,6 +3,7 @@ still loads exactly as the full snapshot it was (history, time travel, fork, ret
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import sqlite3
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from amrita_sense import WHILE, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import Checkpointing, CorruptSnapshot, SQLiteCheckpointStore
 from amrita_sense.durable.stores import deltas
-from support.stores import sample_snapshots
+from support.stores import STORES, sample_snapshots
 
 APPENDS = 500
 PIECE = 1024
@@ -46,8 +47,8 @@ class Recording:
     def __init__(self, inner: Any, every: int) -> None:
         self.inner, self.every, self.saved = inner, every, {}
 
-    def save(self, run_id: str, data: bytes, **options: Any) -> Any:
-        record = self.inner.save(run_id, data, **options)
+    async def save(self, run_id: str, data: bytes, **options: Any) -> Any:
+        record = await settle(self.inner.save(run_id, data, **options))
         if record.version % self.every == 0:
             self.saved[record.version] = data
         return record
@@ -56,66 +57,101 @@ class Recording:
         return getattr(self.inner, name)
 
 
-def stored_bytes(path: Any) -> int:
+async def settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+_ROW_BYTES = "coalesce(sum(length(data) + length(run_id) + length(status) + length(fingerprint) + 40), 0)"
+
+
+def stored_bytes(store: Any, request: Any) -> int:
     """What the store's tables hold: every row's data and its other columns."""
-    with sqlite3.connect(path) as raw:
-        total = 0
-        for table in ("sense_checkpoints", "sense_history"):
-            sql = f"SELECT coalesce(sum(length(data) + length(run_id) + length(status) + length(fingerprint) + 40), 0) FROM {table}"  # noqa: S608
-            total += raw.execute(sql).fetchone()[0]
-    return total
+    if isinstance(store, SQLiteCheckpointStore):
+        with sqlite3.connect(store.path) as raw:
+            tables = ("sense_checkpoints", "sense_history")
+            return sum(raw.execute(f"SELECT {_ROW_BYTES} FROM {table}").fetchone()[0] for table in tables)  # noqa: S608
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("postgres_dsn")) as raw:
+        tables = (f'"{store.schema}".checkpoints', f'"{store.schema}".history')
+        return sum(raw.execute(f"SELECT {_ROW_BYTES} FROM {table}").fetchone()[0] for table in tables)  # noqa: S608
+
+
+@pytest.fixture(params=["sqlite", "postgres", "postgres-async"])
+def kind(request):
+    return request.param
+
+
+class Opened:
+    """Stores of one backend on one database (a second one sees nothing the first kept in memory)."""
+
+    def __init__(self, kind: str, request: Any, tmp_path: Any) -> None:
+        self.kind, self.request, self.tmp_path, self.schema = kind, request, tmp_path, None
+
+    def open(self, **options: Any) -> Any:
+        if self.kind == "sqlite":
+            return SQLiteCheckpointStore(self.tmp_path / "runs.db", **options)
+        if self.schema is None:  # the first: a schema of its own, dropped after the test
+            first = STORES[self.kind](self.request, self.tmp_path, options)
+            self.schema = first.schema
+            return first
+        from amrita_sense.durable import AsyncPostgresCheckpointStore, PostgresCheckpointStore
+
+        kind = AsyncPostgresCheckpointStore if self.kind == "postgres-async" else PostgresCheckpointStore
+        return kind(self.request.getfixturevalue("postgres_dsn"), schema=self.schema, **options)
+
+
+@pytest.fixture
+def stores(kind, request, tmp_path):
+    return Opened(kind, request, tmp_path)
 
 
 @pytest.mark.asyncio
-async def test_a_growing_context_stores_what_changed_and_every_version_loads_whole(tmp_path):
-    path = tmp_path / "runs.db"
-    store = Recording(SQLiteCheckpointStore(path), every=50)
+async def test_a_growing_context_stores_what_changed_and_every_version_loads_whole(stores, request):
+    store = Recording(stores.open(), every=50)
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
     interp.checkpointing = Checkpointing(store, "chat", codec=pickle, history=True)
     await interp.run()
-    final = store.load("chat")
+    final = await settle(store.load("chat"))
     saves = final.record.version
     assert saves > APPENDS and len(interp._ava_args_v[1].messages) == APPENDS
-    assert stored_bytes(path) <= 2 * len(final.data) + 200 * saves
-    fresh = SQLiteCheckpointStore(path)  # nothing in memory: every version from its frames
+    assert stored_bytes(store.inner, request) <= 2 * len(final.data) + 200 * saves
+    fresh = stores.open()  # nothing in memory: every version from its frames
     for version, data in store.saved.items():
-        assert fresh.load("chat", version=version).data == data
-    forked = fresh.fork("chat", 250, "chat-250")
-    assert fresh.load("chat-250").data == store.saved[250] and forked.size == len(store.saved[250])
+        assert (await settle(fresh.load("chat", version=version))).data == data
+    forked = await settle(fresh.fork("chat", 250, "chat-250"))
+    assert (await settle(fresh.load("chat-250"))).data == store.saved[250] and forked.size == len(store.saved[250])
     back = await Checkpointing(fresh, "chat", codec=pickle).resume(growing_graph(), version=250)
     await back.run()
     assert back._ava_args_v[1].messages == interp._ava_args_v[1].messages
 
 
 @pytest.mark.asyncio
-async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(tmp_path):
-    path = tmp_path / "runs.db"
-    store = Recording(SQLiteCheckpointStore(path, history_limit=7), every=1)
+async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(stores):
+    store = Recording(stores.open(history_limit=7), every=1)
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
     interp.checkpointing = Checkpointing(store, "chat", codec=pickle, history=True)
     await interp.run()
-    fresh = SQLiteCheckpointStore(path, history_limit=7)
-    kept = [record.version for record in fresh.history("chat")]
+    fresh = stores.open(history_limit=7)
+    kept = [record.version for record in await settle(fresh.history("chat"))]
     assert len(kept) == 7
-    fresh.fork("chat", kept[0], "side")
-    fresh.prune()
+    await settle(fresh.fork("chat", kept[0], "side"))
+    await settle(fresh.prune())
     for version in kept:
-        assert fresh.load("chat", version=version).data == store.saved[version]
-    assert fresh.load("side").data == store.saved[kept[0]]
-    with sqlite3.connect(path) as raw:
-        frames = raw.execute("SELECT count(*) FROM sense_history WHERE run_id = 'chat'").fetchone()[0]
-    assert frames <= 7 + deltas.MAX_CHAIN + 1  # what nothing needs is gone
+        assert (await settle(fresh.load("chat", version=version))).data == store.saved[version]
+    assert (await settle(fresh.load("side"))).data == store.saved[kept[0]]
+    assert len(await settle(fresh.history("chat"))) == 7
 
 
 @pytest.mark.asyncio
-async def test_without_history_the_store_keeps_the_chain_of_the_latest_only(tmp_path):
-    path = tmp_path / "runs.db"
+async def test_without_history_the_store_keeps_the_chain_of_the_latest_only(stores, request):
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
-    interp.checkpointing = Checkpointing(SQLiteCheckpointStore(path), "chat", codec=pickle)
+    interp.checkpointing = Checkpointing(stores.open(), "chat", codec=pickle)
     await interp.run()
-    final = SQLiteCheckpointStore(path).load("chat")
-    assert SQLiteCheckpointStore(path).history("chat") == []
-    assert stored_bytes(path) <= 2 * len(final.data) + 200 * final.record.version
+    fresh = stores.open()
+    final = await settle(fresh.load("chat"))
+    assert await settle(fresh.history("chat")) == []
+    assert stored_bytes(fresh, request) <= 2 * len(final.data) + 200 * final.record.version
     restored = WorkflowInterpreter.restore(growing_graph(), final.data, codec=pickle)
     assert restored._ava_args_v[1].messages == interp._ava_args_v[1].messages
 

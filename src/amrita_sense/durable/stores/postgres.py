@@ -50,12 +50,13 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
+from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
     Checkpoint,
     CheckpointRecord,
@@ -81,8 +82,10 @@ else:
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
 
-SCHEMA_VERSION = 1
-"""The version of the tables this code writes (the `meta` row); a newer one is refused."""
+SCHEMA_VERSION = 2
+"""The version of the tables this code writes (the `meta` row); a newer one is refused. 2: frames
+(a history row may be a delta from the one before it, `base`; a row kept only as such a base is
+not `listed`; the latest's `data` is empty when its frame is in the history table)."""
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _OWN_POOL_OPTIONS = ("conninfo", "open", "connection_class")
@@ -118,6 +121,8 @@ _CREATE = (
         PRIMARY KEY (run_id, version)
     )""",
     "CREATE INDEX IF NOT EXISTS history_saved_at ON {s}.history (saved_at)",
+    "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS base bigint",
+    "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS listed boolean NOT NULL DEFAULT true",
 )
 _META_EXISTS = "SELECT to_regclass(%(meta)s) IS NOT NULL"
 _META_VERSION = "SELECT value FROM {s}.meta WHERE key = 'schema_version'"
@@ -147,7 +152,7 @@ _ENTRY = (
     "INSERT INTO {s}.history (run_id, version, status, fingerprint, size, saved_at, data) "
     "SELECT run_id, version, status, fingerprint, size, updated_at, data FROM {rows} "
     "ON CONFLICT (run_id, version) DO UPDATE SET status = EXCLUDED.status, fingerprint = EXCLUDED.fingerprint, "
-    "size = EXCLUDED.size, saved_at = EXCLUDED.saved_at, data = EXCLUDED.data"
+    "size = EXCLUDED.size, saved_at = EXCLUDED.saved_at, data = EXCLUDED.data, base = NULL, listed = true"
 )
 _SAVED = "RETURNING version, created_at, forked_from"
 _SAVED_WITH_HISTORY = (
@@ -163,10 +168,18 @@ _SAVED_WITH_HISTORY_PRUNED = (
     "WITH saved AS ({write} RETURNING run_id, version, status, fingerprint, size, created_at, updated_at, "
     "forked_from, data), "
     "entry AS ({entry}), "
-    "ranked AS (SELECT version, saved_at, row_number() OVER (ORDER BY version DESC) AS newer "
-    "FROM {s}.history WHERE run_id = %(run_id)s), "
-    "gone AS (DELETE FROM {s}.history h USING ranked r WHERE h.run_id = %(run_id)s AND h.version = r.version "
-    "AND h.version < (SELECT version FROM saved) AND (r.newer >= %(limit)s OR r.saved_at < %(cutoff)s)) "
+    "ranked AS (SELECT version, saved_at, row_number() OVER (ORDER BY version DESC) AS newer, "
+    "(EXISTS (SELECT 1 FROM {s}.history d WHERE d.run_id = %(run_id)s AND d.version = history.version + 1 "
+    "AND d.base IS NOT NULL) OR EXISTS (SELECT 1 FROM {s}.checkpoints c WHERE c.run_id = %(run_id)s "
+    "AND c.version = history.version AND length(c.data) = 0)) AS based_on "
+    "FROM {s}.history WHERE run_id = %(run_id)s AND listed), "
+    "dropped AS (SELECT version, based_on FROM ranked WHERE version < (SELECT version FROM saved) "
+    "AND (newer >= %(limit)s OR saved_at < %(cutoff)s)), "
+    # a dropped entry a delta is made over stays as that delta's base (unlisted); the others go
+    "gone AS (DELETE FROM {s}.history h USING dropped r WHERE h.run_id = %(run_id)s AND h.version = r.version "
+    "AND NOT r.based_on), "
+    "hidden AS (UPDATE {s}.history h SET listed = false FROM dropped r WHERE h.run_id = %(run_id)s "
+    "AND h.version = r.version AND r.based_on) "
     "SELECT version, created_at, forked_from FROM saved"
 )
 _CURRENT_VERSION = "SELECT version FROM {s}.checkpoints WHERE run_id = %(run_id)s"
@@ -175,25 +188,70 @@ _LOCK_RUN = _CURRENT_VERSION + " FOR UPDATE"
 # retention: of one run's entries (or every run's), drop those past the newest `limit` and those
 # saved before `cutoff` (a NULL bound drops nothing)
 _PRUNE = (
+    # a dropped entry the next row is a delta over stays as that delta's base (unlisted); the others go
     "WITH ranked AS (SELECT run_id, version, saved_at, "
-    "row_number() OVER (PARTITION BY run_id ORDER BY version DESC) AS newer FROM {s}.history {where}), "
-    "gone AS (DELETE FROM {s}.history h USING ranked r WHERE h.run_id = r.run_id AND h.version = r.version "
-    "AND (r.newer > %(limit)s OR r.saved_at < %(cutoff)s) RETURNING 1) "
-    "SELECT count(*) FROM gone"
+    "row_number() OVER (PARTITION BY run_id ORDER BY version DESC) AS newer, "
+    "(EXISTS (SELECT 1 FROM {s}.history d WHERE d.run_id = history.run_id AND d.version = history.version + 1 "
+    "AND d.base IS NOT NULL) OR EXISTS (SELECT 1 FROM {s}.checkpoints c WHERE c.run_id = history.run_id "
+    "AND c.version = history.version AND length(c.data) = 0)) AS based_on FROM {s}.history WHERE listed {where}), "
+    "dropped AS (SELECT run_id, version, based_on FROM ranked "
+    "WHERE newer > %(limit)s OR saved_at < %(cutoff)s), "
+    "gone AS (DELETE FROM {s}.history h USING dropped r WHERE h.run_id = r.run_id AND h.version = r.version "
+    "AND NOT r.based_on RETURNING 1), "
+    "hidden AS (UPDATE {s}.history h SET listed = false FROM dropped r WHERE h.run_id = r.run_id "
+    "AND h.version = r.version AND r.based_on RETURNING 1) "
+    "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM hidden)"
+)
+# the frames nothing needs: unlisted, and not between a listed entry (or the latest, when stored as
+# frames) and the keyframe it is rebuilt from
+_DROP_UNNEEDED = (
+    "WITH tips AS MATERIALIZED (SELECT run_id, version FROM {s}.history WHERE listed {where} "
+    "UNION ALL SELECT run_id, version FROM {s}.checkpoints WHERE length(data) = 0 {where}), "
+    "ranges AS MATERIALIZED (SELECT t.run_id, t.version AS high, (SELECT max(k.version) FROM {s}.history k "
+    "WHERE k.run_id = t.run_id AND k.base IS NULL AND k.version <= t.version) AS low FROM tips t) "
+    "DELETE FROM {s}.history h WHERE NOT h.listed {where_h} AND NOT EXISTS (SELECT 1 FROM ranges r "
+    "WHERE r.run_id = h.run_id AND h.version BETWEEN r.low AND r.high)"
+)
+_CHAIN = (
+    "SELECT version, base, data FROM {s}.history WHERE run_id = %(run_id)s AND version <= %(version)s "
+    "AND version >= (SELECT max(version) FROM {s}.history WHERE run_id = %(run_id)s AND base IS NULL "
+    "AND version <= %(version)s) ORDER BY version"
+)
+_CLAIM_RUN = (
+    # a new run's row, version 0, for the transaction that saves its first checkpoint (a concurrent
+    # first save waits for it, then finds the row): the row lock below then fences both alike
+    "INSERT INTO {s}.checkpoints (run_id, version, status, fingerprint, size, created_at, updated_at, data) "
+    "VALUES (%(run_id)s, 0, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, ''::bytea) "
+    "ON CONFLICT (run_id) DO NOTHING"
+)
+_LOCK_RECORD = "SELECT version, created_at, forked_from FROM {s}.checkpoints WHERE run_id = %(run_id)s FOR UPDATE"
+_PUT_FRAME = (
+    "INSERT INTO {s}.history (run_id, version, status, fingerprint, size, saved_at, data, base, listed) "
+    "VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(frame)s, %(base)s, "
+    "%(listed)s) ON CONFLICT (run_id, version) DO UPDATE SET status = EXCLUDED.status, "
+    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, saved_at = EXCLUDED.saved_at, data = EXCLUDED.data, "
+    "base = EXCLUDED.base, listed = EXCLUDED.listed"
+)
+_PUT_FRAMED_LATEST = (
+    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data) "
+    "VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, ''::bytea) "
+    "ON CONFLICT (run_id) DO UPDATE SET version = EXCLUDED.version, status = EXCLUDED.status, "
+    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = ''::bytea"
 )
 
-_LOAD_LATEST = f"SELECT {_RECORD}, data FROM {{s}}.checkpoints WHERE run_id = %(run_id)s"
+_LOAD_LATEST = f"SELECT {_RECORD}, data, NULL::bigint FROM {{s}}.checkpoints WHERE run_id = %(run_id)s"
 _LOAD_VERSION = (
-    f"SELECT {_RECORD}, data FROM {{s}}.checkpoints WHERE run_id = %(run_id)s AND version = %(version)s "
+    f"SELECT {_RECORD}, data, NULL::bigint FROM {{s}}.checkpoints WHERE run_id = %(run_id)s "
+    "AND version = %(version)s "
     "UNION ALL "
-    "SELECT h.run_id, h.version, h.status, h.fingerprint, h.size, c.created_at, h.saved_at, c.forked_from, h.data "
-    "FROM {s}.history h JOIN {s}.checkpoints c ON c.run_id = h.run_id "
-    "WHERE h.run_id = %(run_id)s AND h.version = %(version)s AND c.version <> %(version)s"
+    "SELECT h.run_id, h.version, h.status, h.fingerprint, h.size, c.created_at, h.saved_at, c.forked_from, h.data, "
+    "h.base FROM {s}.history h JOIN {s}.checkpoints c ON c.run_id = h.run_id "
+    "WHERE h.run_id = %(run_id)s AND h.version = %(version)s AND c.version <> %(version)s AND h.listed"
 )
 _RUN_EXISTS = "SELECT EXISTS (SELECT 1 FROM {s}.checkpoints WHERE run_id = %(run_id)s)"
 _HISTORY = (
     "SELECT c.run_id, h.version, h.status, h.fingerprint, h.size, c.created_at, h.saved_at, c.forked_from "
-    "FROM {s}.checkpoints c LEFT JOIN {s}.history h ON h.run_id = c.run_id "
+    "FROM {s}.checkpoints c LEFT JOIN {s}.history h ON h.run_id = c.run_id AND h.listed "
     "WHERE c.run_id = %(run_id)s ORDER BY h.version"
 )
 _LIST = f"SELECT {_RECORD} FROM {{s}}.checkpoints ORDER BY run_id"
@@ -205,10 +263,8 @@ _DELETE = (
 # the entry (the latest or a history entry) becomes the new run's latest and first history entry, in
 # one statement; the row tells apart an entry not kept (no row) and a taken run id (made = 0)
 _FORK = (
-    "WITH source AS ((SELECT status, fingerprint, size, data FROM {s}.checkpoints "
-    "WHERE run_id = %(run_id)s AND version = %(version)s "
-    "UNION ALL SELECT status, fingerprint, size, data FROM {s}.history "
-    "WHERE run_id = %(run_id)s AND version = %(version)s) LIMIT 1), "
+    "WITH source AS (SELECT %(status)s::text AS status, %(fingerprint)s::text AS fingerprint, "
+    "%(size)s::integer AS size, %(data)s::bytea AS data), "
     "made AS (INSERT INTO {s}.checkpoints (run_id, version, status, fingerprint, size, created_at, updated_at, "
     "forked_from, data) SELECT %(new_run_id)s, 1, status, fingerprint, size, %(now)s, %(now)s, %(forked_from)s, "
     "data FROM source ON CONFLICT (run_id) DO NOTHING "
@@ -244,8 +300,16 @@ def _statements(schema: str) -> dict[str, Any]:
         out[f"save_{mode}_history"] = _SAVED_WITH_HISTORY.format(write=write.format(s=s), entry=entry)
         pruned = _SAVED_WITH_HISTORY_PRUNED.format(s=s, write=write.format(s=s), entry=entry)
         out[f"save_{mode}_history_pruned"] = pruned
-    out["prune_run"] = _PRUNE.format(s=s, where="WHERE run_id = %(run_id)s")
+    out["prune_run"] = _PRUNE.format(s=s, where="AND run_id = %(run_id)s")
     out["prune_all"] = _PRUNE.format(s=s, where="")
+    out["drop_unneeded_run"] = _DROP_UNNEEDED.format(
+        s=s, where="AND run_id = %(run_id)s", where_h="AND h.run_id = %(run_id)s"
+    )
+    out["drop_unneeded_all"] = _DROP_UNNEEDED.format(s=s, where="", where_h="")
+    for name, sql in (("chain", _CHAIN), ("lock_record", _LOCK_RECORD), ("put_frame", _PUT_FRAME)):
+        out[name] = sql.format(s=s)
+    out["put_framed_latest"] = _PUT_FRAMED_LATEST.format(s=s)
+    out["claim_run"] = _CLAIM_RUN.format(s=s)
     return out
 
 
@@ -263,6 +327,8 @@ class _Operation:
     steps: Steps
     atomic: bool
     """Run the statements in one transaction (else each commits on its own: at most one of them writes)."""
+    done: Callable[[bool], None] | None = None
+    """Told whether the operation committed (the store keeps a saved frame's base only then)."""
 
 
 class _PostgresStore:
@@ -302,6 +368,8 @@ class _PostgresStore:
         self._pool_kwargs = dict(pool_kwargs)
         self._sql = _statements(schema)
         self._where = f" in schema {schema!r} of {_safe_conninfo(self._params)!r}"
+        self._bases = deltas.Bases()
+        self._bases_lock = threading.Lock()  # threads: guards `_bases`
         self._start()
 
     def _start(self) -> None:
@@ -387,6 +455,10 @@ class _PostgresStore:
             "data": bytes(data),
             "expected": expected_version,
         }
+        with self._bases_lock:
+            framed = len(data) >= deltas.INCREMENTAL_ABOVE or self._bases.framed(run_id)
+        if framed:
+            return self._framed_save_op(params, header, history)
         statement = "save_" + ("any" if expected_version is None else "new" if expected_version == 0 else "over")
         if history:
             statement += "_history"
@@ -395,6 +467,44 @@ class _PostgresStore:
                 params.update(self._retention(run_id, now))
         steps = self._save_steps(self._sql[statement], params)
         return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
+
+    def _framed_save_op(self, params: dict[str, Any], header: Any, history: bool) -> _Operation:
+        """A save as a frame in the history table (listed with `history`, else kept only as the base of
+        the next); the latest row keeps the record and no data. One transaction."""
+        run_id = params["run_id"]
+        kept: dict[str, Any] = {}
+
+        def done(committed: bool) -> None:
+            with self._bases_lock:
+                if committed and kept:
+                    self._bases.keep(run_id, kept["version"], params["data"], kept["chain"], kept["chain_bytes"])
+                else:
+                    self._bases.forget(run_id)
+
+        steps = self._framed_save_steps(params, history, kept)
+        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, done=done)
+
+    def _framed_save_steps(self, params: dict[str, Any], history: bool, kept: dict[str, Any]) -> Steps:
+        run_id, now = params["run_id"], params["now"]
+        yield self._sql["claim_run"], params
+        current, created, forked = (yield self._sql["lock_record"], {"run_id": run_id})[0]
+        expected = params["expected"]
+        if expected is not None and expected != current:
+            raise _conflict(run_id, expected, current)
+        with self._bases_lock:
+            frame, base, chain, chain_bytes = self._bases.frame(run_id, current, params["data"])
+        version = current + 1
+        frame_params = dict(params, version=version, frame=frame, base=base, listed=history)
+        yield self._sql["put_frame"], frame_params
+        yield self._sql["put_framed_latest"], frame_params
+        if base is None:  # the frames before a keyframe may go
+            yield self._sql["drop_unneeded_run"], {"run_id": run_id}
+        if history and self._retains():  # unlisted bases wait for the next keyframe or `prune()`
+            yield self._sql["prune_run"], self._retention(run_id, now)
+        kept.update(version=version, chain=chain, chain_bytes=chain_bytes)
+        return CheckpointRecord(
+            run_id, version, params["status"], params["fingerprint"], params["size"], created, now, forked
+        )
 
     def _save_steps(self, statement: str, params: dict[str, Any]) -> Steps:
         rows = yield statement, params
@@ -436,7 +546,27 @@ class _PostgresStore:
                 raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}")
             raise _version_not_kept(run_id, version, self._where)
         row = rows[0]
-        return Checkpoint(CheckpointRecord(*row[:8]), _checked_data(run_id, row[1], row[8], self._where))
+        record, data, base = CheckpointRecord(*row[:8]), row[8], row[9]
+        if not data or base is not None:  # stored as frames
+            frames = yield self._sql["chain"], {"run_id": run_id, "version": record.version}
+            data = self._rebuild(run_id, record.version, frames, latest=version is None or not row[9])
+        return Checkpoint(record, _checked_data(run_id, record.version, data, self._where))
+
+    def _rebuild(self, run_id: str, version: int, frames: list[tuple[Any, ...]], latest: bool) -> bytes:
+        """The snapshot of `version` from its keyframe and the deltas after it (the latest's is kept
+        as the base of the run's next save)."""
+        versions = [row[0] for row in frames]
+        if not frames or versions != list(range(versions[0], version + 1)) or frames[0][1] is not None:
+            raise CorruptSnapshot(
+                f"the stored frames of run {run_id!r}, version {version}{self._where}, are incomplete"
+            )
+        if any(base != at - 1 for at, base, _ in frames[1:]):
+            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, do not follow each other")
+        data = deltas.rebuild(bytes(frames[0][2]), [bytes(frame) for _, _, frame in frames[1:]])
+        if latest:
+            with self._bases_lock:
+                self._bases.keep(run_id, version, data, len(frames) - 1, sum(len(f) for _, _, f in frames[1:]))
+        return data
 
     def _history_op(self, run_id: str) -> _Operation:
         _check_run_id(run_id)
@@ -464,15 +594,15 @@ class _PostgresStore:
         return _Operation(what, self._fork_steps(params), atomic=True)
 
     def _fork_steps(self, params: dict[str, Any]) -> Steps:
-        rows = yield self._sql["fork"], params
         run_id, version, new_run_id = params["run_id"], params["version"], params["new_run_id"]
-        if not rows:
-            raise _version_not_kept(run_id, version, self._where)
-        status, fingerprint, size, data, made, current = rows[0]
+        source = yield from self._load_steps(run_id, version)  # checked, and whole when stored as frames
+        record = source.record
+        params = dict(params, status=record.status, fingerprint=record.fingerprint, size=record.size)
+        rows = yield self._sql["fork"], dict(params, data=source.data)
+        status, fingerprint, size, _, made, current = rows[0]
         if not made:
             # `current` is None only when the run id was taken by a writer this statement waited for
             raise _fork_conflict(new_run_id, current or 1)
-        _checked_data(run_id, version, data, self._where)  # a damaged source rolls the fork back
         now = params["now"]
         return CheckpointRecord(new_run_id, 1, status, fingerprint, size, now, now, params["forked_from"])
 
@@ -480,13 +610,16 @@ class _PostgresStore:
         if run_id is not None:
             _check_run_id(run_id)
         what = "pruning the history" if run_id is None else f"pruning the history of run {run_id!r}"
-        return _Operation(what, self._prune_steps(run_id), atomic=False)
+        return _Operation(what, self._prune_steps(run_id), atomic=True)
 
     def _prune_steps(self, run_id: str | None) -> Steps:
-        if not self._retains():
-            return 0
-        rows = yield self._sql["prune_all" if run_id is None else "prune_run"], self._retention(run_id, time.time())
-        return rows[0][0]
+        """Unlist what the retention no longer keeps, then drop every frame nothing needs."""
+        removed = 0
+        if self._retains():
+            rows = yield self._sql["prune_all" if run_id is None else "prune_run"], self._retention(run_id, time.time())
+            removed = rows[0][0]
+        yield self._sql["drop_unneeded_all" if run_id is None else "drop_unneeded_run"], {"run_id": run_id}
+        return removed
 
     def _list_op(self, status: str | None) -> _Operation:
         return _Operation("listing the checkpoints", self._list_steps(status), atomic=False)
@@ -513,6 +646,8 @@ class _PostgresStore:
         if not rows:
             return False
         yield self._sql["delete"], {"run_id": run_id}
+        with self._bases_lock:
+            self._bases.forget(run_id)
         return True
 
 
@@ -649,7 +784,14 @@ class PostgresCheckpointStore(_PostgresStore):
         return pool
 
     def _run(self, operation: _Operation) -> Any:
-        return self._execute(self._ready_pool(operation.what), operation)
+        committed = False
+        try:
+            result = self._execute(self._ready_pool(operation.what), operation)
+            committed = True
+            return result
+        finally:
+            if operation.done is not None:
+                operation.done(committed)
 
     def _execute(self, pool: ConnectionPool, operation: _Operation) -> Any:
         try:
@@ -780,7 +922,14 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         return pool
 
     async def _run(self, operation: _Operation) -> Any:
-        return await self._execute(await self._ready_pool(operation.what), operation)
+        committed = False
+        try:
+            result = await self._execute(await self._ready_pool(operation.what), operation)
+            committed = True
+            return result
+        finally:
+            if operation.done is not None:
+                operation.done(committed)
 
     async def _execute(self, pool: AsyncConnectionPool, operation: _Operation) -> Any:
         try:

@@ -82,6 +82,13 @@ _HISTORY_COLUMNS = (
     "h.run_id, h.version, h.status, h.fingerprint, coalesce(h.size, length(h.data)), c.created_at, h.saved_at, "
     "c.forked_from"
 )
+_BASED_ON = (
+    "(EXISTS (SELECT 1 FROM sense_history d WHERE d.run_id = sense_history.run_id "
+    "AND d.version = sense_history.version + 1 AND d.base IS NOT NULL) "
+    "OR EXISTS (SELECT 1 FROM sense_checkpoints c WHERE c.run_id = sense_history.run_id "
+    "AND c.version = sense_history.version AND length(c.data) = 0))"
+)
+"""The row is the base of the delta after it, or the frame of the latest checkpoint."""
 _RUNS_WITH_UNLISTED = "SELECT DISTINCT run_id FROM sense_history WHERE listed = 0"
 _CHAIN = (
     "SELECT version, base, data FROM sense_history WHERE run_id = ?1 AND version <= ?2 AND version >= "
@@ -268,7 +275,7 @@ class SQLiteCheckpointStore:
                         (run_id, version, header.status, header.fingerprint, created, now, len(data)),
                     )
                     if base is None:
-                        self._retain(conn, run_id, None)  # the frames before a keyframe may go
+                        self._collect_frames(conn, run_id)  # the frames before a keyframe may go
                     if history:
                         self._retain(conn, run_id, now)
             except BaseException:
@@ -296,34 +303,32 @@ class SQLiteCheckpointStore:
             )
             self._retain(conn, r.run_id, r.updated_at)
 
-    def _retain(self, conn: sqlite3.Connection, run_id: str | None, now: float | None) -> int:
-        """Unlist the history entries the retention no longer keeps (of `run_id`, or of every run;
-        none when `now` is None), then drop the frames nothing needs; the entries unlisted."""
-        removed = self._unlist(conn, run_id, now) if now is not None else 0
-        if removed or now is None:  # something may no longer be needed (the GC reads the run's rows)
-            runs = [run_id] if run_id is not None else [r for (r,) in conn.execute(_RUNS_WITH_UNLISTED)]
-            for run in runs:
-                _drop_unneeded_frames(conn, run)
-        return removed
-
-    def _unlist(self, conn: sqlite3.Connection, run_id: str | None, now: float) -> int:
+    def _retain(self, conn: sqlite3.Connection, run_id: str | None, now: float) -> int:
+        """Drop the history entries the retention no longer keeps (of `run_id`, or of every run); one
+        the next row is a delta over stays, unlisted, as its base (until a keyframe or `prune()` finds
+        nothing needs it). The number of entries dropped."""
         which, params = ("run_id = ?", (run_id,)) if run_id is not None else ("1", ())
-        removed = 0
-        if self.history_max_age is not None:
-            cursor = conn.execute(
-                f"UPDATE sense_history SET listed = 0 WHERE {which} AND listed = 1 AND saved_at < ?",
-                (*params, now - self.history_max_age),
-            )
-            removed += cursor.rowcount
-        if self.history_limit is not None:
-            cursor = conn.execute(
-                f"UPDATE sense_history SET listed = 0 WHERE {which} AND listed = 1 AND version <= (SELECT "
-                "h.version FROM sense_history h WHERE h.run_id = sense_history.run_id AND h.listed = 1 "
-                "ORDER BY h.version DESC LIMIT 1 OFFSET ?)",
-                (*params, self.history_limit),
-            )
-            removed += cursor.rowcount
-        return removed
+        dropped = 0
+        for kept_only_as_base in (False, True):
+            act = "UPDATE sense_history SET listed = 0" if kept_only_as_base else "DELETE FROM sense_history"
+            based = "" if kept_only_as_base else "AND NOT " + _BASED_ON
+            if self.history_max_age is not None:
+                sql = f"{act} WHERE {which} AND listed = 1 AND saved_at < ? {based}"
+                dropped += conn.execute(sql, (*params, now - self.history_max_age)).rowcount
+            if self.history_limit is not None:
+                sql = (
+                    f"{act} WHERE {which} AND listed = 1 {based} AND version <= (SELECT h.version FROM "
+                    "sense_history h WHERE h.run_id = sense_history.run_id AND h.listed = 1 "
+                    "ORDER BY h.version DESC LIMIT 1 OFFSET ?)"
+                )
+                dropped += conn.execute(sql, (*params, self.history_limit)).rowcount
+        return dropped
+
+    def _collect_frames(self, conn: sqlite3.Connection, run_id: str | None) -> None:
+        """Delete the frames nothing needs, of `run_id` or of every run that has unlisted ones."""
+        runs = [run_id] if run_id is not None else [r for (r,) in conn.execute(_RUNS_WITH_UNLISTED)]
+        for run in runs:
+            _drop_unneeded_frames(conn, run)
 
     def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
         """The run's latest checkpoint, or its checkpoint `version` (the latest or a kept history
@@ -399,8 +404,8 @@ class SQLiteCheckpointStore:
         if run_id is not None:
             _check_run_id(run_id)
         with self._transaction("pruning the history") as conn:
-            removed = self._unlist(conn, run_id, time.time())
-            self._retain(conn, run_id, None)  # every frame nothing needs goes
+            removed = self._retain(conn, run_id, time.time())
+            self._collect_frames(conn, run_id)  # every frame nothing needs goes
             return removed
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
