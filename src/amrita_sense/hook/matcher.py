@@ -505,7 +505,7 @@ class MatcherFactory:
     # threads: guarded by its own lock (weakcache.py)
     _dispatch_locks: ClassVar[dict[str, DispatchLock]] = {}
     # threads: grows only, one lock per event type, made once (`_repo_lock`: setdefault); each
-    # DispatchLock guards itself (`_dispatch_lock._GUARD`)
+    # DispatchLock guards itself (`core._events._GUARD`)
 
     @classmethod
     def _repo_lock(cls, category: str) -> DispatchLock:
