@@ -55,6 +55,7 @@ CORE_MODULES = (
     f"{RUNTIME}.core._structures",
     f"{RUNTIME}.core._checks",
     f"{RUNTIME}.core._async_pin",
+    f"{RUNTIME}.core._events",
 )
 """The compiled modules of the core, each compiled from `src/<its path>.py` with the `.pxd` of its stem."""
 OLD_CORE_BUILDS = [f"src/{RUNTIME}/_sense_core.*.so", f"src/{RUNTIME}/_core_py.*.so", f"src/{RUNTIME}/_core_py.c"]

@@ -85,6 +85,7 @@ def main() -> None:
         "_structures",
         "_checks",
         "_async_pin",
+        "_events",
     ):  # the core's other compiled parts (core.COMPILED_PARTS)
         if not any(n.startswith(f"{RUNTIME}core/{part}.") and n.endswith((".so", ".pyd")) for n in names):
             fail(f"the wheel holds no compiled core/{part} in {RUNTIME}")
@@ -94,6 +95,7 @@ def main() -> None:
         "_structures",
         "_checks",
         "_async_pin",
+        "_events",
     ):  # each part's one source, and its pure build
         pure = "pure" if stem == "_sense_core" else f"pure{stem}"
         for typed in (f"core/{stem}.py", f"core/{pure}.py"):

@@ -180,3 +180,45 @@ def test_two_threads_dispatching_one_event_type_are_serialised():
     assert overlaps == []
     assert runs[0] == 1200
     assert not MatcherFactory._dispatch_locks["tick"].locked()
+
+
+@pytest.mark.asyncio
+async def test_a_planned_dispatch_of_the_same_type_from_its_own_handler_fails_instead_of_hanging():
+    """The second dispatch runs on the core's plan (its holder is the handler it awaits, not a task)."""
+    outcomes = []
+
+    @Matcher("tick", block=False).handle()
+    async def again(event: Tick):
+        if event.n == 1:
+            try:
+                await MatcherFactory.trigger_event(Tick(0))
+            except RuntimeError as exc:
+                outcomes.append(str(exc))
+
+    await MatcherFactory.trigger_event(Tick(0))  # makes the plan
+    await asyncio.wait_for(MatcherFactory.trigger_event(Tick(1)), GUARD)
+    assert len(outcomes) == 1 and "already being dispatched" in outcomes[0]
+    assert not MatcherFactory._dispatch_locks["tick"].locked()
+
+
+@pytest.mark.asyncio
+async def test_a_matcher_or_handler_written_between_or_during_dispatches_is_seen():
+    log = []
+    first_matcher, second_matcher = Matcher("tick", priority=1, block=False), Matcher("tick", priority=2, block=False)
+
+    @first_matcher.handle()
+    async def first(event: Tick):
+        log.append(("first", event.n))
+        if event.n == 2:
+            second_matcher.set_block(True)  # read after the second handler ran, in this dispatch
+
+    @second_matcher.handle()
+    async def second(event: Tick, matcher: Matcher):
+        log.append(("second", event.n, matcher.block))
+
+    await MatcherFactory.trigger_event(Tick(0))
+    first_matcher.set_block(True)
+    await MatcherFactory.trigger_event(Tick(1))  # the first handler now blocks
+    first_matcher.set_block(False)
+    await MatcherFactory.trigger_event(Tick(2))
+    assert log == [("first", 0), ("second", 0, False), ("first", 1), ("first", 2), ("second", 2, True)]

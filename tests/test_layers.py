@@ -26,12 +26,14 @@ CORE_FILES = {
     "core/__init__.py",
     "core/_async_pin.py",
     "core/_checks.py",
+    "core/_events.py",
     "core/_sense_core.py",
     "core/_state.py",
     "core/_structures.py",
     "core/pure.py",
     "core/pure_async_pin.py",
     "core/pure_checks.py",
+    "core/pure_events.py",
     "core/pure_state.py",
     "core/pure_structures.py",
     "core/sources.py",
@@ -49,11 +51,13 @@ CORE_MAY_IMPORT = {
 ALLOWED_CIRCLES = [
     {
         "core/__init__.py",
+        "core/_events.py",
         "core/_sense_core.py",
         "core/_state.py",
         "core/_structures.py",
         "core/portable.py",
         "core/pure.py",
+        "core/pure_events.py",
         "core/pure_state.py",
         "core/pure_structures.py",
     }
@@ -82,7 +86,9 @@ IMPORTS_INSIDE_FUNCTIONS = {
 """Every package import inside a function, and why it cannot be at module level."""
 
 
-COMPILED = {f"amrita_sense.core.{stem}": f"core/{stem}.py" for stem in ("_sense_core", "_checks", "_async_pin")}
+COMPILED = {
+    f"amrita_sense.core.{stem}": f"core/{stem}.py" for stem in ("_sense_core", "_checks", "_async_pin", "_events")
+}
 """Compiled modules and the source each is built from."""
 
 

@@ -19,6 +19,10 @@ _CONFLICTS = frozenset(
 )
 
 
+_listeners: list = []
+"""Called with no argument after any flag is written (the event dispatch's plans depend on flags)."""
+
+
 @dataclass
 class _Flags:
     FORCE_NOT_WRAP_TO_ASYNC: bool = False
@@ -46,6 +50,8 @@ class _Flags:
             self._check_assignment(key, value)
             self._modified_flags.add(key)
         object.__setattr__(self, key, value)
+        for listener in _listeners:
+            listener()
 
     def _check_assignment(self, key: str, value) -> None:
         if key not in self._writeables and key in self._modified_flags:

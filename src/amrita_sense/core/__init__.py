@@ -32,7 +32,7 @@ import platform
 import warnings
 from typing import TYPE_CHECKING
 
-COMPILED_PARTS = ("_sense_core", "_state", "_structures", "_checks", "_async_pin")
+COMPILED_PARTS = ("_sense_core", "_state", "_structures", "_checks", "_async_pin", "_events")
 """The core's compiled modules (each beside its source, which the pure build runs as `pure*`)."""
 
 
@@ -103,11 +103,13 @@ IMPLEMENTATION: str = _impl.IMPLEMENTATION
 if TYPE_CHECKING or IMPLEMENTATION == "cython":
     from amrita_sense.core import _async_pin as _pin_part
     from amrita_sense.core import _checks as _checks_part
+    from amrita_sense.core import _events as _events_part
     from amrita_sense.core import _state as _state_part
     from amrita_sense.core import _structures as _structures_part
 else:
     from amrita_sense.core import pure_async_pin as _pin_part
     from amrita_sense.core import pure_checks as _checks_part
+    from amrita_sense.core import pure_events as _events_part
     from amrita_sense.core import pure_state as _state_part
     from amrita_sense.core import pure_structures as _structures_part
 
@@ -145,3 +147,6 @@ STEP_SKIPPED = _impl.STEP_SKIPPED
 STEP_END = _impl.STEP_END
 PC_CHECKPOINT = _impl.PC_CHECKPOINT
 LAYER_CONTRACT = _state_part.LAYER_CONTRACT
+events = _events_part
+"""The event dispatch's hot path (`_events`): `DispatchLock`, `trigger_event`, and `install`,
+`remember`, `FastPlan`, `FastStep` through which `hook.matcher` gives it its slow paths and plans."""

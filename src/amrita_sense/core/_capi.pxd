@@ -113,6 +113,17 @@ cdef inline object call_from_pools(object func, Py_ssize_t *cidx, Py_ssize_t n, 
             Py_DECREF(<object> argv[i])
 
 
+cdef inline object keyword_call(object func, tuple names, Py_ssize_t n, unsigned int picks, object first,
+                                object other):
+    """`func(**{names[i]: first if bit i of picks else other})` (`n = len(names) <= MAX_STACK_ARGS`),
+    a vectorcall from the C stack."""
+    cdef PyObject *argv[MAX_STACK_ARGS]
+    cdef Py_ssize_t i
+    for i in range(n):
+        argv[i] = <PyObject *> first if picks & (1u << i) else <PyObject *> other
+    return PyObject_Vectorcall(func, argv, 0, <PyObject *> names if n else NULL)
+
+
 cdef inline int list_push(list items, object item) except -1:
     """`items.append(item)`, in place while the list has room: a push/pop pair around a sub-call
     never reallocates."""

@@ -61,6 +61,22 @@ class FunctionData:
     matcher: Any  # the `hook.matcher.Matcher` the handler is registered with
     _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # event dispatch keeps what it read of a handler while the registry's version stands: a
+        # write tells it (`_set_change_listener`)
+        object.__setattr__(self, name, value)
+        listener = _change_listener[0]
+        if listener is not None:
+            listener()
+
+
+_change_listener: list[Callable[[], None] | None] = [None]
+# threads: immutable once published (set once, at import of hook.matcher, under the import lock)
+
+
+def _set_change_listener(listener: Callable[[], None]) -> None:
+    _change_listener[0] = listener
+
 
 class _NoFactory:
     """Stands in for `DependsFactory` until `di.depends` is imported."""

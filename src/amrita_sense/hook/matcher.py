@@ -14,10 +14,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from threading import Lock
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 from uuid import UUID, uuid4
 
 from amrita_sense._unsafe import __flags__
+from amrita_sense._unsafe import _listeners as _flag_listeners
+from amrita_sense.core import events as _events
 from amrita_sense.di import DependencyStore, LifecycleScope, Scope
 from amrita_sense.di.depends import Depends as Depends  # re-exported: 1.1.3's path
 from amrita_sense.di.depends import DependsFactory as DependsFactory
@@ -38,7 +40,7 @@ from amrita_sense.di.inject import (
 )
 from amrita_sense.di.plans import _plain_class
 from amrita_sense.di.signature import EMPTY as EMPTY  # re-exported, as 1.1.3's module has them
-from amrita_sense.di.signature import DependencyMeta, FunctionData, sign_func
+from amrita_sense.di.signature import DependencyMeta, FunctionData, _set_change_listener, sign_func
 from amrita_sense.di.signature import ParamDescriptor as ParamDescriptor
 from amrita_sense.di.signature import type_matches as type_matches
 from amrita_sense.exceptions import InvalidOperand
@@ -233,6 +235,12 @@ class Matcher(Hashable):
         self._dead_at = dead_at
         self.id = uuid4()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # the core's fast dispatch keeps what it read of a matcher (`block`, `_dead_at`, its class)
+        # while the registry's version stands
+        object.__setattr__(self, name, value)
+        _bump()
+
     def __hash__(self) -> int:
         return hash(self.id.bytes)
 
@@ -309,7 +317,7 @@ def _handler_builder(
 class _HandlerPlan:
     """A handler's signature matched against pools of one shape (`build` is None when it cannot be)."""
 
-    __slots__ = ("build", "group", "matcher_type", "signature", "stable", "unresolved")
+    __slots__ = ("build", "group", "matcher_type", "signature", "sources", "stable", "unresolved")
 
     def __init__(
         self, signature: DependencyMeta, matcher: Matcher, s_args: list[Any], kwargs: Mapping[str, Any]
@@ -319,7 +327,8 @@ class _HandlerPlan:
         self.signature = signature
         self.matcher_type = type(matcher)
         self.unresolved: Unresolved | None = found if isinstance(found, Unresolved) else None
-        self.build = None if isinstance(found, Unresolved) else _handler_builder(found.sources)
+        self.sources: tuple[tuple[str, int], ...] = () if isinstance(found, Unresolved) else tuple(found.sources)
+        self.build = None if isinstance(found, Unresolved) else _handler_builder(self.sources)
         fmap = signature["factory_map"]
         self.group = FactoryGroup.prepare(fmap, pool, kwargs) if fmap and self.build is not None else None
         self.stable = meta_is_type_stable(signature) and (self.group is None or self.group.stable)
@@ -447,38 +456,34 @@ def _skip_unprovided(data: FunctionData, session: Session) -> int:
     return _SKIPPED
 
 
-async def _run_group(
-    handlers: list[FunctionData],
-    exception_ignored: tuple,
+async def _run_steps(
+    steps: Iterable[tuple[FunctionData, _HandlerPlan, list[FunctionData]]],
     s_args: list[Any],
     kwargs: dict[str, Any],
-    state: _DispatchState,
     key: Hashable | type,
+    exception_ignored: tuple,
+    state: _DispatchState,
 ) -> bool:
-    """Run one priority group in registration order; False when the dispatch must stop."""
+    """Run the handlers of `steps` (`(data, its plan, its priority group)` each) in order; False when
+    the dispatch must stop (a handler stopped it, or a blocking one ran). The handlers of expired
+    matchers are skipped, and removed from their groups at the end."""
     dead = None
     try:
-        for data in handlers:
+        for data, hplan, handlers in steps:
             matcher = data.matcher
             if matcher._dead_at is not None and matcher.dead:
-                dead = [*(dead or ()), data]
+                dead = [*(dead or ()), (data, handlers)]
                 continue
-            plan = data._plans.get(key)
-            if (
-                plan is None
-                or plan.signature is not data.signature
-                or plan.matcher_type is not type(matcher)
-                or __flags__.NO_DEPENDENCY_META_CACHE
-            ):
-                plan = _plan_of(data, s_args, kwargs, key)
-            build = plan.build
+            if hplan.signature is not data.signature or hplan.matcher_type is not type(matcher):
+                hplan = _plan_of(data, s_args, kwargs, key)
+            build = hplan.build
             if build is None:
-                _log_unresolved(data, plan)
+                _log_unresolved(data, hplan)
                 continue
             values = build(matcher, s_args, kwargs)
-            if plan.group is not None:
+            if hplan.group is not None:
                 session = state.session([matcher, *s_args], kwargs)
-                outcome = await _call_with_factories(data, plan, values, session, exception_ignored)
+                outcome = await _call_with_factories(data, hplan, values, session, exception_ignored)
             else:
                 outcome = await _call_handler(data, values, exception_ignored)
             if outcome == _STOPPED:
@@ -489,11 +494,7 @@ async def _run_group(
                 return False
     finally:
         if dead:
-            for data in dead:
-                try:
-                    handlers.remove(data)
-                except ValueError:
-                    pass
+            _drop_dead(dead)
     return True
 
 
@@ -504,7 +505,7 @@ class MatcherFactory:
     # threads: guarded by its own lock (weakcache.py)
     _dispatch_locks: ClassVar[dict[str, DispatchLock]] = {}
     # threads: grows only, one lock per event type, made once (`_repo_lock`: setdefault); each
-    # DispatchLock guards itself (`_dispatch_lock._GUARD`)
+    # DispatchLock guards itself (`core._events._GUARD`)
 
     @classmethod
     def _repo_lock(cls, category: str) -> DispatchLock:
@@ -601,34 +602,49 @@ class MatcherFactory:
             )
         state = _DispatchState()
         state.store, state.scopes = store, lifecycles
+        key = _pool_key(s_args, extra_kwargs)
+        steps = [(data, _plan_of(data, s_args, extra_kwargs, key), matcher_list) for data in matcher_list]
         try:
-            return await _run_group(
-                matcher_list, exception_ignored, s_args, extra_kwargs, state, _pool_key(s_args, extra_kwargs)
-            )
+            return await _run_steps(steps, s_args, extra_kwargs, key, exception_ignored, state)
         finally:
             if lifecycles is None:
                 await state.aclose()
 
-    @classmethod
-    async def trigger_event(
-        cls,
-        event: BaseEvent,
-        *args: Any,
-        exception_ignored: tuple[type[BaseException], ...] = (),
-        **kwargs: Any,
-    ) -> None:
-        """Dispatch `event` to the handlers registered for its type.
+    if TYPE_CHECKING:
 
-        The positional pool is `[matcher, event, *args]` and the keyword pool
-        `kwargs`; the last `BaseEvent` among `args` replaces `event`. Any
-        `Depends(...)` among `args` / `kwargs` is resolved once, before the
-        handlers run (`RuntimeError` if it cannot be). Priority groups run in
-        ascending order, handlers of a group in registration order, and one
-        dispatch per event type runs at a time. Exceptions of the
-        `exception_ignored` types raised by a handler propagate; other handler
-        exceptions are logged and the next handler runs.
-        """
-        scan = _scan_args(args) if args else _NO_ARGS
+        @classmethod
+        async def trigger_event(
+            cls, event: BaseEvent, *args: Any, exception_ignored: tuple[type[BaseException], ...] = (), **kwargs: Any
+        ) -> None: ...
+
+    else:
+        trigger_event = classmethod(_events.trigger_event)
+    """`await trigger_event(event, *args, exception_ignored=(), **kwargs)`: dispatch `event` to the
+    handlers registered for its type.
+
+    The positional pool is `[matcher, event, *args]` and the keyword pool `kwargs`; the last
+    `BaseEvent` among `args` replaces `event`. Any `Depends(...)` among `args` / `kwargs` is resolved
+    once, before the handlers run (`RuntimeError` if it cannot be). Priority groups run in ascending
+    order, handlers of a group in registration order, and one dispatch per event type runs at a time.
+    Exceptions of the `exception_ignored` types raised by a handler propagate; other handler
+    exceptions are logged and the next handler runs.
+
+    An argument-less dispatch whose plan fits runs in the core (`core.events.trigger_event`, one
+    coroutine); any other in `_trigger`."""
+
+
+async def _trigger(
+    cls: type[MatcherFactory],
+    event: Any,
+    args: tuple,
+    exception_ignored: tuple,
+    kwargs: dict[str, Any],
+    event_type: str | None,
+) -> None:
+    """`trigger_event` where the core's fast path does not apply (`event_type`: None when the fast
+    path did not read it, else `event` is a checked `BaseEvent` and this its type)."""
+    scan = _scan_args(args) if args else _NO_ARGS
+    if event_type is None:
         if scan[1] >= 0:
             event = args[scan[1]]
         if not event:
@@ -641,24 +657,20 @@ class MatcherFactory:
         if not _is_event(event):
             raise InvalidOperand(f"trigger_event(event) needs a BaseEvent, not {type(event).__name__}")
         event_type = event.get_event_type()
-        if __flags__.DISABLE_EXC_IGNORED:
-            exception_ignored = ()
-        lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
-        if not lock._held.acquire(False):  # threads: `try_take` inlined: one atomic test-and-set, no guard
-            await lock.acquire()
-        try:
-            version = _registry_version[0]  # before the table is read (see `_registry_version`)
-            hit = _groups_cache.get(event_type)
-            if hit is not None and hit[0] == version and hit[1] is EventRegistry._event_handlers:
-                groups = hit[2]
-            else:
-                groups = _handler_groups(event_type)
-            if groups:
-                await _dispatch(groups, event, args, kwargs, exception_ignored, scan, event_type, version)
-            elif engine_debug_enabled():
-                logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
-        finally:
-            lock.release()
+    if __flags__.DISABLE_EXC_IGNORED:
+        exception_ignored = ()
+    lock = cls._dispatch_locks.get(event_type) or cls._repo_lock(event_type)
+    if not lock.try_take():
+        await lock.acquire()
+    try:
+        version = _registry_version[0]  # before the table is read (see `_registry_version`)
+        groups = _handler_groups(event_type)
+        if groups:
+            await _dispatch(groups, event, args, kwargs, exception_ignored, scan, event_type, version)
+        elif engine_debug_enabled():
+            logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
+    finally:
+        lock.release()
 
 
 _event_kinds: dict[type, bool] = {}
@@ -803,17 +815,12 @@ async def _dispatch(
     event_type: str,
     version: int,
 ) -> None:
-    """Run the handlers of `groups` in order, until one stops the dispatch or a blocking one runs.
-
-    The handler calls are inlined (what `_call_handler` does for one): a dispatch is one coroutine
-    over its handlers' own."""
+    """Run the handlers of `groups` in order, until one stops the dispatch or a blocking one runs."""
     s_args = [event, *args]
-    state = None
-    dead = None
+    state = _DispatchState()
     key: Hashable | type
     try:
         if scan[2] or (kwargs and _has_factories((), kwargs)):
-            state = _DispatchState()
             await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
             key = _pool_key(s_args, kwargs)  # the resolved values' types
         elif not args and not kwargs:
@@ -825,51 +832,49 @@ async def _dispatch(
             steps = plan.steps  # type: ignore[union-attr]  # _fits: not None
         else:
             steps = _plan_dispatch(event_type, version, groups, s_args, kwargs, key)
-        for data, hplan, handlers in steps:
-            matcher = data.matcher
-            if matcher._dead_at is not None and matcher.dead:
-                dead = [*(dead or ()), (data, handlers)]
-                continue
-            if hplan.signature is not data.signature or hplan.matcher_type is not type(matcher):
-                hplan = _plan_of(data, s_args, kwargs, key)
-            build = hplan.build
-            if build is None:
-                _log_unresolved(data, hplan)
-                continue
-            values = build(matcher, s_args, kwargs)
-            if hplan.group is not None:
-                if state is None:
-                    state = _DispatchState()
-                session = state.session([matcher, *s_args], kwargs)
-                outcome = await _call_with_factories(data, hplan, values, session, exception_ignored)
-                if outcome == _STOPPED:
-                    return
-                if outcome == _SKIPPED:
-                    continue
-            else:
-                try:
-                    await data.function(**values)
-                except PassException:
-                    continue
-                except CancelException:
-                    return
-                except MatcherException:
-                    raise
-                except Exception as exc:
-                    if exception_ignored and isinstance(exc, exception_ignored):
-                        raise
-                    _log_failure(data, exc)
-                    continue
-            if matcher.block:
-                return
+            if not args and not kwargs:
+                _remember_fast(event_type, type(event), version, groups, steps)
+        await _run_steps(steps, s_args, kwargs, key, exception_ignored, state)
     finally:
-        if dead:
-            _drop_dead(dead)
-        if state is not None and state.scopes is not None:
-            await state.aclose()
+        await state.aclose()
 
 
-DispatchLock.holder_codes.add(MatcherFactory.__dict__["trigger_event"].__func__.__code__)
+def _remember_fast(event_type: str, event_class: type, version: int, groups: tuple, steps: tuple) -> None:
+    """Give the core's fast path the plan of this argument-less dispatch, when every handler of it is
+    a plain keyword call of at most `MAX_FAST_ARGS` arguments whose matcher does not expire (else
+    forget the one it had). The plan holds what it read of the handlers, their matchers and the flags:
+    a write to any of them bumps `_registry_version`, which ends the plan."""
+    fast = [_fast_step(data, hplan) for data, hplan, _handlers in steps]
+    lock = MatcherFactory._dispatch_locks.get(event_type)
+    if None in fast or lock is None or _dispatch_plans.get(event_type) is None or __flags__.NO_DEPENDENCY_META_CACHE:
+        _events.forget(event_class)
+        return
+    state = (version, EventRegistry._event_handlers, groups, __flags__.DISABLE_EXC_IGNORED, steps)
+    _events.remember(_events.FastPlan(event_type, event_class, lock, state, tuple(fast)))
+
+
+def _fast_step(data: FunctionData, hplan: _HandlerPlan) -> Any:
+    """The core's step for this handler, or None when the fast path cannot run it."""
+    matcher = data.matcher
+    if hplan.build is None or hplan.group is not None or len(hplan.sources) > _events.MAX_FAST_ARGS:
+        return None
+    if matcher._dead_at is not None or hplan.signature is not data.signature or hplan.matcher_type is not type(matcher):
+        return None
+    picks = 0
+    for i, (_name, index) in enumerate(hplan.sources):
+        if index == 0:
+            picks |= 1 << i
+    names = tuple(name for name, _index in hplan.sources)
+    return _events.FastStep(data.function, matcher, bool(matcher.block), names, picks)
+
+
+async def _run_rest(steps: tuple, event: Any, exception_ignored: tuple) -> None:
+    """The rest of a fast plan's dispatch, from a handler that changed since the plan was made."""
+    state = _DispatchState()
+    try:
+        await _run_steps(steps, [event], {}, type(event), exception_ignored, state)
+    finally:
+        await state.aclose()
 
 
 async def _resolve_trigger_factories(
@@ -891,3 +896,17 @@ async def _resolve_trigger_factories(
     )
     if not ok:
         raise RuntimeError("Runtime arguments cannot be resolved")
+
+
+_set_change_listener(_bump)  # a write to a handler's FunctionData ends the plans that read it
+_flag_listeners.append(_bump)  # and so does a write to an engine flag
+_events.install(
+    slow=_trigger,
+    run_rest=_run_rest,
+    log_failure=_log_failure,
+    registry=EventRegistry,
+    version=_registry_version,
+    passed=PassException,
+    cancel=CancelException,
+    matcher_error=MatcherException,
+)
