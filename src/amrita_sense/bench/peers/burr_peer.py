@@ -24,7 +24,7 @@ def telemetry() -> str:
         enabled = getattr(burr_telemetry, "is_telemetry_enabled", lambda: False)()
     if enabled:
         raise RuntimeError("Burr telemetry is on")
-    return "no tracker or persister (with_tracker not called); Burr's telemetry is off (removed in apache-burr)"
+    return "no tracker (with_tracker not called; the durable work adds a persister); Burr's telemetry is off (removed in apache-burr)"
 
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
@@ -127,10 +127,7 @@ def _branch(S: Any) -> Callable[[int], Any]:
 # The durable work: the chain of ten actions, with a state persister
 
 
-DURABLE = {
-    "durable_sqlite": {"sync": "with_state_persister(SQLLitePersister): a save after every action"},
-    "durable_postgres": {"sync": "with_state_persister(PostgreSQLPersister): a save after every action"},
-}
+DURABLE = {work: {"sync": "a save after every action"} for work in ("durable_sqlite", "durable_postgres")}
 """The durable work written for Burr (one mode: the application saves after each action, before the next)."""
 
 

@@ -16,10 +16,7 @@ from typing import Any
 
 TELEMETRY_OFF: dict = {}  # DBOS exports nothing unless given a conductor_key or OTLP endpoints (none here)
 
-DURABLE = {
-    "durable_sqlite": {"sync": "@DBOS.workflow of @DBOS.step: every step's output recorded before the next"},
-    "durable_postgres": {"sync": "@DBOS.workflow of @DBOS.step: every step's output recorded before the next"},
-}
+DURABLE = {work: {"sync": "each step recorded before the next"} for work in ("durable_sqlite", "durable_postgres")}
 """The durable work written for DBOS (one mode: a step's output is recorded before the next step)."""
 
 _REGISTERED: dict = {}

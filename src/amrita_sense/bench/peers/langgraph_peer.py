@@ -161,7 +161,7 @@ def _retry(S: Any) -> Callable[[int], Any]:
 
 
 DURABLE = {
-    work: {"sync": 'durability="sync"', "async": 'durability="async" (its default)'}
+    work: {"sync": 'durability="sync"', "async": 'durability="async" (default)'}
     for work in ("durable_sqlite", "durable_postgres")
 }
 """The durable work written for LangGraph, and its durability modes (`invoke(..., durability=...)`)."""

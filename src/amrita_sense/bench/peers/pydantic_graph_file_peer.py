@@ -18,7 +18,7 @@ from typing import Any
 
 TELEMETRY_OFF: dict = {}  # instrumentation goes through logfire-api, a no-op unless logfire is installed
 
-DURABLE = {"durable_file": {"sync": "FileStatePersistence(Path(f'{run_id}.json')): a snapshot before each node"}}
+DURABLE = {"durable_file": {"sync": "a snapshot before each node"}}
 """The durable work written for pydantic-graph 1.x (one mode: each snapshot written before the node runs)."""
 
 
