@@ -57,6 +57,7 @@ PEERS: dict[str, Peer] = {
                 "langsmith",
                 "langgraph-checkpoint-sqlite",
                 "langgraph-checkpoint-postgres",
+                "psycopg",
             ),
             ("peer", "durable"),
         ),
