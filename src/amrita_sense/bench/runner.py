@@ -860,7 +860,8 @@ def render_durable(rows: list[dict], builds: list[Build]) -> str:
     for work in works:
         store = STORE_TITLES[S.DURABLE_WORKS[work].store]
         header += [store, "x ours"] + (["x floor"] if S.DURABLE_WORKS[work].floor else [])
-    out, notes = [], {}
+    out: list[str] = []
+    notes: dict[str, None] = {}
     for loop in dict.fromkeys(r["loop"] for r in rows):
         mine = [r for r in rows if r["loop"] == loop]
         by_key = {(r["scenario"], r.get("mode")): r for r in mine}

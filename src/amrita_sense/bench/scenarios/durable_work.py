@@ -404,7 +404,7 @@ async def durable_floor(work_name: str, place: Optional[dict] = None) -> Durable
 
         path = folder.file("floor.db")
         synchronous = _store_synchronous()
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn: Any = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("CREATE TABLE floor (run_id TEXT PRIMARY KEY, version INTEGER NOT NULL, data BLOB NOT NULL)")
