@@ -334,6 +334,9 @@ def test_the_durable_table_has_ours_the_floor_and_a_postgres_column_saying_why(m
     assert sqlite["builds"]["pure"]["status"] == "ok" and "SQLiteCheckpointStore" in sqlite["builds"]["pure"]["note"]
     assert sqlite["ratios"]["x_ours"]["pure"] == pytest.approx(1.0) and sqlite["ratios"]["x_floor"]["pure"] > 1
     assert rows[("durable_sqlite_floor", None)]["builds"]["pure"]["status"] == "ok"
+    parts = sqlite["builds"]["pure"]["parts"]  # where a request of ours goes: engine, encoding, writing
+    assert set(parts) == {"engine", "encode", "write"} and parts["write"] > 0 and parts["engine"] > 0
+    assert "where a request of ours goes" in printed
     postgres_row = rows[("durable_postgres", "sync")]["builds"]["pure"]
     assert postgres_row["status"] == "n/a" and "no PostgreSQL server binaries" in postgres_row["reason"]
     assert doc["meta"]["builds"]["pure"]["durable"]["durable_sqlite"]

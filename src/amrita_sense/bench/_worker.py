@@ -236,6 +236,8 @@ class Worker:
             reply = {"value": value, "ops": plan.ops, "runs": runs}
             if getattr(plan, "note", ""):
                 reply["note"] = plan.note
+            if getattr(plan, "parts", None) is not None:
+                reply["parts"] = await plan.parts()
             return reply
 
         reply = self.answer(compute)

@@ -226,6 +226,7 @@ class Cell:
     runs: list = field(default_factory=list)
     reason: str = ""
     note: str = ""  # how the build set up the work (the durable work: its store's settings)
+    parts: list = field(default_factory=list)  # where an operation's time went, per measurement
     comparable: bool = True  # False: this build's node trace differs from the primary build's
 
     @property
@@ -360,6 +361,8 @@ def _record(cell: Cell, reply: dict) -> None:
     if status == "ok":
         cell.status = "ok"
         cell.values.append(reply["value"])
+        if reply.get("parts"):
+            cell.parts.append(reply["parts"])
         cell.runs.append(reply.get("runs", 1))
         return
     cell.status = status or "error"
@@ -596,6 +599,7 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
                 "reason": cell.reason or None,
                 "comparable": cell.comparable,
                 **({"note": cell.note} if cell.note else {}),
+                **({"parts": _median_parts(cell.parts)} if cell.parts else {}),
             }
             for key, cell in cells.items()
         },
@@ -604,6 +608,11 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "targets": verdicts,
         "met": _met(verdicts),
     }
+
+
+def _median_parts(parts: list[dict]) -> dict:
+    """Each part's median over the measurements."""
+    return {name: statistics.median(p[name] for p in parts if name in p) for name in parts[0]}
 
 
 def _verdicts(job: Job, medians: dict, ratios: dict, primary: str | None) -> list[dict]:
@@ -899,6 +908,7 @@ def render_durable(rows: list[dict], builds: list[Build]) -> str:
             "the same store; x floor: times the floor's)"
         )
         out.append(_grid(header, body, split=split))
+        out += _durable_parts(mine, builds, works)
     titles = "; ".join(f"{work}: {S.DURABLE_WORKS[work].title}" for work in works)
     legend = (
         "each request a new run with its own id, a checkpoint after every node; every result checked, and the "
@@ -909,6 +919,28 @@ def render_durable(rows: list[dict], builds: list[Build]) -> str:
     )
     how = "\n".join(f"  {note}" for note in notes)
     return "\n\n".join(out) + f"\n\n{titles}\n{legend}" + (f"\nhow each store was set up:\n{how}" if how else "")
+
+
+def _durable_parts(rows: list[dict], builds: list[Build], works: list[str]) -> list[str]:
+    """Where a request of ours goes (sync), per store: the engine, encoding, writing."""
+    lines = []
+    for build in builds:
+        per_store = []
+        for work in works:
+            row = next((r for r in rows if r["scenario"] == work and r.get("mode") == "sync"), None)
+            parts = ((row or {}).get("builds", {}).get(build.key) or {}).get("parts")
+            if parts:
+                shown = " + ".join(f"{name} {S.format_seconds(parts[name])}" for name in ("engine", "encode", "write"))
+                per_store.append(f"{STORE_TITLES[S.DURABLE_WORKS[work].store]}: {shown}")
+        if per_store:
+            lines.append(f"  {_system_name(build)}: " + "; ".join(per_store))
+    if not lines:
+        return []
+    title = (
+        "where a request of ours goes (sync; medians of a few more requests after each measurement): engine = "
+        "the same request without checkpoints, write = time in the store's save, encode = the rest"
+    )
+    return [title + "\n" + "\n".join(lines)]
 
 
 def _durable_cells(work: str, cell: dict | None, row: dict, key: str) -> list[str]:
