@@ -89,6 +89,8 @@ class Build:
         runs in the modes the system has (ours: before its worker said which, sync only)."""
         if self.peer and job.kind not in self.kinds:
             return False
+        if job.name in DURABLE_FLOORS:  # on our builds that run the durable work
+            return not self.peer and (self.durable is None or bool(self.durable))
         if job.kind != "durable":
             return True
         if self.durable is None:
@@ -1427,7 +1429,7 @@ def main(argv: list[str] | None = None) -> int:
         return profile_nodes(args, builds, loops)
     jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     builds += peer_builds(args, lambda text: sys.stderr.write(f"peers: {text}\n"))
-    visits = sum(1 for job in jobs for build in builds if build.serves(job))
+    visits = sum(1 for job in jobs for build in builds if _will_serve(build, job))
     total = len(loops) * visits * (args.repeats + args.warmup)
     progress = Progress(total)
     progress.note(
@@ -1525,6 +1527,16 @@ def postgres_server(args: argparse.Namespace, wanted: bool, say: Any) -> Iterato
         else:
             say(f"Postgres: a throwaway server on 127.0.0.1:{cluster.port} ({cluster.bindir}), a database per system")
         yield PostgresServer(cluster, problem=problem)
+
+
+def _will_serve(build: Build, job: Job) -> bool:
+    """`build.serves(job)` as it will be once the build's worker said what it runs (for the
+    progress count: our builds' durability modes as this environment's build has them)."""
+    if build.peer or build.durable is not None or (job.kind != "durable" and job.name not in DURABLE_FLOORS):
+        return build.serves(job)
+    if build.key == "ref":
+        return False
+    return job.name in DURABLE_FLOORS or job.mode in S.durable_systems().get(job.name, {})
 
 
 def broken(rows: list[dict], builds: list[Build]) -> bool:
