@@ -48,6 +48,7 @@ from amrita_sense.bench import charts, peers
 from amrita_sense.bench import scenarios as S
 from amrita_sense.bench import workload as W
 from amrita_sense.bench.peers import venvs
+from amrita_sense.bench.postgres import throwaway
 from amrita_sense.bench.results import LABELS, OLD_BUILD_KEYS, OLD_RATIO_KEYS, _meta, _rename_old_keys
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
@@ -1519,8 +1520,6 @@ def postgres_server(args: argparse.Namespace, wanted: bool, say: Any) -> Iterato
     if args.postgres_url:
         yield PostgresServer(url=args.postgres_url)
         return
-    from amrita_sense.bench.postgres import throwaway
-
     with throwaway() as (cluster, problem):
         if cluster is None:
             say(f"Postgres: {problem}; the Postgres work reads n/a")
