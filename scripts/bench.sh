@@ -15,7 +15,11 @@
 # With --peers (or --peers langgraph,burr) it runs the side-by-side comparison with the other
 # runtimes instead of the scenarios: each peer gets its own environment, made by the runner on
 # first use and reused later: .venv-peers/<name> (pip, versions pinned in
-# src/amrita_sense/bench/peers/__init__.py); add --scenarios ... to run scenarios as well.
+# src/amrita_sense/bench/peers/__init__.py); add --scenarios ... to run scenarios as well. The
+# durable work among them (a checkpoint after every node) stores into SQLite files, files, and a
+# throwaway PostgreSQL server the runner starts on loopback from the server binaries it finds
+# (initdb, pg_ctl: e.g. apt-get install postgresql; without them that column reads n/a), or the one
+# --postgres-url names; .venv gets psycopg (the postgres extra) for ours and the floor.
 #
 # Options: --rebuild  reinstall both environments (and the peers' with --peers).
 #          Anything else goes to the runner, e.g. --quick, --scenarios sync_chain,while_loop,
@@ -89,13 +93,18 @@ if [ "$REBUILD" = 1 ] || ! project_ready "$STAMP"; then
     say "installing this checkout with the compiled core into $VENV (compiling; this takes a minute)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     AMRITA_SENSE_REQUIRE_EXTENSIONS=1 "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps .
-    "$VENV/bin/python" -m pip install -q ".[bench]"
+    "$VENV/bin/python" -m pip install -q ".[bench,postgres]"
     "$VENV/bin/python" -c "import amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython', amrita_sense.IMPLEMENTATION"
     echo "$STAMP" > "$STAMP_FILE"
 else
     say "reusing $VENV (installed from the current sources)"
 fi
 install_amrita_core "$VENV/bin/python" ""
+"$VENV/bin/python" -c "import psycopg, psycopg_pool" 2>/dev/null || {  # an environment made before it needed them
+    say "installing psycopg into $VENV (the durable work's Postgres store)"
+    "$VENV/bin/python" -m pip install -q "psycopg[binary]>=3.1" "psycopg-pool>=3.2" ||
+        say "psycopg did not install; ours and the floor on Postgres will read n/a"
+}
 "$VENV/bin/python" -c "import amrita_sense; assert amrita_sense.IMPLEMENTATION == 'cython', amrita_sense.IMPLEMENTATION"
 
 if [ ! -x "$REF_VENV/bin/python" ]; then

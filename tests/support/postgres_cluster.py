@@ -1,6 +1,6 @@
 """A throwaway PostgreSQL cluster (and a PgBouncer in front of it) for the Postgres store's tests.
 
-`session_cluster()` finds the server binaries (`pg_config --bindir`, /usr/lib/postgresql/*/bin),
+`session_cluster()` (the cluster itself: `amrita_sense.bench.postgres`, which the benchmark shares) finds the server binaries (`pg_config --bindir`, /usr/lib/postgresql/*/bin),
 runs `initdb` into a temporary folder, starts the server on a free loopback port with its socket in
 that folder (trust authentication, loopback only, `fsync` left on) and removes it all at the end.
 As root (here and in CI) the server's commands run as the `postgres` user (else `nobody`) through
@@ -14,20 +14,33 @@ When something is missing the tests skip, or fail when AMRITA_SENSE_REQUIRE_POST
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import pwd
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+# the cluster itself lives in the bench package (the peers' durable work starts one too)
+from amrita_sense.bench.postgres import PostgresCluster, find_bindir, free_port, server_user
+
+__all__ = [
+    "PgBouncer",
+    "PostgresCluster",
+    "current",
+    "drop_schema_after",
+    "find_bindir",
+    "free_port",
+    "pgbouncer",
+    "server_user",
+    "session_cluster",
+    "unavailable",
+]
 
 REQUIRED = os.environ.get("AMRITA_SENSE_REQUIRE_POSTGRES", "") not in ("", "0")
 _CURRENT: PostgresCluster | None = None
@@ -38,103 +51,6 @@ def unavailable(reason: str) -> None:
     if REQUIRED:
         pytest.fail(f"AMRITA_SENSE_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
     pytest.skip(reason)
-
-
-def find_bindir() -> Path | None:
-    """The folder of `initdb` and `pg_ctl`: pg_config's, or the newest /usr/lib/postgresql/*/bin."""
-    candidates = []
-    if shutil.which("pg_config"):
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=30)
-        if out.returncode == 0:
-            candidates.append(Path(out.stdout.strip()))
-    numbered = glob.glob("/usr/lib/postgresql/*/bin")
-    candidates += sorted((Path(p) for p in numbered), key=lambda p: _major(p.parent.name), reverse=True)
-    return next((d for d in candidates if (d / "initdb").is_file() and (d / "pg_ctl").is_file()), None)
-
-
-def _major(name: str) -> int:
-    return int(name) if name.isdigit() else 0
-
-
-def server_user() -> str | None:
-    """The user the server runs as: None when we are not root, else `postgres` (or `nobody`)."""
-    if os.geteuid() != 0:
-        return None
-    for name in ("postgres", "nobody"):
-        with contextlib.suppress(KeyError):
-            pwd.getpwnam(name)
-            return name
-    raise RuntimeError("running as root, and neither a postgres nor a nobody user exists to run the server")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class PostgresCluster:
-    """One initdb'd data folder and its server; `stop()` / `start()` restart the same cluster."""
-
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.user = server_user()
-        self.root = Path(tempfile.mkdtemp(prefix="amrita-pg-"))
-        self.data = self.root / "data"
-        self.log = self.root / "server.log"
-        self.port = 0
-        if self.user is not None:
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.root, entry.pw_uid, entry.pw_gid)
-
-    @property
-    def dsn(self) -> str:
-        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
-
-    def run(self, *command: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        """A server command (`initdb`, `pg_ctl`), as the server's user."""
-        argv = [str(self.bindir / command[0]), *command[1:]]
-        if self.user is not None:
-            argv = ["runuser", "-u", self.user, "--", *argv]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=self.root)
-        if out.returncode != 0:
-            raise RuntimeError(f"{command[0]} failed ({out.returncode}): {out.stderr or out.stdout}{self._log_tail()}")
-        return out
-
-    def _log_tail(self) -> str:
-        with contextlib.suppress(OSError):
-            return "\nserver log:\n" + self.log.read_text()[-2000:]
-        return ""
-
-    def init(self) -> None:
-        # --no-sync: initdb does not flush the files it writes (a throwaway folder); the server
-        # itself runs with fsync on
-        self.run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        (self.data / "pg_hba.conf").write_text("local all all trust\nhost all all 127.0.0.1/32 trust\n")
-        self.port = free_port()
-        settings = {
-            "listen_addresses": "'127.0.0.1'",
-            "port": str(self.port),
-            "unix_socket_directories": f"'{self.root}'",
-            "fsync": "on",
-            "max_connections": "60",
-            "logging_collector": "off",
-        }
-        with open(self.data / "postgresql.conf", "a") as conf:
-            conf.write("".join(f"{key} = {value}\n" for key, value in settings.items()))
-
-    def start(self) -> None:
-        """Start the server and wait until it accepts connections."""
-        self.run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "start")
-
-    def stop(self, mode: str = "fast") -> None:
-        """Stop the server (`fast`: sessions are ended; `immediate`: as a crash, recovery at the next start)."""
-        self.run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
-
-    def remove(self) -> None:
-        with contextlib.suppress(RuntimeError):
-            self.stop("immediate")
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,8 @@ log output of the package under test cannot corrupt the protocol.
 Commands:
   {"op": "hello"}                                -> build description, or why it is unavailable
   {"op": "run", "scenario": NAME, "size": N, "budget": S}      -> one measurement of a scenario
+      (the durable work adds "mode": a durability mode, and "postgres": the server to store into,
+      or "postgres_problem": why there is none; the reply then carries the store's settings, "note")
   {"op": "trace", "spec": SPEC}                  -> the node trace of one run of a user workflow
   {"op": "workflow", "spec": SPEC, "runs": N, "budget": S}     -> one measurement of a user workflow
   {"op": "profile", "spec": SPEC, "runs": N}     -> the per-node profile of N runs
@@ -135,10 +137,13 @@ def _describe_peer(entry: Any, module: Any) -> dict:
     os.environ.update(module.TELEMETRY_OFF)  # before the library is imported (telemetry() imports it)
     telemetry = module.telemetry()
     versions = {dist: _distribution_version(dist) for dist in entry.reported}
+    durable = getattr(module, "DURABLE", {}) if "durable" in getattr(entry, "kinds", ("peer",)) else {}
     return {
         "python": platform.python_version(),
         "executable": sys.executable,
         "implementation": "peer",
+        "kinds": list(getattr(entry, "kinds", ("peer",))),
+        "durable": {work: dict(modes) for work, modes in durable.items()},
         "peer": entry.name,
         "label": entry.label,
         "version": versions[entry.reported[0]],
@@ -160,6 +165,7 @@ class Worker:
         self.workload: Any = None
         self.workflows: dict = {}  # spec -> workload.Workflow, loaded once
         self.cached: Any = None  # (key, plan): the last plan built, reused while the same scenario repeats
+        self.folder = ""  # the durable work's files (a temporary folder, removed when the worker ends)
 
     def hello(self) -> dict:
         try:
@@ -177,6 +183,8 @@ class Worker:
         self.scenarios = load_sibling("scenarios")
         self.workload = load_sibling("workload")
         self.workload.add_import_paths(self.paths)
+        if not self.peer_name:  # what this build runs of the durable work (ours: its durability modes)
+            info["durable"] = self.scenarios.durable_systems()
         info.update(status="ok", loop=self.loop_name)
         return info
 
@@ -201,36 +209,84 @@ class Worker:
                 "reason": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(limit=8),
             }
-        return {"status": "ok", **fields}
+        return {"status": "ok", **(fields or {})}
 
     async def _plan(self, key: tuple, make):
         if self.cached is None or self.cached[0] != key:
-            self.cached = None
+            await self._close_plan()
             plan = make()
             if hasattr(plan, "__await__"):
                 plan = await plan
             self.cached = (key, plan)
         return self.cached[1]
 
+    async def _close_plan(self) -> None:
+        """Release what the cached plan holds (a durable plan's connections, files, a runtime)."""
+        cached, self.cached = self.cached, None
+        close = getattr(cached[1], "close", None) if cached is not None else None
+        if close is not None:
+            done = close()
+            if hasattr(done, "__await__"):
+                await done
+
     def measure(self, key: tuple, make, budget: float) -> dict:
         async def compute() -> dict:
             plan = await self._plan(key, make)
             value, runs = await self.scenarios.measure_best(plan, budget)
-            return {"value": value, "ops": plan.ops, "runs": runs}
+            reply = {"value": value, "ops": plan.ops, "runs": runs}
+            if getattr(plan, "note", ""):
+                reply["note"] = plan.note
+            if getattr(plan, "parts", None) is not None:
+                reply["parts"] = await plan.parts()
+            return reply
 
         reply = self.answer(compute)
-        if reply["status"] != "ok":
+        if reply["status"] != "ok" and self.cached is not None:
+            self.answer(self._close_plan)  # its own failure to close is not this reply's
             self.cached = None
         return reply
 
-    def plan(self, name: str, size: Any) -> Any:
-        """Scenario `name` on this build; on a peer, that peer's version of the peers' work."""
+    def close(self) -> None:
+        """At the end: close the last plan, remove the durable work's folder."""
+        if self.loop is not None and self.scenarios is not None:
+            self.answer(self._close_plan)
+        if self.folder:
+            import shutil
+
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def place(self, cmd: dict) -> dict:
+        """Where the durable work stores: this worker's folder, the runner's Postgres server."""
+        if not self.folder:
+            import tempfile
+
+            self.folder = tempfile.mkdtemp(prefix="amrita-bench-durable-")
+        return {"dir": self.folder, "postgres": cmd.get("postgres"), "postgres_problem": cmd.get("postgres_problem")}
+
+    def plan(self, name: str, size: Any, cmd: Any = None) -> Any:
+        """Scenario `name` on this build; on a peer, that peer's version of the peers' work (or of
+        the durable work, in the command's mode)."""
+        cmd = cmd or {}
+        durable = "mode" in cmd
         if self.peer is None:
+            if durable:
+                return self.scenarios.build(name, size, mode=cmd["mode"], place=self.place(cmd))
             return self.scenarios.build(name, size)
+        size = size or (self.scenarios.SCENARIOS[name].size if name in self.scenarios.SCENARIOS else 0)
+        if durable and name in self.scenarios.DURABLE_WORKS:
+            return self._peer_durable(name, size, cmd["mode"], self.place(cmd))
         if name not in self.scenarios.PEER_WORKS:
             raise self.scenarios.Unavailable(f"a peer runs the peers' work only, not {name}")
-        size = size or self.scenarios.SCENARIOS[name].size
         return self.scenarios.peer_plan(name, size, self.peer.build(name, self.scenarios))
+
+    async def _peer_durable(self, name: str, size: int, mode: str, place: dict) -> Any:
+        modes = getattr(self.peer, "DURABLE", {}).get(name, {})
+        if mode not in modes:
+            raise self.scenarios.Unavailable(f"{name} in the {mode!r} mode is not written for this peer")
+        system = self.peer.durable(name, mode, self.scenarios, place)
+        if hasattr(system, "__await__"):
+            system = await system
+        return self.scenarios.durable_plan(name, size, system)
 
     async def _trace(self, spec: str) -> dict:
         return {"trace": await self.workflow(spec).trace()}
@@ -244,7 +300,8 @@ class Worker:
         budget = float(cmd.get("budget") or 0.0)
         if op == "run":
             name, size = cmd["scenario"], cmd.get("size")
-            return self.measure(("run", name, size), lambda: self.plan(name, size), budget)
+            key = ("run", name, size, cmd.get("mode"), cmd.get("postgres") and cmd["postgres"].get("dsn"))
+            return self.measure(key, lambda: self.plan(name, size, cmd), budget)
         spec, runs = cmd.get("spec", ""), int(cmd.get("runs") or 0)
         if op == "trace":
             return self.answer(lambda: self._trace(spec))
@@ -274,11 +331,14 @@ def main() -> None:
     if (args.expect == "peer") != bool(args.peer):
         parser.error("--expect peer and --peer NAME go together")
     worker = Worker(args.loop, args.expect, args.path, args.peer)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        reply = worker.handle(json.loads(line))
-        channel.write(json.dumps(reply) + "\n")
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            reply = worker.handle(json.loads(line))
+            channel.write(json.dumps(reply) + "\n")
+    finally:
+        worker.close()
 
 
 if __name__ == "__main__":

@@ -63,7 +63,11 @@ def speedups(path: str, rows: list[dict], meta: dict) -> str:
     series = [("vs_ref", "vs 1.1.3"), ("vs_pure", "vs the pure build")]
     loops = list(dict.fromkeys(r["loop"] for r in rows))
     data = {
-        loop: [r for r in rows if r["loop"] == loop and r["kind"] != "floor" and any(r["ratios"][m] for m, _ in series)]
+        loop: [
+            r
+            for r in rows
+            if r["loop"] == loop and r["kind"] not in ("floor", "durable") and any(r["ratios"][m] for m, _ in series)
+        ]
         for loop in loops
     }
     if not any(data.values()):

@@ -71,6 +71,7 @@ def _meta(
                 "version": b.info.get("version"),
                 "implementation": b.info.get("implementation"),
                 "per_loop": {loop: build_info.get((loop, b.key)) for loop in loops},
+                "durable": b.durable,
                 **_peer_meta(b),
             }
             for b in builds
@@ -82,7 +83,12 @@ def _peer_meta(build: Any) -> dict:
     if not build.peer:
         return {}
     keys = ("versions", "requirements", "telemetry")
-    return {"peer": True, **{key: build.info.get(key) for key in keys}, "problem": build.problem or None}
+    return {
+        "peer": True,
+        "kinds": list(build.kinds),
+        **{key: build.info.get(key) for key in keys},
+        "problem": build.problem or None,
+    }
 
 
 def _cpu_model() -> str:

@@ -4,9 +4,12 @@ Each build runs in its own worker process (one per build and event loop):
   compiled  amrita-sense-turbo with the compiled core (AMRITA_SENSE_REQUIRE_EXTENSIONS=1)
   pure      amrita-sense-turbo, the pure build: no compiled core (AMRITA_SENSE_NO_EXTENSIONS=1)
   ref       amrita-sense 1.1.3 under another Python (--against /path/to/venv/bin/python)
-  peers     with --peers: LangGraph, pydantic-graph, Burr, LlamaIndex Workflows, each in its
-            own virtual environment (created on first use under --peers-dir), on the peers'
-            work only: a 20-node request chain, a 10-iteration agent loop, an IF/ELSE
+  peers     with --peers: LangGraph, pydantic-graph, Burr, LlamaIndex Workflows, DBOS Transact,
+            each in its own virtual environment (created on first use under --peers-dir), on the
+            peers' work only: a 20-node request chain, a 10-iteration agent loop, an IF/ELSE, a
+            retried call, and the durable work: a 10-node chain with a checkpoint after every node
+            into SQLite, into Postgres (a throwaway server on loopback) and into files, in each
+            durability mode a system has, beside the floor (the store's own writes of the same bytes)
 Measurements are interleaved: for every scenario, each repetition visits every
 build (in rotating order), so machine noise hits all builds alike. One
 measurement is the best of the runs that fit in --budget seconds; the table
@@ -25,6 +28,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -36,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +48,7 @@ from amrita_sense.bench import charts, peers
 from amrita_sense.bench import scenarios as S
 from amrita_sense.bench import workload as W
 from amrita_sense.bench.peers import venvs
+from amrita_sense.bench.postgres import throwaway
 from amrita_sense.bench.results import LABELS, OLD_BUILD_KEYS, OLD_RATIO_KEYS, _meta, _rename_old_keys
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
@@ -68,6 +74,8 @@ class Build:
     info: dict = field(default_factory=dict)
     peer: bool = False
     problem: str = ""
+    kinds: tuple = ("peer",)  # a peer's: the kinds of work it runs
+    durable: dict | None = None  # the durable work it runs: {work: {mode: how it is written}}; None: not asked yet
 
     def __post_init__(self) -> None:
         self.label = self.label or LABELS[self.key]
@@ -78,8 +86,17 @@ class Build:
         return ["--expect", EXPECT[self.key]]
 
     def serves(self, job: Job) -> bool:
-        """A peer runs the peers' work only."""
-        return not self.peer or job.kind == "peer"
+        """A peer runs the peers' work only (and the durable work, if it has it); the durable work
+        runs in the modes the system has (ours: before its worker said which, sync only)."""
+        if self.peer and job.kind not in self.kinds:
+            return False
+        if job.name in DURABLE_FLOORS:  # on our builds that run the durable work
+            return not self.peer and (self.durable is None or bool(self.durable))
+        if job.kind != "durable":
+            return True
+        if self.durable is None:
+            return job.mode == "sync"
+        return job.mode in self.durable.get(job.name, {})
 
 
 def _build_env(key: str, overrides: dict | None = None) -> dict:
@@ -211,6 +228,8 @@ class Cell:
     values: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     reason: str = ""
+    note: str = ""  # how the build set up the work (the durable work: its store's settings)
+    parts: list = field(default_factory=list)  # where an operation's time went, per measurement
     comparable: bool = True  # False: this build's node trace differs from the primary build's
 
     @property
@@ -231,6 +250,17 @@ class Job:
     targets: tuple = ()
     size: int | None = None
     family: str | None = None
+    mode: str | None = None  # the durable work (and its floor): the durability mode
+
+    @property
+    def key(self) -> str:
+        """The job's key in the results: its name, and the mode of a durable work."""
+        return f"{self.name}@{self.mode}" if self.kind == "durable" else self.name
+
+    @property
+    def postgres(self) -> bool:
+        """Does it store into the Postgres server?"""
+        return self.name in POSTGRES_WORK
 
     def command(self, workflow_runs: int, budget: float) -> dict:
         if self.name.startswith(WORKFLOW_PREFIX):
@@ -240,7 +270,21 @@ class Job:
                 "runs": workflow_runs,
                 "budget": budget,
             }
-        return {"op": "run", "scenario": self.name, "size": self.size, "budget": budget}
+        command = {"op": "run", "scenario": self.name, "size": self.size, "budget": budget}
+        if self.mode is not None:
+            command["mode"] = self.mode
+        return command
+
+
+DURABLE_FLOORS = {work.floor for work in S.DURABLE_WORKS.values() if work.floor}
+POSTGRES_WORK = {
+    name for work in S.DURABLE_WORKS.values() if work.store == "postgres" for name in (work.name, work.floor)
+}
+
+
+def is_durable(row: dict) -> bool:
+    """A row of the durable table: a durable work in one mode, or its floor."""
+    return row["kind"] == "durable" or row["scenario"] in DURABLE_FLOORS
 
 
 def plan_jobs(names: list[str], workflow: str | None, quick: bool) -> list[Job]:
@@ -256,19 +300,22 @@ def plan_jobs(names: list[str], workflow: str | None, quick: bool) -> list[Job]:
             floors.append(floor)
     for name in wanted + floors:
         spec = S.SCENARIOS[name]
-        jobs.append(
-            Job(
-                name,
-                spec.title,
-                spec.unit,
-                spec.measure,
-                spec.kind,
-                spec.floor,
-                spec.targets,
-                spec.quick_size if quick else spec.size,
-                spec.family,
+        durable = spec.kind == "durable" or name in DURABLE_FLOORS
+        for mode in S.DURABLE_MODES if spec.kind == "durable" else ("sync",) if durable else (None,):
+            jobs.append(
+                Job(
+                    name,
+                    spec.title,
+                    spec.unit,
+                    spec.measure,
+                    spec.kind,
+                    spec.floor,
+                    spec.targets,
+                    spec.quick_size if quick else spec.size,
+                    spec.family,
+                    mode,
+                )
             )
-        )
     return jobs
 
 
@@ -313,9 +360,12 @@ def format_value(value: float | None, measure: str) -> str:
 
 def _record(cell: Cell, reply: dict) -> None:
     status = reply.get("status")
+    cell.note = cell.note or reply.get("note", "")
     if status == "ok":
         cell.status = "ok"
         cell.values.append(reply["value"])
+        if reply.get("parts"):
+            cell.parts.append(reply["parts"])
         cell.runs.append(reply.get("runs", 1))
         return
     cell.status = status or "error"
@@ -346,6 +396,8 @@ def run_loop(
             build_info[(loop, build.key)] = hello
             if hello.get("status") == "ok":
                 workers[build.key] = worker
+                if build.durable is None or not build.peer:  # what it runs of the durable work, as it says
+                    build.durable = hello.get("durable") or {}
                 progress.note(f"{loop}: {build.label} = {_describe(hello)}")
             else:
                 worker.stop()
@@ -358,7 +410,7 @@ def run_loop(
         for job in jobs:
             if job.name.startswith(WORKFLOW_PREFIX):
                 ours = [b for b in builds if b.serves(job)]
-                results[(loop, job.name)] = compare_traces(loop, job, ours, workers, args, progress)
+                results[(loop, job.key)] = compare_traces(loop, job, ours, workers, args, progress)
             _run_job(loop, job, builds, workers, missing, args, progress, results)
     finally:
         for worker in workers.values():
@@ -386,32 +438,36 @@ def _run_job(
     results: dict,
 ) -> None:
     builds = [b for b in builds if b.serves(job)]
-    cells = results.setdefault((loop, job.name), {b.key: Cell() for b in builds})
+    cells = results.setdefault((loop, job.key), {b.key: Cell() for b in builds})
+    if not builds:
+        return
     order = [b for b in builds if b.key in workers]
     for b in builds:
         if b.key not in workers:
             cells[b.key].status = "n/a"
             cells[b.key].reason = "build unavailable: " + missing.get(b.key, "its worker stopped")
     command = job.command(args.workflow_runs, args.budget)
+    postgres = getattr(args, "postgres", None)
     rounds = [("warm-up", True)] * args.warmup + [(f"rep {i + 1}/{args.repeats}", False) for i in range(args.repeats)]
     for index, (label, warmup) in enumerate(rounds):
         rotation = index % len(order) if order else 0
         for build in order[rotation:] + order[:rotation]:
             cell = cells[build.key]
             if cell.status not in ("pending", "ok"):
-                progress.step(f"{loop} {job.name} {build.label}: {cell.status}")
+                progress.step(f"{loop} {job.key} {build.label}: {cell.status}")
                 continue
-            reply = workers[build.key].request(command, args.timeout)
+            sent = dict(command, **postgres.fields(build.key)) if job.postgres and postgres is not None else command
+            reply = workers[build.key].request(sent, args.timeout)
             if warmup and reply.get("status") == "ok":
-                progress.step(f"{loop} {job.name} {build.label} {label}")
+                progress.step(f"{loop} {job.key} {build.label} {label}")
                 continue
             _record(cell, reply)
             shown = format_value(reply.get("value"), job.measure) if cell.status == "ok" else cell.status
-            progress.step(f"{loop} {job.name} {build.label} {label}: {shown}")
+            progress.step(f"{loop} {job.key} {build.label} {label}: {shown}")
             if workers[build.key].proc is None:  # crashed or timed out: start a fresh worker
                 _restart(loop, build, workers, args, progress)
     summary = " | ".join(f"{b.label} {_cell_text(cells[b.key], job.measure)}" for b in builds)
-    progress.note(f"{loop} {job.name}: {summary}")
+    progress.note(f"{loop} {job.key}: {summary}")
 
 
 def _restart(loop: str, build: Build, workers: dict, args: argparse.Namespace, progress: Progress) -> None:
@@ -519,10 +575,16 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
     }
     if job.kind == "peer":  # every system's time as a multiple of the primary build's
         ratios["x_primary"] = {key: _ratio(medians.get(key), medians.get(primary or "")) for key in cells}
+    if job.kind == "durable":  # against ours (the primary build, sync) on the same store, and the floor
+        ours = results.get((loop, f"{S.DURABLE_WORKS[job.name].ours_on}@sync"), {}).get(primary or "")
+        floor = floors.get(primary or "")
+        ratios["x_ours"] = {key: _ratio(medians.get(key), ours.median if ours else None) for key in cells}
+        ratios["x_floor"] = {key: _ratio(medians.get(key), floor) for key in cells}
     verdicts = _verdicts(job, medians, ratios, primary)
     return {
         "loop": loop,
         "scenario": job.name,
+        "mode": job.mode if job.kind == "durable" else None,
         "title": job.title,
         "unit": job.unit,
         "kind": job.kind,
@@ -539,6 +601,8 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
                 "runs": cell.runs,
                 "reason": cell.reason or None,
                 "comparable": cell.comparable,
+                **({"note": cell.note} if cell.note else {}),
+                **({"parts": _median_parts(cell.parts)} if cell.parts else {}),
             }
             for key, cell in cells.items()
         },
@@ -547,6 +611,11 @@ def analyse(loop: str, job: Job, cells: dict, results: dict, primary: str | None
         "targets": verdicts,
         "met": _met(verdicts),
     }
+
+
+def _median_parts(parts: list[dict]) -> dict:
+    """Each part's median over the measurements."""
+    return {name: statistics.median(p[name] for p in parts if name in p) for name in parts[0]}
 
 
 def _verdicts(job: Job, medians: dict, ratios: dict, primary: str | None) -> list[dict]:
@@ -787,6 +856,106 @@ def render_peers(rows: list[dict], builds: list[Build]) -> str:
     return "\n\n".join(out) + f"\n\n{titles}\n{notes}"
 
 
+STORE_TITLES = {"sqlite": "SQLite", "postgres": "Postgres", "file": "file"}
+
+
+def render_durable(rows: list[dict], builds: list[Build]) -> str:
+    """The durable table, one section per loop: a row per system and durability mode, per store
+    its time per request, that time as a multiple of ours (the primary build, sync, on the same
+    store) and of the floor (the store's own writes of the same bytes); the floor last. Then how
+    each system set its store up (the notes the workers sent)."""
+    rows = [r for r in rows if is_durable(r)]
+    if not rows:
+        return ""
+    works = [w for w in S.DURABLE_WORKS if any(r["scenario"] == w for r in rows)]
+    header = ["system", "durability", "version"]
+    for work in works:
+        store = STORE_TITLES[S.DURABLE_WORKS[work].store]
+        header += [store, "x ours"] + (["x floor"] if S.DURABLE_WORKS[work].floor else [])
+    out: list[str] = []
+    notes: dict[str, None] = {}
+    for loop in dict.fromkeys(r["loop"] for r in rows):
+        mine = [r for r in rows if r["loop"] == loop]
+        by_key = {(r["scenario"], r.get("mode")): r for r in mine}
+        primary = next((r["primary"] for r in mine if r["primary"]), None)
+        body = []
+        for build in builds:
+            for mode in S.DURABLE_MODES:
+                cells = [by_key.get((work, mode), {}).get("builds", {}).get(build.key) for work in works]
+                if not any(cells):
+                    continue
+                how = next((m[mode] for m in (build.durable or {}).values() if mode in m), mode)
+                line = [_system_name(build), how, str(build.info.get("version") or "")]
+                for work, cell in zip(works, cells):
+                    row = by_key.get((work, mode), {"ratios": {}})
+                    line += _durable_cells(work, cell, row, build.key)
+                    if cell and cell.get("note"):
+                        notes.setdefault(cell["note"], None)
+                body.append(line)
+        floor_line = ["floor", "the store's own writes", ""]
+        floors = 0
+        for work in works:
+            floor = S.DURABLE_WORKS[work].floor
+            cell = by_key.get((floor, None), {}).get("builds", {}).get(primary or "") if floor else None
+            floors += cell is not None
+            if cell and cell.get("note"):
+                notes.setdefault(cell["note"], None)
+            shown = "" if cell is None else _cell_of({"builds": {"f": cell}, "measure": "time"}, "f")
+            floor_line += [shown, ""] + (["1.00x" if cell and cell["status"] == "ok" else ""] if floor else [])
+        split = len(body)
+        if floors:
+            body.append(floor_line)
+        fast = dict((b.key, b.label) for b in builds).get(primary or "", "ours")
+        out.append(
+            f"durable work, event loop: {loop}   (per request; x ours: times ours ({fast} build, sync) on "
+            "the same store; x floor: times the floor's)"
+        )
+        out.append(_grid(header, body, split=split))
+        out += _durable_parts(mine, builds, works)
+    titles = "; ".join(f"{work}: {S.DURABLE_WORKS[work].title}" for work in works)
+    legend = (
+        "each request a new run with its own id, a checkpoint after every node; every result checked, and the "
+        "last request's stored state read back through the system's own API and checked. The file column "
+        "(pydantic-graph's file persistence) is compared with ours on SQLite. The floor: as many plain upserts "
+        "of our run's snapshot bytes as it saves, each its own commit, on a plain connection with the store's "
+        "settings"
+    )
+    how = "\n".join(f"  {note}" for note in notes)
+    return "\n\n".join(out) + f"\n\n{titles}\n{legend}" + (f"\nhow each store was set up:\n{how}" if how else "")
+
+
+def _durable_parts(rows: list[dict], builds: list[Build], works: list[str]) -> list[str]:
+    """Where a request of ours goes (sync), per store: the engine, encoding, writing."""
+    lines = []
+    for build in builds:
+        per_store = []
+        for work in works:
+            row = next((r for r in rows if r["scenario"] == work and r.get("mode") == "sync"), None)
+            parts = ((row or {}).get("builds", {}).get(build.key) or {}).get("parts")
+            if parts:
+                shown = " + ".join(f"{name} {S.format_seconds(parts[name])}" for name in ("engine", "encode", "write"))
+                per_store.append(f"{STORE_TITLES[S.DURABLE_WORKS[work].store]}: {shown}")
+        if per_store:
+            lines.append(f"  {_system_name(build)}: " + "; ".join(per_store))
+    if not lines:
+        return []
+    title = (
+        "where a request of ours goes (sync; medians of a few more requests after each measurement): engine = "
+        "the same request without checkpoints, write = time in the store's save, encode = the rest"
+    )
+    return [title + "\n" + "\n".join(lines)]
+
+
+def _durable_cells(work: str, cell: dict | None, row: dict, key: str) -> list[str]:
+    has_floor = bool(S.DURABLE_WORKS[work].floor)
+    if cell is None:
+        return ["", ""] + ([""] if has_floor else [])
+    shown = format_value(cell["median"], "time") if cell["status"] == "ok" else _STATUS.get(cell["status"], "-")
+    ratios = row.get("ratios", {})
+    line = [shown, _fmt_ratio(ratios.get("x_ours", {}).get(key))]
+    return line + ([_fmt_ratio(ratios.get("x_floor", {}).get(key))] if has_floor else [])
+
+
 def _peer_row(build: Build, works: list[str], by_work: dict) -> list[str]:
     version = build.info.get("version") or ""
     cells = [_system_name(build), str(version)]
@@ -885,7 +1054,7 @@ def render_notes(rows: list[dict], builds: list[Build]) -> str:
                 first = (build["reason"] or "").splitlines()[0] if build["reason"] else ""
                 who, where = seen.setdefault((build["status"], first), ({}, {}))
                 who[labels.get(key, key)] = None
-                where[f"{row['scenario']}@{row['loop']}"] = None
+                where[f"{row['scenario']}{'@' + row['mode'] if row.get('mode') else ''}@{row['loop']}"] = None
     lines = []
     for (status, reason), (who, where) in seen.items():
         lines.append(f"  {status.upper()} on {', '.join(who)}: {reason}\n      in {', '.join(where)}")
@@ -1046,6 +1215,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where the peers' environments are kept (default: .venv-peers in the current directory)",
     )
     parser.add_argument("--peers-rebuild", action="store_true", help="re-create the peers' environments first")
+    parser.add_argument(
+        "--postgres-url",
+        metavar="URL",
+        help="the durable work's Postgres server (postgresql://user[:password]@host[:port]/dbname; every "
+        "system's tables in that database) instead of a throwaway one started on loopback from the "
+        "server binaries found (initdb, pg_ctl); without either, the Postgres work reads n/a",
+    )
     parser.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="asyncio")
     parser.add_argument("--scenarios", metavar="LIST", help="comma list of scenarios (see --list)")
     parser.add_argument(
@@ -1157,18 +1333,21 @@ def select_families(text: str) -> tuple[str, ...]:
 
 
 def select_scenarios(args: argparse.Namespace) -> list[str]:
-    """The chosen scenarios (by default all but the floors, the near variants and the peers'
-    work), then, with --families, those families' variants, and with --peers, the peers' work."""
-    peer_work = list(S.PEER_WORKS) if args.peer_list else []
+    """The chosen scenarios (by default all but the floors, the near variants, the peers' work
+    and the durable work), then, with --families, those families' variants, and with --peers,
+    the peers' work and the durable work (unless --scenarios names some of those: then only them)."""
+    peer_work = list(S.PEER_WORKS) + list(S.DURABLE_WORKS) if args.peer_list else []
     variants = [n for n, s in S.SCENARIOS.items() if s.family in args.family_list]
     if not args.scenarios:
         if args.workflow or peer_work or variants:
             return list(dict.fromkeys(variants + peer_work))
-        return [n for n, s in S.SCENARIOS.items() if s.kind not in ("floor", "peer", "variant")]
+        return [n for n, s in S.SCENARIOS.items() if s.kind not in ("floor", "peer", "durable", "variant")]
     names = [n.strip() for n in args.scenarios.split(",") if n.strip()]
     unknown = [n for n in names if n not in S.SCENARIOS]
     if unknown:
         raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}; see --list")
+    if any(n in peer_work for n in names):  # the peers' works named: those only
+        peer_work = []
     return list(dict.fromkeys(names + variants + peer_work))
 
 
@@ -1214,8 +1393,19 @@ def peer_builds(args: argparse.Namespace, say: Any) -> list[Build]:
         except (venvs.PeerEnvError, OSError, subprocess.CalledProcessError) as exc:
             problem = f"its environment could not be made: {exc}"
             say(f"{peer.label} unavailable: {problem}")
-        out.append(Build(peer.name, python, _build_env("peer"), peer.label, peer=True, problem=problem))
+        build = Build(peer.name, python, _build_env("peer"), peer.label, peer=True, problem=problem)
+        build.kinds = peer.kinds
+        build.durable = _written_durable(peer) if "durable" in peer.kinds else {}
+        out.append(build)
     return out
+
+
+def _written_durable(peer: peers.Peer) -> dict:
+    """The durable work `peer`'s module writes ({work: {mode: how}}), read without its library."""
+    import importlib
+
+    module = importlib.import_module(f"amrita_sense.bench.peers.{peer.module}")
+    return {work: dict(modes) for work, modes in getattr(module, "DURABLE", {}).items()}
 
 
 def list_scenarios() -> str:
@@ -1240,7 +1430,7 @@ def main(argv: list[str] | None = None) -> int:
         return profile_nodes(args, builds, loops)
     jobs = plan_jobs(select_scenarios(args), args.workflow, args.quick)
     builds += peer_builds(args, lambda text: sys.stderr.write(f"peers: {text}\n"))
-    visits = sum(1 for job in jobs for build in builds if build.serves(job))
+    visits = sum(1 for job in jobs for build in builds if _will_serve(build, job))
     total = len(loops) * visits * (args.repeats + args.warmup)
     progress = Progress(total)
     progress.note(
@@ -1250,12 +1440,14 @@ def main(argv: list[str] | None = None) -> int:
     started = _dt.datetime.now(_dt.timezone.utc)
     results: dict = {}
     build_info: dict = {}
-    for loop in loops:
-        run_loop(loop, builds, jobs, args, progress, results, build_info)
+    with postgres_server(args, any(job.postgres for job in jobs), progress.note) as args.postgres:
+        for loop in loops:
+            run_loop(loop, builds, jobs, args, progress, results, build_info)
     rows = []
     for loop in loops:
         primary = _primary(loop, builds, build_info)
-        rows += [analyse(loop, job, results[(loop, job.name)], results, primary) for job in jobs]
+        measured = [job for job in jobs if results.get((loop, job.key))]  # a mode no system has: no row
+        rows += [analyse(loop, job, results[(loop, job.key)], results, primary) for job in measured]
     progress.clear()
     _label_builds(builds, build_info)
     meta = _meta(args, builds, build_info, loops, started)
@@ -1266,6 +1458,84 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         progress.note(charts.speedups(args.plot, rows, meta))
     return 1 if broken(rows, builds) else 0
+
+
+class PostgresServer:
+    """Where the durable work stores in Postgres: a database per build on the runner's throwaway
+    cluster, or the server `--postgres-url` names (one database for all), or why there is none."""
+
+    def __init__(self, cluster: Any = None, url: str = "", problem: str = "") -> None:
+        self.cluster, self.url, self.problem = cluster, url, problem
+        self.servers: dict[str, dict] = {}
+
+    def fields(self, key: str) -> dict:
+        """What a worker's command carries for build `key`: its server, or why there is none."""
+        if self.problem:
+            return {"postgres_problem": self.problem}
+        if key not in self.servers:
+            try:
+                self.servers[key] = self._server(key)
+            except (OSError, RuntimeError, subprocess.SubprocessError, ValueError) as exc:
+                return {"postgres_problem": f"no database for it on the Postgres server: {exc}"}
+        return {"postgres": self.servers[key]}
+
+    def _server(self, key: str) -> dict:
+        if self.cluster is not None:
+            dbname = "bench_" + "".join(c if c.isalnum() else "_" for c in key)
+            self.cluster.createdb(dbname)
+            host, port, user, password = "127.0.0.1", self.cluster.port, "postgres", ""
+        else:
+            from urllib.parse import unquote, urlsplit
+
+            parts = urlsplit(self.url)
+            if parts.scheme not in ("postgres", "postgresql") or not parts.path.strip("/"):
+                raise ValueError(
+                    f"--postgres-url: expected postgresql://user[:password]@host[:port]/dbname, not {self.url!r}"
+                )
+            host, port = parts.hostname or "127.0.0.1", parts.port or 5432
+            user, password = unquote(parts.username or "postgres"), unquote(parts.password or "")
+            dbname = parts.path.strip("/")
+        auth = user + (f":{password}" if password else "")
+        dsn = f"host={host} port={port} user={user} dbname={dbname}" + (f" password={password}" if password else "")
+        url = f"postgresql://{auth}@{host}:{port}/{dbname}"
+        return {
+            "dsn": dsn,
+            "url": url,
+            "host": host,
+            "port": port,
+            "user": user,
+            "password": password,
+            "dbname": dbname,
+        }
+
+
+@contextlib.contextmanager
+def postgres_server(args: argparse.Namespace, wanted: bool, say: Any) -> Iterator[PostgresServer | None]:
+    """The durable work's Postgres server for the run (`wanted`: a job stores there): the one
+    --postgres-url names, else a throwaway cluster on loopback, removed at the end; without
+    server binaries, a server that says why (its cells read n/a)."""
+    if not wanted:
+        yield None
+        return
+    if args.postgres_url:
+        yield PostgresServer(url=args.postgres_url)
+        return
+    with throwaway() as (cluster, problem):
+        if cluster is None:
+            say(f"Postgres: {problem}; the Postgres work reads n/a")
+        else:
+            say(f"Postgres: a throwaway server on 127.0.0.1:{cluster.port} ({cluster.bindir}), a database per system")
+        yield PostgresServer(cluster, problem=problem)
+
+
+def _will_serve(build: Build, job: Job) -> bool:
+    """`build.serves(job)` as it will be once the build's worker said what it runs (for the
+    progress count: our builds' durability modes as this environment's build has them)."""
+    if build.peer or build.durable is not None or (job.kind != "durable" and job.name not in DURABLE_FLOORS):
+        return build.serves(job)
+    if build.key == "ref":
+        return False
+    return job.name in DURABLE_FLOORS or job.mode in S.durable_systems().get(job.name, {})
 
 
 def broken(rows: list[dict], builds: list[Build]) -> bool:
@@ -1282,7 +1552,7 @@ def _primary(loop: str, builds: list[Build], build_info: dict) -> str | None:
 def _print_results(rows: list[dict], builds: list[Build], targets: bool, families: tuple = ()) -> None:
     ours = [b for b in builds if not b.peer]
     in_view = [r for r in rows if r.get("family") in families]
-    rest = [r for r in rows if r.get("family") not in families]
+    rest = [r for r in rows if r.get("family") not in families and not is_durable(r)]
     shown = any(r["kind"] not in ("peer", "floor") for r in rest) or not in_view
     main = (
         render_table(rest, ours, _overall_primary(rows), targets)
@@ -1294,6 +1564,7 @@ def _print_results(rows: list[dict], builds: list[Build], targets: bool, familie
         render_app_split(rows, ours),
         render_families(in_view, ours, families),
         render_peers(rows, builds),
+        render_durable(rows, builds),
         render_peer_versions(builds),
         render_notes(rows, builds),
     ]
@@ -1308,7 +1579,16 @@ def report(args: argparse.Namespace) -> int:
         rows, meta = doc["results"], doc["meta"]
         _rename_old_keys(rows, meta)
         builds = [
-            Build(key, b.get("python", ""), {}, b.get("label", ""), info=b, peer=bool(b.get("peer")))
+            Build(
+                key,
+                b.get("python", ""),
+                {},
+                b.get("label", ""),
+                info=b,
+                peer=bool(b.get("peer")),
+                kinds=tuple(b.get("kinds") or ("peer",)),
+                durable=b.get("durable"),
+            )
             for key, b in meta["builds"].items()
         ]
     except (OSError, ValueError, KeyError) as exc:

@@ -27,6 +27,7 @@ class Peer:
     module: str  # the file in this directory with its version of the work
     requirements: tuple[str, ...]  # what pip installs into its environment, pinned
     reported: tuple[str, ...]  # the distributions whose versions the results print
+    kinds: tuple[str, ...] = ("peer",)  # the work it runs: "peer" (the peers' work), "durable" (checkpointed)
 
     @property
     def path(self) -> str:
@@ -44,8 +45,21 @@ PEERS: dict[str, Peer] = {
             "langgraph",
             "LangGraph",
             "langgraph_peer",
-            ("langgraph==1.2.24",),
-            ("langgraph", "langchain-core", "langsmith"),
+            (
+                "langgraph==1.2.24",
+                "langgraph-checkpoint-sqlite==3.1.2",  # SqliteSaver (the durable work)
+                "langgraph-checkpoint-postgres==3.2.0",  # PostgresSaver
+                "psycopg[binary]==3.3.9",
+            ),
+            (
+                "langgraph",
+                "langchain-core",
+                "langsmith",
+                "langgraph-checkpoint-sqlite",
+                "langgraph-checkpoint-postgres",
+                "psycopg",
+            ),
+            ("peer", "durable"),
         ),
         Peer(
             "pydantic-graph",
@@ -54,13 +68,32 @@ PEERS: dict[str, Peer] = {
             ("pydantic-graph==2.68.0",),
             ("pydantic-graph", "pydantic", "logfire-api"),
         ),
-        Peer("burr", "Burr", "burr_peer", ("apache-burr==0.42.0",), ("apache-burr",)),
+        Peer(
+            "burr",
+            "Burr",
+            "burr_peer",
+            # psycopg2: what Burr's PostgreSQLPersister connects with
+            ("apache-burr==0.42.0", "psycopg2-binary==2.9.13"),
+            ("apache-burr", "psycopg2-binary"),
+            ("peer", "durable"),
+        ),
         Peer(
             "llamaindex",
             "LlamaIndex Workflows",
             "llamaindex_peer",
             ("llama-index-workflows==2.26.1",),
             ("llama-index-workflows", "llama-index-instrumentation", "pydantic"),
+        ),
+        Peer("dbos", "DBOS Transact", "dbos_peer", ("dbos==3.4.0",), ("dbos", "sqlalchemy", "psycopg"), ("durable",)),
+        # pydantic-graph 2.x has no state persistence; 1.x, its last line with FileStatePersistence,
+        # runs the durable work (the `pydantic-graph` peer above the rest)
+        Peer(
+            "pydantic-graph-1",
+            "pydantic-graph 1.x",
+            "pydantic_graph_file_peer",
+            ("pydantic-graph==1.107.10",),
+            ("pydantic-graph", "pydantic"),
+            ("durable",),
         ),
     )
 }

@@ -24,7 +24,7 @@ def telemetry() -> str:
         enabled = getattr(burr_telemetry, "is_telemetry_enabled", lambda: False)()
     if enabled:
         raise RuntimeError("Burr telemetry is on")
-    return "no tracker or persister (with_tracker not called); Burr's telemetry is off (removed in apache-burr)"
+    return "no tracker (with_tracker not called; the durable work adds a persister); Burr's telemetry is off (removed in apache-burr)"
 
 
 def build(work: str, S: Any) -> Callable[[int], Any]:
@@ -121,3 +121,88 @@ def _branch(S: Any) -> Callable[[int], Any]:
     )
     serve = _serve(graph, "check", ["half", "triple"], "result")
     return lambda x: serve(x=x)
+
+
+# ---------------------------------------------------------------------------
+# The durable work: the chain of ten actions, with a state persister
+
+
+DURABLE = {work: {"sync": "a save after every action"} for work in ("durable_sqlite", "durable_postgres")}
+"""The durable work written for Burr (one mode: the application saves after each action, before the next)."""
+
+
+def durable(work: str, mode: str, S: Any, place: dict) -> Any:
+    """Burr's durable chain as its persistence docs write it: a persister made once
+    (`SQLLitePersister(db_path, table_name)` / `PostgreSQLPersister.from_values(...)`,
+    `initialize()`), each request a new `Application` with its own `app_id`
+    (`with_identifiers`) and `.with_state_persister(persister)`, which saves the state after every
+    action; `app.run(halt_after=[...])` (the persisters are synchronous, so are the actions).
+    Read back with `persister.load(partition_key, app_id)`."""
+    from burr.core import ApplicationBuilder, State, action
+    from burr.core.graph import GraphBuilder
+
+    folder = S.durable_work.Folder(place, "burr")
+    if work == "durable_sqlite":
+        from burr.core.persistence import SQLLitePersister
+
+        persister = SQLLitePersister(
+            db_path=folder.file("burr.db"), table_name="burr_state", connect_kwargs={"check_same_thread": False}
+        )
+        note = f"SQLLitePersister(db_path, table_name): {S.durable_work.sqlite_settings(persister.connection)}"
+    else:
+        from burr.integrations.persisters.b_psycopg2 import PostgreSQLPersister
+
+        server = S.postgres_place(place, work)
+        persister = PostgreSQLPersister.from_values(
+            server["dbname"], server["user"], "", server["host"], server["port"], table_name="burr_state"
+        )
+        note = "PostgreSQLPersister.from_values(...): one psycopg2 connection, a commit per save"
+    persister.initialize()
+
+    def make_step(k: int) -> Any:
+        @action(reads=["value"], writes=["value"])
+        def step(state: State) -> State:
+            return state.update(value=S.peer_mix(state["value"], k))
+
+        return step
+
+    names = [f"step_{k}" for k in range(S.DURABLE_CHAIN_NODES)]
+    graph = (
+        GraphBuilder()
+        .with_actions(**{name: make_step(k) for k, name in enumerate(names)})
+        .with_transitions(*zip(names, names[1:]))
+        .build()
+    )
+    new_id = S.durable_work.run_ids("burr")
+    last: list = []
+
+    async def serve(x: int) -> int:
+        app_id = new_id()
+        app = (
+            ApplicationBuilder()
+            .with_graph(graph)
+            .with_entrypoint(names[0])
+            .with_state(value=x)
+            .with_identifiers(app_id=app_id, partition_key="bench")
+            .with_state_persister(persister)
+            .build()
+        )
+        _, _, final = app.run(halt_after=[names[-1]])
+        last[:] = [app_id]
+        return final["value"]
+
+    async def stored() -> int:
+        loaded = persister.load("bench", last[0])
+        if loaded is None:
+            raise S.CountMismatch(f"{work}: nothing stored for app {last[0]}")
+        if loaded["sequence_id"] != S.DURABLE_CHAIN_NODES - 1 or loaded["position"] != names[-1]:
+            raise S.CountMismatch(f"{work}: the stored state is at {loaded['position']} #{loaded['sequence_id']}")
+        return loaded["state"]["value"]
+
+    def close() -> None:
+        try:
+            persister.connection.close()
+        finally:
+            folder.remove()
+
+    return S.DurableSystem(serve, stored, f"Burr: {note}", close)

@@ -154,3 +154,76 @@ def _retry(S: Any) -> Callable[[int], Any]:
         return (await graph.ainvoke({"value": x}))["value"]
 
     return serve
+
+
+# ---------------------------------------------------------------------------
+# The durable work: the same chain of ten nodes, compiled with a checkpointer
+
+
+DURABLE = {
+    work: {"sync": 'durability="sync"', "async": 'durability="async" (default)'}
+    for work in ("durable_sqlite", "durable_postgres")
+}
+"""The durable work written for LangGraph, and its durability modes (`invoke(..., durability=...)`)."""
+
+
+def _durable_step(mix: Callable[[int, int], int], k: int) -> Callable[[ChainState], Any]:
+    def step(state: ChainState) -> dict[str, int]:
+        return {"value": mix(state["value"], k)}
+
+    return step
+
+
+def durable(work: str, mode: str, S: Any, place: dict) -> Any:
+    """LangGraph's durable chain as its persistence docs write it: `SqliteSaver` /
+    `PostgresSaver` (`from_conn_string`, `setup()`), the graph compiled with it, each request
+    `graph.invoke(input, {"configurable": {"thread_id": ...}}, durability=mode)` on a new thread id
+    (the savers are synchronous, so are the nodes and the call); read back with `graph.get_state`."""
+    import contextlib
+
+    from langgraph.graph import END, START, StateGraph
+
+    stack = contextlib.ExitStack()
+    folder = S.durable_work.Folder(place, "langgraph")
+    stack.callback(folder.remove)
+    if work == "durable_sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        saver = stack.enter_context(SqliteSaver.from_conn_string(folder.file("checkpoints.sqlite")))
+        saver.setup()
+        note = f"SqliteSaver.from_conn_string(path): {S.durable_work.sqlite_settings(saver.conn)}"
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        server = S.postgres_place(place, work)
+        saver = stack.enter_context(PostgresSaver.from_conn_string(server["url"]))
+        saver.setup()
+        note = "PostgresSaver.from_conn_string(url): one connection, autocommit (its docs' setup)"
+    builder = StateGraph(ChainState)
+    previous = START
+    for k in range(S.DURABLE_CHAIN_NODES):
+        builder.add_node(f"step_{k}", _durable_step(S.peer_mix, k))
+        builder.add_edge(previous, f"step_{k}")
+        previous = f"step_{k}"
+    builder.add_edge(previous, END)
+    graph = builder.compile(checkpointer=saver)
+    new_id = S.durable_work.run_ids("langgraph")
+    last: list = []
+
+    async def serve(x: int) -> int:
+        config = {"configurable": {"thread_id": new_id()}}
+        result = graph.invoke({"value": x}, config, durability=mode)["value"]
+        last[:] = [config]
+        return result
+
+    async def stored() -> int:
+        config = last[0]
+        state = graph.get_state(config)
+        if state.next:
+            raise S.CountMismatch(f"{work}: the stored thread still has {state.next} to run")
+        saved = len(list(saver.list(config)))
+        if saved < S.DURABLE_CHAIN_NODES:
+            raise S.CountMismatch(f"{work}: {saved} checkpoints stored for {S.DURABLE_CHAIN_NODES} nodes")
+        return state.values["value"]
+
+    return S.DurableSystem(serve, stored, f"LangGraph: {note}", stack.close)

@@ -19,23 +19,35 @@ is about the worker-thread hand-off; all nodes of a chain share one body functio
 very same bodies without the engine.
 
 Kinds: "engine" (the default set), "app" (a user's application: AmritaCore's chat turn,
-in the default set), "floor", "peer" (`--peers`), "variant" (a near
+in the default set), "floor", "peer" (`--peers`), "durable" (`--peers`: checkpointed), "variant" (a near
 variant, run with `--families`: a `Family` groups scenarios that do the same work
 written the ways users write it; some members are "engine" scenarios too).
 
 Modules, each importing only those listed before it: `framework` (the registry, plans,
 targets, measuring), `bodies` (the parts several families share), then one module per family,
 imported here in the order the report lists them: `engine`, `serving` (per request), `variants`,
-`policies`, `amrita_core`, `floors`, `peer_work`. Importing them registers their scenarios in `SCENARIOS`.
+`policies`, `amrita_core`, `floors`, `peer_work`, `durable_work` (the peers' work with a checkpoint
+after every node: kind "durable", each run in the durability modes a system has). Importing them registers their scenarios in `SCENARIOS`.
 """
 
 # isort: off
 # The families in the report's order: each registers its scenarios as it is imported.
-from . import engine, serving, variants, policies, amrita_core, floors, peer_work
+from . import engine, serving, variants, policies, amrita_core, floors, peer_work, durable_work
 
 # isort: on
 from .amrita_core import AMRITA_CORE_ANSWER, AMRITA_CORE_TURNS
 from .bodies import ALPHA, BETA, CONTEXTS, NODES_PER_INTERPRETER, REQUEST_NODES, Alpha, Beta
+from .durable_work import (
+    DURABLE_CHAIN_NODES,
+    DURABLE_MODES,
+    DURABLE_WORKS,
+    DurableSystem,
+    DurableWork,
+    durable_chain_result,
+    durable_plan,
+    durable_systems,
+    postgres_place,
+)
 from .framework import (
     FAMILIES,
     SCENARIOS,
@@ -80,6 +92,9 @@ __all__ = [
     "AMRITA_CORE_TURNS",
     "BETA",
     "CONTEXTS",
+    "DURABLE_CHAIN_NODES",
+    "DURABLE_MODES",
+    "DURABLE_WORKS",
     "FAMILIES",
     "NODES_PER_INTERPRETER",
     "PEER_AGENT_ITERATIONS",
@@ -94,6 +109,8 @@ __all__ = [
     "BranchRequest",
     "ChainRequest",
     "CountMismatch",
+    "DurableSystem",
+    "DurableWork",
     "Family",
     "PeerTransient",
     "PeerWork",
@@ -104,6 +121,10 @@ __all__ = [
     "Unavailable",
     "amrita_core",
     "build",
+    "durable_chain_result",
+    "durable_plan",
+    "durable_systems",
+    "durable_work",
     "engine",
     "expect",
     "expect_results",
@@ -121,6 +142,7 @@ __all__ = [
     "peer_retry_result",
     "peer_work",
     "policies",
+    "postgres_place",
     "scenario",
     "serving",
     "variants",

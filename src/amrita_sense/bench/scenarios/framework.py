@@ -28,7 +28,11 @@ class Plan:
     `ops` is the number of operations one call of `timed` performs. `prepare`,
     `timed` and `check` may be plain or `async def` functions. `result`, when
     set, turns the elapsed seconds into the reported value (memory scenarios);
-    otherwise the value is seconds per operation.
+    otherwise the value is seconds per operation. `close` (plain or `async def`) releases
+    what the plan holds open (connections, a runtime's singleton) once the worker is done
+    with it; `note` says how it was configured (the durable work: each store's settings);
+    `parts` (`async def`), when set, is measured after each measurement: where one operation's
+    time goes, {part: seconds per operation} (ours on the durable work: engine, encode, write).
     """
 
     ops: int
@@ -36,6 +40,9 @@ class Plan:
     prepare: Optional[Callable[[], Any]] = None
     check: Optional[Callable[[], Any]] = None
     result: Optional[Callable[[float], float]] = None
+    close: Optional[Callable[[], Any]] = None
+    note: str = ""
+    parts: Optional[Callable[[], Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,12 +217,13 @@ async def measure_best(plan: Plan, budget: float = 0.0, max_runs: int = 25) -> T
             return best, runs
 
 
-def build(name: str, size: Optional[int] = None, *, quick: bool = False) -> Plan:
-    """Build the plan of scenario `name` (its default or quick size unless `size` is given)."""
+def build(name: str, size: Optional[int] = None, *, quick: bool = False, **options: Any) -> Plan:
+    """Build the plan of scenario `name` (its default or quick size unless `size` is given);
+    `options` go to its make function (the durable work's `mode` and `place`)."""
     spec = SCENARIOS[name]
     if size is None:
         size = spec.quick_size if quick else spec.size
-    return spec.make(size)
+    return spec.make(size, **options) if options else spec.make(size)
 
 
 def format_seconds(seconds: float) -> str:
