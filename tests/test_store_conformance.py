@@ -241,6 +241,47 @@ async def test_retention_by_age_drops_old_entries_never_the_latest(stores, clock
 
 
 @pytest.mark.asyncio
+async def test_expired_runs_are_deleted_in_batches_and_fresh_ones_kept(stores, clock):
+    async with stores.open(run_ttl=10) as store:
+        for k in range(5):
+            await save(store, f"old-{k}", stores.halted, history=True)
+            await save(store, f"old-{k}", stores.finished, history=True)
+        clock.now += 11
+        await save(store, "fresh", stores.halted)
+        assert await settle(store.sweep(batch_size=2)) == 5
+        assert [r.run_id for r in await settle(store.list())] == ["fresh"]
+        with pytest.raises(CheckpointNotFound):
+            await settle(store.history("old-0"))
+        assert await settle(store.sweep()) == 0
+        assert (await save(store, "old-0", stores.halted)).version == 1  # an expired run id starts again
+
+
+@pytest.mark.asyncio
+async def test_keep_latest_expiry_drops_the_history_and_keeps_the_latest(stores, clock):
+    async with stores.open(run_ttl=10, on_expiry="keep_latest") as store:
+        await save(store, "old", stores.halted, history=True)
+        await save(store, "old", stores.finished, history=True)
+        await save(store, "quiet", stores.halted)
+        clock.now += 11
+        assert await settle(store.sweep()) == 1  # a run with nothing but its latest has nothing to drop
+        assert (await settle(store.load("old"))).data == stores.finished
+        assert await versions(store, "old") == []
+        assert await settle(store.sweep()) == 0
+        assert (await save(store, "old", stores.halted, expected_version=2)).version == 3
+
+
+@pytest.mark.asyncio
+async def test_bad_expiry_is_refused(stores):
+    for options in ({"run_ttl": 0}, {"run_ttl": "1"}, {"on_expiry": "archive"}):
+        with pytest.raises(ValueError):
+            async with stores.open(**options):
+                pass
+    async with stores.open(run_ttl=1) as store:
+        with pytest.raises(ValueError, match="batch_size"):
+            await settle(store.sweep(batch_size=0))
+
+
+@pytest.mark.asyncio
 async def test_bad_retention_is_refused(stores):
     for options in ({"history_limit": 0}, {"history_limit": 2.5}, {"history_max_age": 0}, {"history_max_age": "1"}):
         with pytest.raises(ValueError, match="history_"):

@@ -205,6 +205,8 @@ class Checkpointing:
                 saved = await asyncio.get_running_loop().run_in_executor(None, call)
             else:
                 saved = save(self.run_id, data, **arguments)
+            if type(saved) is CheckpointRecord:
+                return saved
             return await saved if self._store_awaits or inspect.isawaitable(saved) else saved
         except CheckpointError:
             raise

@@ -139,6 +139,10 @@ def _pack_blobs(blobs: list[bytes]) -> bytes:
 
 def read_header(data: Any) -> Header:
     """Check the framing and the checksum of `data`; the header. Raises a `SnapshotFormatError`."""
+    if type(data) is bytes:
+        header = _sound_header(data)
+        if header is not None:
+            return header
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"a snapshot is bytes, not {type(data).__name__}")
     view = memoryview(data).cast("B")
@@ -167,6 +171,25 @@ def read_header(data: Any) -> Header:
         raise CorruptSnapshot("checksum mismatch: the snapshot was damaged")
     if status >= len(STATUSES) or flags not in _KNOWN_FLAGS[version] or outline_len % 4:
         raise CorruptSnapshot("invalid header fields (status, flags or outline length)")
+    return Header(version, STATUSES[status], fingerprint.hex(), engine_len, outline_len, user_len, flags)
+
+
+def _sound_header(data: bytes) -> Header | None:
+    """The header of a sound snapshot (every check `read_header` makes, at once); None when a check
+    fails (`read_header` then finds which, and says so)."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, version, status, flags, fingerprint, engine_len, outline_len, user_len, crc = _HEADER.unpack_from(data)
+    if (
+        magic != MAGIC
+        or not 0 < version <= FORMAT_VERSION
+        or len(data) != _HEADER.size + engine_len + outline_len + user_len
+        or zlib.crc32(data[_HEADER.size :], zlib.crc32(data[:_CRC_AT])) != crc
+        or status >= len(STATUSES)
+        or flags not in _KNOWN_FLAGS[version]
+        or outline_len % 4
+    ):
+        return None
     return Header(version, STATUSES[status], fingerprint.hex(), engine_len, outline_len, user_len, flags)
 
 

@@ -111,6 +111,10 @@ class HistoryStore(CheckpointStore, Protocol):
 
 HISTORY_METHODS = ("history", "fork", "prune")
 
+# Run expiry (every shipped store): `run_ttl` seconds after a run's last save it expires; `sweep()`
+# deletes it (`on_expiry="delete"`) or drops its history and keeps its latest checkpoint
+# (`"keep_latest"`), `SWEEP_BATCH` runs per transaction, and returns how many runs it expired.
+
 
 def _check_run_id(run_id: Any) -> str:
     if not isinstance(run_id, str) or not run_id or len(run_id) > 512:
@@ -138,6 +142,26 @@ def _check_retention(history_limit: Any, history_max_age: Any) -> tuple[int | No
     ):
         raise ValueError(f"history_max_age is None or a positive number of seconds, not {history_max_age!r}")
     return history_limit, None if history_max_age is None else float(history_max_age)
+
+
+EXPIRY_ACTIONS = ("delete", "keep_latest")
+SWEEP_BATCH = 200
+"""How many expired runs one transaction of `sweep()` handles (a save waits at most for one batch)."""
+
+
+def _check_expiry(run_ttl: Any, on_expiry: Any) -> tuple[float | None, str]:
+    """The run-level time to live (seconds since a run's last save) and what expiry does."""
+    if run_ttl is not None and (isinstance(run_ttl, bool) or not isinstance(run_ttl, (int, float)) or not run_ttl > 0):
+        raise ValueError(f"run_ttl is None or a positive number of seconds, not {run_ttl!r}")
+    if on_expiry not in EXPIRY_ACTIONS:
+        raise ValueError(f"on_expiry is 'delete' or 'keep_latest', not {on_expiry!r}")
+    return None if run_ttl is None else float(run_ttl), on_expiry
+
+
+def _check_batch(batch_size: Any) -> int:
+    if type(batch_size) is not int or batch_size < 1:
+        raise ValueError(f"batch_size is an int >= 1, not {batch_size!r}")
+    return batch_size
 
 
 def _conflict(run_id: str, expected: int, current: int) -> CheckpointConflict:

@@ -9,9 +9,12 @@ from dataclasses import replace
 from amrita_sense.durable.errors import CheckpointNotFound
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores.base import (
+    SWEEP_BATCH,
     Checkpoint,
     CheckpointRecord,
+    _check_batch,
     _check_expected,
+    _check_expiry,
     _check_retention,
     _check_run_id,
     _check_version,
@@ -25,8 +28,16 @@ from amrita_sense.durable.stores.base import (
 class MemoryCheckpointStore:
     """Checkpoints in a dictionary: the same protocol and rules as `SQLiteCheckpointStore`, one process only."""
 
-    def __init__(self, *, history_limit: int | None = None, history_max_age: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        history_limit: int | None = None,
+        history_max_age: float | None = None,
+        run_ttl: float | None = None,
+        on_expiry: str = "delete",
+    ) -> None:
         self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
+        self.run_ttl, self.on_expiry = _check_expiry(run_ttl, on_expiry)
         self._runs: dict[str, Checkpoint] = {}
         self._history: dict[str, list[Checkpoint]] = {}
         # threads: guards the store. Reentrant on purpose, though nothing here re-enters it: a
@@ -120,6 +131,26 @@ class MemoryCheckpointStore:
         with self._lock:
             runs = [_check_run_id(run_id)] if run_id is not None else list(self._history)
             return sum(self._apply_retention(run, now) for run in runs)
+
+    def sweep(self, *, batch_size: int = SWEEP_BATCH) -> int:
+        """Expire the runs whose last save is `run_ttl` seconds old or older (see `SQLiteCheckpointStore.sweep`)."""
+        _check_batch(batch_size)
+        if self.run_ttl is None:
+            return 0
+        cutoff, expired = time.time() - self.run_ttl, 0
+        while True:
+            with self._lock:
+                runs = [run for run, c in self._runs.items() if c.record.updated_at < cutoff and self._expires(run)]
+                for run in runs[:batch_size]:
+                    self._history.pop(run, None)
+                    if self.on_expiry == "delete":
+                        del self._runs[run]
+            expired += min(len(runs), batch_size)
+            if len(runs) <= batch_size:
+                return expired
+
+    def _expires(self, run_id: str) -> bool:
+        return self.on_expiry == "delete" or bool(self._history.get(run_id))
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         with self._lock:

@@ -28,8 +28,9 @@ writers expecting the same version exactly one writes and the other finds no row
 `CheckpointConflict`, and nothing written.
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
-lending it (`check_connection`: one more round trip per operation; `check=None` in `pool_kwargs`
-saves it), so connections a server restart killed are replaced; while the server is down an
+lending it, unless it came back from an operation less than `FRESH` seconds ago (a store saving
+steadily makes one round trip per save, not two; `check=None` in `pool_kwargs` never checks, a
+check of your own replaces this one), so connections a server restart killed are replaced; while the server is down an
 operation fails with `CheckpointError` within `timeout` seconds, and an operation started after it
 is back reconnects. A failure in flight (the server dies between a write and its acknowledgement)
 is a `CheckpointError` whose write may or may not have landed: `Checkpointing` finds out at its
@@ -49,18 +50,23 @@ import os
 import re
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from time import monotonic
 from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
+    SWEEP_BATCH,
     Checkpoint,
     CheckpointRecord,
+    _check_batch,
     _check_expected,
+    _check_expiry,
     _check_retention,
     _check_run_id,
     _check_version,
@@ -87,6 +93,8 @@ SCHEMA_VERSION = 2
 (a history row may be a delta from the one before it, `base`; a row kept only as such a base is
 not `listed`; the latest's `data` is empty when its frame is in the history table)."""
 
+FRESH = 1.0
+"""A connection back from an operation less than this many seconds ago is lent without a check."""
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _OWN_POOL_OPTIONS = ("conninfo", "open", "connection_class")
 _SECRET_PARAMETERS = ("password", "sslpassword")
@@ -123,6 +131,7 @@ _CREATE = (
     "CREATE INDEX IF NOT EXISTS history_saved_at ON {s}.history (saved_at)",
     "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS base bigint",
     "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS listed boolean NOT NULL DEFAULT true",
+    "CREATE INDEX IF NOT EXISTS checkpoints_updated_at ON {s}.checkpoints (updated_at)",
 )
 _META_EXISTS = "SELECT to_regclass(%(meta)s) IS NOT NULL"
 _META_VERSION = "SELECT value FROM {s}.meta WHERE key = 'schema_version'"
@@ -211,6 +220,22 @@ _DROP_UNNEEDED = (
     "WHERE k.run_id = t.run_id AND k.base IS NULL AND k.version <= t.version) AS low FROM tips t) "
     "DELETE FROM {s}.history h WHERE NOT h.listed {where_h} AND NOT EXISTS (SELECT 1 FROM ranges r "
     "WHERE r.run_id = h.run_id AND h.version BETWEEN r.low AND r.high)"
+)
+# expiry: a batch of runs whose last save is older than `cutoff`; rows a save holds are skipped (it
+# is not expired: it is saving), so a sweep never waits for a save
+_EXPIRE_DELETE = (
+    "WITH doomed AS (SELECT run_id FROM {s}.checkpoints WHERE updated_at < %(cutoff)s "
+    "ORDER BY updated_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED), "
+    "entries AS (DELETE FROM {s}.history h USING doomed d WHERE h.run_id = d.run_id), "
+    "gone AS (DELETE FROM {s}.checkpoints c USING doomed d WHERE c.run_id = d.run_id RETURNING c.run_id) "
+    "SELECT run_id FROM gone"
+)
+_EXPIRE_HISTORY = (
+    "WITH doomed AS (SELECT c.run_id FROM {s}.checkpoints c WHERE c.updated_at < %(cutoff)s AND EXISTS "
+    "(SELECT 1 FROM {s}.history h WHERE h.run_id = c.run_id AND h.listed) "
+    "ORDER BY c.updated_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED), "
+    "hidden AS (UPDATE {s}.history h SET listed = false FROM doomed d WHERE h.run_id = d.run_id) "
+    "SELECT run_id FROM doomed"
 )
 _CHAIN = (
     "SELECT version, base, data FROM {s}.history WHERE run_id = %(run_id)s AND version <= %(version)s "
@@ -306,6 +331,10 @@ def _statements(schema: str) -> dict[str, Any]:
         s=s, where="AND run_id = %(run_id)s", where_h="AND h.run_id = %(run_id)s"
     )
     out["drop_unneeded_all"] = _DROP_UNNEEDED.format(s=s, where="", where_h="")
+    runs, runs_h = "AND run_id = ANY(%(runs)s)", "AND h.run_id = ANY(%(runs)s)"
+    out["drop_unneeded_runs"] = _DROP_UNNEEDED.format(s=s, where=runs, where_h=runs_h)
+    out["expire_delete"] = _EXPIRE_DELETE.format(s=s)
+    out["expire_keep_latest"] = _EXPIRE_HISTORY.format(s=s)
     for name, sql in (("chain", _CHAIN), ("lock_record", _LOCK_RECORD), ("put_frame", _PUT_FRAME)):
         out[name] = sql.format(s=s)
     out["put_framed_latest"] = _PUT_FRAMED_LATEST.format(s=s)
@@ -343,6 +372,8 @@ class _PostgresStore:
         schema: str = "amrita_sense",
         history_limit: int | None = None,
         history_max_age: float | None = None,
+        run_ttl: float | None = None,
+        on_expiry: str = "delete",
         prepare: bool = False,
         timeout: float = 30.0,
         **pool_kwargs: Any,
@@ -363,6 +394,7 @@ class _PostgresStore:
         if refused:
             raise TypeError(f"the store sets {', '.join(refused)} of its pool itself")
         self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
+        self.run_ttl, self.on_expiry = _check_expiry(run_ttl, on_expiry)
         self.min_size, self.max_size, self.schema = min_size, max_size, schema
         self.prepare, self.timeout = bool(prepare), float(timeout)
         self._pool_kwargs = dict(pool_kwargs)
@@ -370,6 +402,7 @@ class _PostgresStore:
         self._where = f" in schema {schema!r} of {_safe_conninfo(self._params)!r}"
         self._bases = deltas.Bases()
         self._bases_lock = threading.Lock()  # threads: guards `_bases`
+        self._back_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._start()
 
     def _start(self) -> None:
@@ -383,6 +416,7 @@ class _PostgresStore:
         """Pickle as the constructor's arguments: the unpickled store opens a pool of its own."""
         options = {"min_size": self.min_size, "max_size": self.max_size, "schema": self.schema}
         options.update(history_limit=self.history_limit, history_max_age=self.history_max_age)
+        options.update(run_ttl=self.run_ttl, on_expiry=self.on_expiry)
         options.update(prepare=self.prepare, timeout=self.timeout, **self._pool_kwargs)
         return (_reopen, (type(self), self._dsn, options))
 
@@ -407,6 +441,13 @@ class _PostgresStore:
         options.update(self._pool_kwargs)
         options.update(kwargs=connection, open=False)
         return options
+
+    def _used(self, conn: Any) -> None:
+        """`conn` comes back from an operation (a broken one is not fresh: the pool drops it)."""
+        self._back_at[conn] = monotonic()
+
+    def _fresh(self, conn: Any) -> bool:
+        return monotonic() - self._back_at.get(conn, -FRESH) < FRESH and not conn.broken
 
     def _failure(self, what: str, exc: BaseException) -> CheckpointError:
         return CheckpointError(f"{what} failed{self._where}: {exc}")
@@ -621,6 +662,25 @@ class _PostgresStore:
         yield self._sql["drop_unneeded_all" if run_id is None else "drop_unneeded_run"], {"run_id": run_id}
         return removed
 
+    def _expire_op(self, cutoff: float, batch_size: int) -> _Operation:
+        """One batch of `sweep()`: the runs it expired."""
+        return _Operation("expiring runs", self._expire_steps(cutoff, batch_size), atomic=True)
+
+    def _expire_steps(self, cutoff: float, batch_size: int) -> Steps:
+        rows = yield self._sql[f"expire_{self.on_expiry}"], {"cutoff": cutoff, "batch": batch_size}
+        runs = [row[0] for row in rows]
+        if runs and self.on_expiry == "keep_latest":  # the latest's own frames stay when stored as frames
+            yield self._sql["drop_unneeded_runs"], {"runs": runs}
+        with self._bases_lock:
+            for run in runs if self.on_expiry == "delete" else ():
+                self._bases.forget(run)
+        return len(runs)
+
+    def _sweep_batches(self, batch_size: int) -> tuple[float, int] | None:
+        """`(cutoff, batch size)` of a sweep, or None when runs do not expire."""
+        _check_batch(batch_size)
+        return None if self.run_ttl is None else (time.time() - self.run_ttl, batch_size)
+
     def _list_op(self, status: str | None) -> _Operation:
         return _Operation("listing the checkpoints", self._list_steps(status), atomic=False)
 
@@ -776,7 +836,7 @@ class PostgresCheckpointStore(_PostgresStore):
     def _open_pool(self, what: str) -> ConnectionPool:
         """A new pool, open, with its first `min_size` connections (a first operation that found none
         ready would make it open one more)."""
-        pool: ConnectionPool = ConnectionPool(self._dsn, **self._pool_options(ConnectionPool.check_connection))
+        pool: ConnectionPool = ConnectionPool(self._dsn, **self._pool_options(self._check_unless_fresh))
         try:
             pool.open(wait=True, timeout=self.timeout)
         except psycopg.Error as exc:  # PoolTimeout: the pool closed itself; the next call starts afresh
@@ -793,13 +853,21 @@ class PostgresCheckpointStore(_PostgresStore):
             if operation.done is not None:
                 operation.done(committed)
 
+    def _check_unless_fresh(self, conn: Any) -> None:
+        if not self._fresh(conn):
+            ConnectionPool.check_connection(conn)
+
     def _execute(self, pool: ConnectionPool, operation: _Operation) -> Any:
         try:
-            with pool.connection() as conn, conn.cursor(binary=True) as cursor:
-                if not operation.atomic:
-                    return _drive(cursor, operation.steps)
-                with conn.transaction():
-                    return _drive(cursor, operation.steps)
+            with pool.connection() as conn:
+                try:
+                    with conn.cursor(binary=True) as cursor:
+                        if not operation.atomic:
+                            return _drive(cursor, operation.steps)
+                        with conn.transaction():
+                            return _drive(cursor, operation.steps)
+                finally:
+                    self._used(conn)
         except psycopg.Error as exc:
             raise self._failure(operation.what, exc) from exc
 
@@ -826,6 +894,19 @@ class PostgresCheckpointStore(_PostgresStore):
     def prune(self, run_id: str | None = None) -> int:
         """Apply the retention now, to `run_id` or to every run; the number of history entries removed."""
         return self._run(self._prune_op(run_id))
+
+    def sweep(self, *, batch_size: int = SWEEP_BATCH) -> int:
+        """Expire the runs whose last save is `run_ttl` seconds old or older, `batch_size` runs per
+        transaction (rows a save holds are skipped, never waited for); the number of runs expired."""
+        plan = self._sweep_batches(batch_size)
+        if plan is None:
+            return 0
+        expired = 0
+        while True:
+            done = self._run(self._expire_op(*plan))
+            expired += done
+            if done < batch_size:
+                return expired
 
     def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
         """Forget the run and its history; False when it was not stored."""
@@ -917,8 +998,7 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
             raise self._failure(what, exc) from exc
 
     def _new_pool(self) -> AsyncConnectionPool:
-        check = AsyncConnectionPool.check_connection
-        pool: AsyncConnectionPool = AsyncConnectionPool(self._dsn, **self._pool_options(check))
+        pool: AsyncConnectionPool = AsyncConnectionPool(self._dsn, **self._pool_options(self._check_unless_fresh))
         return pool
 
     async def _run(self, operation: _Operation) -> Any:
@@ -931,13 +1011,21 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
             if operation.done is not None:
                 operation.done(committed)
 
+    async def _check_unless_fresh(self, conn: Any) -> None:
+        if not self._fresh(conn):
+            await AsyncConnectionPool.check_connection(conn)
+
     async def _execute(self, pool: AsyncConnectionPool, operation: _Operation) -> Any:
         try:
-            async with pool.connection() as conn, conn.cursor(binary=True) as cursor:
-                if not operation.atomic:
-                    return await _drive_async(cursor, operation.steps)
-                async with conn.transaction():
-                    return await _drive_async(cursor, operation.steps)
+            async with pool.connection() as conn:
+                try:
+                    async with conn.cursor(binary=True) as cursor:
+                        if not operation.atomic:
+                            return await _drive_async(cursor, operation.steps)
+                        async with conn.transaction():
+                            return await _drive_async(cursor, operation.steps)
+                finally:
+                    self._used(conn)
         except psycopg.Error as exc:
             raise self._failure(operation.what, exc) from exc
 
@@ -962,6 +1050,18 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
     async def prune(self, run_id: str | None = None) -> int:
         """As `PostgresCheckpointStore.prune`."""
         return await self._run(self._prune_op(run_id))
+
+    async def sweep(self, *, batch_size: int = SWEEP_BATCH) -> int:
+        """As `PostgresCheckpointStore.sweep`."""
+        plan = self._sweep_batches(batch_size)
+        if plan is None:
+            return 0
+        expired = 0
+        while True:
+            done = await self._run(self._expire_op(*plan))
+            expired += done
+            if done < batch_size:
+                return expired
 
     async def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
         """As `PostgresCheckpointStore.delete`."""

@@ -14,9 +14,12 @@ from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, Cor
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
+    SWEEP_BATCH,
     Checkpoint,
     CheckpointRecord,
+    _check_batch,
     _check_expected,
+    _check_expiry,
     _check_retention,
     _check_run_id,
     _check_version,
@@ -57,6 +60,7 @@ CREATE TABLE IF NOT EXISTS sense_history (
     size        INTEGER,
     PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS sense_checkpoints_updated_at ON sense_checkpoints (updated_at)",
 )
 _ADDED_COLUMNS = (
     ("sense_checkpoints", "forked_from", "TEXT"),
@@ -89,6 +93,12 @@ _BASED_ON = (
     "AND c.version = sense_history.version AND length(c.data) = 0))"
 )
 """The row is the base of the delta after it, or the frame of the latest checkpoint."""
+_EXPIRED = {
+    "delete": "SELECT run_id FROM sense_checkpoints WHERE updated_at < ? LIMIT ?",
+    # only runs that still have a listed entry: a run kept with its latest only is not found again
+    "keep_latest": "SELECT c.run_id FROM sense_checkpoints c WHERE c.updated_at < ? AND EXISTS (SELECT 1 "
+    "FROM sense_history h WHERE h.run_id = c.run_id AND h.listed = 1) LIMIT ?",
+}
 _RUNS_WITH_UNLISTED = "SELECT DISTINCT run_id FROM sense_history WHERE listed = 0"
 _CHAIN = (
     "SELECT version, base, data FROM sense_history WHERE run_id = ?1 AND version <= ?2 AND version >= "
@@ -105,7 +115,9 @@ class SQLiteCheckpointStore:
     lock). `synchronous="NORMAL"` (the default) survives a killed process; use
     "FULL" to survive a power loss as well. Snapshots are checked (framing and
     checksum) before they are written, so the store never holds a damaged one.
-    `history_limit` / `history_max_age` bound the history kept per run.
+    `history_limit` / `history_max_age` bound the history kept per run;
+    `run_ttl` expires a whole run that many seconds after its last save, when
+    `sweep()` runs (`on_expiry`: "delete" it, or "keep_latest": drop its history).
 
     The store versions its schema (`PRAGMA user_version`): a file written by
     an older release is upgraded in place, one written by a newer release is
@@ -121,6 +133,8 @@ class SQLiteCheckpointStore:
         synchronous: str = "NORMAL",
         history_limit: int | None = None,
         history_max_age: float | None = None,
+        run_ttl: float | None = None,
+        on_expiry: str = "delete",
     ):
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
@@ -128,6 +142,7 @@ class SQLiteCheckpointStore:
         self._timeout = float(timeout)
         self._synchronous = synchronous.upper()
         self.history_limit, self.history_max_age = _check_retention(history_limit, history_max_age)
+        self.run_ttl, self.on_expiry = _check_expiry(run_ttl, on_expiry)
         # threads: guards the store. Reentrant on purpose, though nothing here re-enters it: a
         # KeyboardInterrupt from a signal can land right after `with self._lock:` acquired and before
         # its block (PEP 419; Python 3.14 lands there), and the thread that leaked it can still save.
@@ -144,6 +159,7 @@ class SQLiteCheckpointStore:
     def __reduce__(self) -> tuple:
         options = {"timeout": self._timeout, "synchronous": self._synchronous}
         options.update(history_limit=self.history_limit, history_max_age=self.history_max_age)
+        options.update(run_ttl=self.run_ttl, on_expiry=self.on_expiry)
         return (_reopen_sqlite, (os.path.abspath(self.path), options))
 
     def __enter__(self) -> SQLiteCheckpointStore:
@@ -407,6 +423,31 @@ class SQLiteCheckpointStore:
             removed = self._retain(conn, run_id, time.time())
             self._collect_frames(conn, run_id)  # every frame nothing needs goes
             return removed
+
+    def sweep(self, *, batch_size: int = SWEEP_BATCH) -> int:
+        """Expire the runs whose last save is `run_ttl` seconds old or older, `batch_size` runs per
+        transaction (a save waits for one batch at most); the number of runs expired."""
+        _check_batch(batch_size)
+        if self.run_ttl is None:
+            return 0
+        cutoff, expired = time.time() - self.run_ttl, 0
+        while True:
+            with self._transaction("expiring runs") as conn:
+                runs = [run for (run,) in conn.execute(_EXPIRED[self.on_expiry], (cutoff, batch_size))]
+                for run in runs:
+                    self._expire(conn, run)
+            expired += len(runs)
+            if len(runs) < batch_size:
+                return expired
+
+    def _expire(self, conn: sqlite3.Connection, run_id: str) -> None:
+        if self.on_expiry == "delete":
+            conn.execute("DELETE FROM sense_checkpoints WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
+            self._bases.forget(run_id)
+            return
+        conn.execute("UPDATE sense_history SET listed = 0 WHERE run_id = ?", (run_id,))
+        _drop_unneeded_frames(conn, run_id)  # the latest's own frames stay when it is stored as frames
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
