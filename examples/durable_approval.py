@@ -29,10 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
-from amrita_sense.durable import Checkpointing, SQLiteCheckpointStore
+from amrita_sense.durable import Checkpointing, Keyring, SQLiteCheckpointStore
 from amrita_sense.streaming import SuspendObjectStream
 
 DECISION_POINT = "NodeSuspend::await_decision"
+
+
+def keyring() -> Keyring:
+    """The keys every process of the deployment signs and checks its checkpoints with: from
+    APPROVAL_KEYS (`id:base64-secret`, the current key first), else a demo key for this example only."""
+    if os.environ.get("APPROVAL_KEYS"):
+        return Keyring.from_env("APPROVAL_KEYS")
+    return Keyring({"demo": b"a demo key: set APPROVAL_KEYS in a deployment"})
 
 
 @dataclass
@@ -75,7 +83,7 @@ async def start(database: str, run_id: str, amount: int) -> None:
     """Run a new report until it waits for the person, then leave (the checkpoint keeps it)."""
     stream = SuspendObjectStream[str]()
     interp = WorkflowInterpreter(build_graph(), object_io=stream, extra_args=(Expense(amount),))
-    interp.checkpointing = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle)
+    interp.checkpointing = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle, keyring=keyring())
     parked = asyncio.ensure_future(stream.wait_to_suspend(DECISION_POINT))
     await asyncio.sleep(0)
     run = asyncio.ensure_future(interp.run())
@@ -89,7 +97,7 @@ async def answer(database: str, run_id: str, decision: str) -> Expense:
     """Resume the report in this process with the person's decision and run it to its end."""
     stream = SuspendObjectStream[str]()
     await stream.send_to_producer(decision)  # read by await_decision when it runs
-    policy = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle)
+    policy = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle, keyring=keyring())
     interp = await policy.resume(build_graph(), object_io=stream)
     await interp.run()
     expense = interp._ava_args[1]

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
-from amrita_sense.durable import Checkpointing, GraphMismatch, SQLiteCheckpointStore, plan_migration
+from amrita_sense.durable import Checkpointing, GraphMismatch, Keyring, SQLiteCheckpointStore, plan_migration
+
+KEYS = Keyring.generate()  # a deployment loads its keys (Keyring.from_env) so that every process has them
 
 
 @dataclass
@@ -62,7 +64,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder, SQLiteCheckpointStore(str(Path(folder) / "runs.db")) as store:
         # Deploy v1: the run parks at SUSPEND, and its checkpoint is in the store.
         interp: WorkflowInterpreter[Any] = WorkflowInterpreter(graph_v1(), extra_args=(Order(1001),))
-        interp.checkpointing = Checkpointing(store, "order-1001", codec=pickle)
+        interp.checkpointing = Checkpointing(store, "order-1001", codec=pickle, keyring=KEYS)
         await interp.run()
         print("halted runs on v1:", [record.run_id for record in store.list(status="halted")])
 
@@ -70,7 +72,8 @@ async def main() -> None:
         new_graph = graph_v2()
         data = store.load("order-1001").data
         try:
-            WorkflowInterpreter.restore(new_graph, data, codec=pickle)
+            checked_by = KEYS.bound_to("order-1001", store.load("order-1001").record.version)
+            WorkflowInterpreter.restore(new_graph, data, codec=pickle, keyring=checked_by)
         except GraphMismatch as exc:
             print(f"plain restore refused: {type(exc).__name__}: {exc}")
 
@@ -81,7 +84,7 @@ async def main() -> None:
                 print(f"{record.run_id}: {slot} moves {list(old)} -> {list(new)}")
 
         # Move the run onto v2 and finish it there.
-        interp = await Checkpointing(store, "order-1001", codec=pickle).resume(new_graph, migrate=True)
+        interp = await Checkpointing(store, "order-1001", codec=pickle, keyring=KEYS).resume(new_graph, migrate=True)
         await interp.run()
         print("order-1001 is now", store.load("order-1001").record.status)
 

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
-from amrita_sense.durable import Checkpointing, inspect_snapshot
+from amrita_sense.durable import Checkpointing, Keyring, inspect_snapshot
 from amrita_sense.streaming import SuspendObjectStream
+
+KEYS = Keyring.generate()  # a deployment loads its keys (Keyring.from_env) so that every process has them
 
 if TYPE_CHECKING:
     from amrita_sense.durable import PostgresCheckpointStore
@@ -66,7 +68,7 @@ async def answer(store: PostgresCheckpointStore, run_id: str, decision: str, ver
     """Resume the run (its latest checkpoint, or history entry `version`) with the editor's decision."""
     stream = SuspendObjectStream[str]()
     await stream.send_to_producer(decision)
-    policy = Checkpointing(store, run_id, codec=pickle, history=True)
+    policy = Checkpointing(store, run_id, codec=pickle, history=True, keyring=KEYS)
     interp = await policy.resume(build_graph(), version=version, object_io=stream)
     await interp.run()
 
@@ -90,7 +92,7 @@ async def main(dsn: str) -> None:
             interp: WorkflowInterpreter[Any] = WorkflowInterpreter(
                 build_graph(), extra_args=(Article("Threads and loops"),)
             )
-            interp.checkpointing = Checkpointing(store, run_id, codec=pickle, history=True)
+            interp.checkpointing = Checkpointing(store, run_id, codec=pickle, history=True, keyring=KEYS)
             await interp.run()
             parked = store.load(run_id).record
             print(f"{run_id}: parked at version {parked.version} ({parked.status})")

@@ -22,7 +22,7 @@ from amrita_sense.durable import (
 )
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
-from support.durable_support import abandon, park, rec, tag
+from support.durable_support import KEYS, abandon, park, rec, tag
 from support.runtime_path import RUNTIME_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,9 +230,9 @@ def test_policy_arguments_are_checked():
 async def test_the_codec_saves_user_state_with_every_checkpoint():
     store = MemoryCheckpointStore()
     interp = WorkflowInterpreter(NodeCompose(SUSPEND).render(), extra_args=([1, 2],), extra_kwargs={"k": "v"})
-    interp.checkpointing = Checkpointing(store, "run", codec=pickle)
+    interp.checkpointing = Checkpointing(store, "run", codec=pickle, keyring=KEYS)
     await interp.run()
-    again = await Checkpointing(store, "run", codec=pickle).resume(NodeCompose(SUSPEND).render())
+    again = await Checkpointing(store, "run", codec=pickle, keyring=KEYS).resume(NodeCompose(SUSPEND).render())
     assert again._ava_args_v[1:] == ([1, 2],) and again._ava_kwargs_v == {"k": "v"}
 
 
@@ -241,7 +241,7 @@ async def test_pools_the_codec_cannot_encode_are_a_checkpoint_error_not_a_panic(
     trace: list = []
     store = MemoryCheckpointStore()
     interp = WorkflowInterpreter(chain(trace, "a b"), extra_kwargs={"guard": threading.Lock()})
-    interp.checkpointing = Checkpointing(store, "run", codec=pickle)
+    interp.checkpointing = Checkpointing(store, "run", codec=pickle, keyring=KEYS)
     with pytest.raises(CheckpointError, match="run 'run' cannot be taken.*cannot pickle") as caught:
         await interp.run()
     assert caught.value.__cause__ is not None and interp.get_exception() is None

@@ -12,6 +12,7 @@ import pytest
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import Checkpointing, CodecError, Fresh, MemoryCheckpointStore, PartialPickle
+from support.durable_support import KEYS
 
 
 @dataclass
@@ -42,12 +43,12 @@ async def test_the_data_comes_back_and_the_client_is_the_resuming_codes():
     store = MemoryCheckpointStore()
     tally, first = Tally(), Client("first")
     interp = WorkflowInterpreter(graph(), extra_args=(tally,), extra_kwargs={"client": first})
-    interp.checkpointing = Checkpointing(store, "run", codec=PartialPickle())
+    interp.checkpointing = Checkpointing(store, "run", codec=PartialPickle(), keyring=KEYS)
     await interp.run()
     assert tally.total == 3
     second = Client("second")
     fresh = PartialPickle().with_fresh((Tally(),), {"client": second})
-    again = await Checkpointing(store, "run", codec=PartialPickle()).resume(graph(), codec=fresh)
+    again = await Checkpointing(store, "run", codec=PartialPickle(), keyring=KEYS).resume(graph(), codec=fresh)
     await again.run()
     restored = again._ava_args_v[1]
     assert restored is not tally and restored.total == 6 and restored.seen == ["first", "first", "second"]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from amrita_sense import WHILE, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import Checkpointing, CorruptSnapshot, SQLiteCheckpointStore
 from amrita_sense.durable.stores import deltas
+from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 APPENDS = 500
@@ -110,7 +111,7 @@ def stores(kind, request, tmp_path):
 async def test_a_growing_context_stores_what_changed_and_every_version_loads_whole(stores, request):
     store = Recording(stores.open(), every=50)
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
-    interp.checkpointing = Checkpointing(store, "chat", codec=pickle, history=True)
+    interp.checkpointing = Checkpointing(store, "chat", codec=pickle, keyring=KEYS, history=True)
     await interp.run()
     final = await settle(store.load("chat"))
     saves = final.record.version
@@ -121,7 +122,7 @@ async def test_a_growing_context_stores_what_changed_and_every_version_loads_who
         assert (await settle(fresh.load("chat", version=version))).data == data
     forked = await settle(fresh.fork("chat", 250, "chat-250"))
     assert (await settle(fresh.load("chat-250"))).data == store.saved[250] and forked.size == len(store.saved[250])
-    back = await Checkpointing(fresh, "chat", codec=pickle).resume(growing_graph(), version=250)
+    back = await Checkpointing(fresh, "chat", codec=pickle, keyring=KEYS).resume(growing_graph(), version=250)
     await back.run()
     assert back._ava_args_v[1].messages == interp._ava_args_v[1].messages
 
@@ -130,7 +131,7 @@ async def test_a_growing_context_stores_what_changed_and_every_version_loads_who
 async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(stores):
     store = Recording(stores.open(history_limit=7), every=1)
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
-    interp.checkpointing = Checkpointing(store, "chat", codec=pickle, history=True)
+    interp.checkpointing = Checkpointing(store, "chat", codec=pickle, keyring=KEYS, history=True)
     await interp.run()
     fresh = stores.open(history_limit=7)
     kept = [record.version for record in await settle(fresh.history("chat"))]
@@ -146,13 +147,13 @@ async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(stores
 @pytest.mark.asyncio
 async def test_without_history_the_store_keeps_the_chain_of_the_latest_only(stores, request):
     interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
-    interp.checkpointing = Checkpointing(stores.open(), "chat", codec=pickle)
+    interp.checkpointing = Checkpointing(stores.open(), "chat", codec=pickle, keyring=KEYS)
     await interp.run()
     fresh = stores.open()
     final = await settle(fresh.load("chat"))
     assert await settle(fresh.history("chat")) == []
     assert stored_bytes(fresh, request) <= 2 * len(final.data) + 200 * final.record.version
-    restored = WorkflowInterpreter.restore(growing_graph(), final.data, codec=pickle)
+    restored = WorkflowInterpreter.restore(growing_graph(), final.data, codec=pickle, allow_unsigned=True)
     assert restored._ava_args_v[1].messages == interp._ava_args_v[1].messages
 
 

@@ -432,9 +432,15 @@ async def test_a_context_migration_rewrites_the_stored_pools_of_its_graph_only()
     data = await run_to_end(WorkflowInterpreter(old, extra_args=(Ctx(1),), extra_kwargs={"label": "x"}))
     data = data.snapshot(pickle)
     fingerprint = graph_fingerprint(old)
-    await migrated(ctx_graph(seen, True), data, codec=pickle, context_migrations={fingerprint: times_ten})
-    await migrated(ctx_graph(seen, True), data, codec=pickle, context_migrations={"0" * 32: times_ten})
-    await migrated(ctx_graph(seen, False), data, codec=pickle, context_migrations={fingerprint: times_ten})
+    await migrated(
+        ctx_graph(seen, True), data, codec=pickle, allow_unsigned=True, context_migrations={fingerprint: times_ten}
+    )
+    await migrated(
+        ctx_graph(seen, True), data, codec=pickle, allow_unsigned=True, context_migrations={"0" * 32: times_ten}
+    )
+    await migrated(
+        ctx_graph(seen, False), data, codec=pickle, allow_unsigned=True, context_migrations={fingerprint: times_ten}
+    )
     assert seen == [(10, "x!"), (1, "x"), (10, "x!")]
 
 
@@ -449,7 +455,7 @@ async def test_a_failing_context_migration_is_a_restore_error_naming_the_graph()
 
     for migration, message in ((boom, "raised KeyError"), (lambda a, k: [a, k], "returned list, not")):
         with pytest.raises(RestoreError, match=f"context migration for graph {fingerprint} {message}"):
-            WorkflowInterpreter.restore(ctx_graph([], True), data, codec=pickle, migrate=True,
+            WorkflowInterpreter.restore(ctx_graph([], True), data, codec=pickle, allow_unsigned=True, migrate=True,
                                         context_migrations={fingerprint: migration})  # fmt: skip
 
 

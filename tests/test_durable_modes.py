@@ -28,6 +28,7 @@ from amrita_sense.durable import (
     inspect_snapshot,
 )
 from support.durable_mode_worker import NODES, RUN_ID, Chain, chain_result
+from support.durable_support import KEYS
 from support.runtime_path import RUNTIME_DIR
 
 WORKER = Path(__file__).resolve().parent / "support" / "durable_mode_worker.py"
@@ -102,11 +103,11 @@ def test_an_unknown_mode_is_refused_by_name():
 async def test_every_mode_ends_with_the_finished_state_durable(mode):
     store, ran = MemoryCheckpointStore(), []
     interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability=mode, history=True)
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability=mode, history=True)
     await interp.run()
     latest = store.load(RUN_ID)
     assert latest.record.status == "finished" and ran == list(range(NODES))
-    restored = WorkflowInterpreter.restore(counting_chain(NODES, []), latest.data, codec=pickle)
+    restored = WorkflowInterpreter.restore(counting_chain(NODES, []), latest.data, codec=pickle, allow_unsigned=True)
     assert restored._ava_args_v[1].value == chain_result(7)
     versions = [r.version for r in store.history(RUN_ID)]
     assert versions == list(range(1, len(versions) + 1))
@@ -121,7 +122,7 @@ async def test_every_mode_ends_with_the_finished_state_durable(mode):
 async def test_async_writes_while_the_next_nodes_run_and_a_newer_state_replaces_a_waiting_one():
     store, ran = GatedStore(), []
     interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="async", history=True)
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="async", history=True)
     running = asyncio.ensure_future(interp.run())
     while len(ran) < NODES:  # every node runs although no save could be written
         await asyncio.sleep(0)
@@ -139,7 +140,7 @@ async def test_async_waits_for_the_save_before_the_run_parks():
     store, ran = MemoryCheckpointStore(), []
     graph = NodeCompose(*counting_nodes(2, ran), SUSPEND, *counting_nodes(2, ran, first=2)).render()
     interp = WorkflowInterpreter(graph, extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="async")
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="async")
     await interp.run()
     assert store.load(RUN_ID).record.status == "halted"
 
@@ -149,14 +150,14 @@ async def test_async_waits_for_the_save_before_the_run_parks():
 async def test_async_a_failing_save_ends_the_run_with_checkpoint_error_and_keeps_the_last_complete_one(fail_at):
     store, ran = FailingStore(fail_at), []
     interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="async", history=True)
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="async", history=True)
     with pytest.raises(CheckpointError, match="disk went away"):
         await interp.run()
     assert not interp.is_running  # the lock is free, the interpreter reusable
     if fail_at > 1:
         kept = store.load(RUN_ID)
         assert kept.record.version == len(store.history(RUN_ID))  # nothing half-written
-        again = WorkflowInterpreter.restore(counting_chain(NODES, []), kept.data, codec=pickle)
+        again = WorkflowInterpreter.restore(counting_chain(NODES, []), kept.data, codec=pickle, allow_unsigned=True)
         await again.run()
         assert again._ava_args_v[1].value == chain_result(7)
 
@@ -170,7 +171,7 @@ async def test_exit_saves_at_a_suspend_gate_and_at_a_panic():
 
     graph = NodeCompose(*counting_nodes(2, ran), SUSPEND, Node()(boom)).render()
     interp = WorkflowInterpreter(graph, extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="exit", history=True)
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="exit", history=True)
     await interp.run()
     assert [r.status for r in store.history(RUN_ID)] == ["halted"]
     with pytest.raises(RuntimeError, match="boom"):
@@ -182,7 +183,7 @@ async def test_exit_saves_at_a_suspend_gate_and_at_a_panic():
 async def test_async_mode_on_a_blocking_store_overlaps_its_writes(tmp_path):
     store, ran = SQLiteCheckpointStore(tmp_path / "runs.db"), []
     interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
-    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="async", history=True)
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="async", history=True)
     await interp.run()
     assert store.load(RUN_ID).record.status == "finished"
     assert in_order(pointers(store))

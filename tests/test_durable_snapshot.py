@@ -119,7 +119,9 @@ async def test_a_panic_that_cannot_be_rebuilt_comes_back_as_restored_panic_or_th
         exc = WorkflowInterpreter.restore(graph, interp.snapshot()).get_exception()
         assert isinstance(exc, RestoredPanic) and str(exc) == "refused with 7"
         assert exc.type_name == f"test_durable_snapshot:{cls.__qualname__}" and cls.__name__ in exc.traceback_text
-        through_codec = WorkflowInterpreter.restore(graph, interp.snapshot(pickle), codec=pickle).get_exception()
+        through_codec = WorkflowInterpreter.restore(
+            graph, interp.snapshot(pickle), codec=pickle, allow_unsigned=True
+        ).get_exception()
         if cls is Pickled:
             assert type(through_codec) is Pickled and through_codec.code == 7
         else:  # pickles, but does not unpickle: the record stands in
@@ -453,8 +455,8 @@ async def test_the_codec_carries_the_pools_and_callers_may_pass_their_own():
     graph = NodeCompose(SUSPEND, use).render()
     interp = WorkflowInterpreter(graph, extra_args=(Ctx(1),), extra_kwargs={"label": "x"})
     await interp.run()
-    await resumed(graph, interp.snapshot(pickle), codec=pickle)
-    await resumed(graph, interp.snapshot(pickle), codec=pickle, extra_args=(Ctx(2),))
+    await resumed(graph, interp.snapshot(pickle), codec=pickle, allow_unsigned=True)
+    await resumed(graph, interp.snapshot(pickle), codec=pickle, allow_unsigned=True, extra_args=(Ctx(2),))
     await resumed(graph, interp.snapshot(), extra_args=(Ctx(3),), extra_kwargs={"label": "y"})
     assert seen == [(1, "x"), (2, "x"), (3, "y")]
 
@@ -470,7 +472,7 @@ async def test_user_objects_in_the_context_stack_need_a_codec():
     data = interp.snapshot(pickle)
     with pytest.raises(RestoreError, match="pass the same codec"):
         WorkflowInterpreter.restore(graph, data, extra_args=())
-    again = WorkflowInterpreter.restore(graph, data, codec=pickle)
+    again = WorkflowInterpreter.restore(graph, data, codec=pickle, allow_unsigned=True)
     ctx = again.context_stack.stack[0]
     assert ctx.s_args[0] is again and ctx.s_args[1].value == 1
 

@@ -43,6 +43,7 @@ from amrita_sense.policies import (
 )
 from amrita_sense.streaming import SUSPEND_ON_YIELD, SuspendObjectStream
 from support import policy_programs
+from support.durable_support import KEYS  # noqa: E402
 
 SUPPORT = Path(__file__).parent / "support"
 
@@ -602,7 +603,7 @@ async def test_a_snapshot_in_a_backoff_restores_to_the_remaining_attempts(clock)
     clock.release()
     with pytest.raises(asyncio.CancelledError):
         await task
-    restored = WorkflowInterpreter.restore(policy_programs.graph(), data, codec=pickle)
+    restored = WorkflowInterpreter.restore(policy_programs.graph(), data, codec=pickle, allow_unsigned=True)
     restored_state = restored._ava_args[1]
     with pytest.raises(ConnectionError, match=f"attempt {policy_programs.ATTEMPTS} failed"):
         await restored.run()
@@ -638,7 +639,7 @@ async def test_a_snapshot_in_a_backoff_restores_in_another_process(clock, tmp_pa
 @pytest.mark.asyncio
 async def test_a_checkpointed_run_saves_as_its_backoff_begins_and_resumes_there(clock):
     store = MemoryCheckpointStore()
-    policy = Checkpointing(store, "run-1", every_nodes=None, codec=pickle)
+    policy = Checkpointing(store, "run-1", every_nodes=None, codec=pickle, keyring=KEYS)
     state = policy_programs.Attempts(succeed_at=3)
     interp = WorkflowInterpreter(policy_programs.graph(), extra_args=(state,))
     interp.checkpointing = policy
@@ -649,7 +650,7 @@ async def test_a_checkpointed_run_saves_as_its_backoff_begins_and_resumes_there(
     clock.release()
     with pytest.raises(asyncio.CancelledError):
         await task
-    resumed = await Checkpointing(store, "run-1", codec=pickle).resume(policy_programs.graph())
+    resumed = await Checkpointing(store, "run-1", codec=pickle, keyring=KEYS).resume(policy_programs.graph())
     await resumed.run()
     resumed_state = resumed._ava_args[1]
     assert resumed_state.calls == 3

@@ -22,6 +22,7 @@ from typing import Any
 
 from amrita_sense import Node, NodeCompose
 from amrita_sense.durable import Checkpointing, CheckpointNotFound, SQLiteCheckpointStore
+from support.durable_support import KEYS  # noqa: E402
 
 NODES = 6
 RUN_ID = "run"
@@ -75,7 +76,7 @@ class KillingStore:
 async def main(database: str, sink: str, mode: str, kill_at: int, when: str) -> None:
     graph = chain(sink)
     store = KillingStore(SQLiteCheckpointStore(database), kill_at, when)
-    policy = Checkpointing(store, RUN_ID, codec=pickle, durability=mode, history=True)
+    policy = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability=mode, history=True)
     try:
         interp = await policy.resume(graph)
     except CheckpointNotFound:

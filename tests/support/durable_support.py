@@ -9,6 +9,7 @@ import zlib
 from typing import Any
 
 from amrita_sense import Node
+from amrita_sense.durable import Keyring
 from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.streaming import SuspendObjectStream
 
@@ -58,6 +59,10 @@ async def abandon(task: asyncio.Task) -> None:
     """Cancel a parked run (as a process that exits would leave it)."""
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+KEYS = Keyring({"tests": b"a test key, never a real one"})
+"""The keyring the tests sign and check their checkpoints with."""
 
 
 def reframed(data: bytes, *, version: int | None = None, document: dict | None = None, engine: bytes | None = None):

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: `support
 from amrita_sense import WorkflowInterpreter  # noqa: E402
 from amrita_sense.durable import Checkpointing, CheckpointNotFound, SQLiteCheckpointStore  # noqa: E402
 from support.durable_programs import CONTINUING, RunState, StateBuilder, drive, passthrough  # noqa: E402
+from support.durable_support import KEYS  # noqa: E402
 from support.worker_support import ThisPackage  # noqa: E402
 
 
@@ -32,7 +33,11 @@ async def main(spec: dict, database: str, run_id: str, sink: str, delay: float) 
     middleware = passthrough if spec["middleware"] else None
     current: list[RunState] = []
     policy = Checkpointing(
-        SQLiteCheckpointStore(database), run_id, codec=pickle, on_saved=lambda r: current[0].write(f"#{r.version}")
+        SQLiteCheckpointStore(database),
+        run_id,
+        codec=pickle,
+        keyring=KEYS,
+        on_saved=lambda r: current[0].write(f"#{r.version}"),
     )
     try:
         interp = await policy.resume(graph, middleware=middleware)

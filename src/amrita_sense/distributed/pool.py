@@ -34,6 +34,7 @@ from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, Se
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
 from amrita_sense.durable.snapshots.codecs import PartialPickle
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
+from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.runtime import observe as _observe
@@ -232,6 +233,11 @@ class SensePool:
             insists that everything pickles (else the run ends with a `CheckpointError` at its
             first checkpoint); `"codec": None` keeps the engine state only: a resumed run then gets
             the factory's fresh pools, and what the nodes wrote into them is lost.
+        keyring: signs the pool's checkpoints and snapshots and checks them before a worker decodes
+            one (`amrita_sense.durable.Keyring`). With a store and no keyring, the pool makes a key of
+            its own and hands it to its workers, so that failover only ever decodes what its workers
+            signed; to resume the pool's runs from another process, give the pool (and that process)
+            the same keyring (`Keyring.from_env`).
         keep_checkpoints: keep a run's checkpoint after it finished or was cancelled (by default it
             is deleted then; halted and panicked runs always keep theirs).
         max_attempts: how many times a run may be started (its first start included) before a
@@ -271,6 +277,7 @@ class SensePool:
         actor_options: dict | None = None,
         name: str = "sense-pool",
         worker_init: Callable[[], Any] | None = None,
+        keyring: Any = None,
     ) -> None:
         if worker_init is not None:
             if not callable(worker_init):
@@ -292,6 +299,11 @@ class SensePool:
         if checkpoint_store is not None:  # a resumed run gets its own pools back, not a fresh setup's
             self._checkpoint_options.setdefault("codec", PartialPickle())
         _check_checkpoint_options(self._checkpoint_options)
+        if keyring is None and checkpoint_store is not None:
+            keyring = Keyring.generate(f"{name}-{os.getpid()}")  # this pool's own: its workers get it
+        if keyring is not None:
+            self._checkpoint_options["keyring"] = keyring
+        self.keyring = keyring
         self._store = _shippable_store(checkpoint_store)
         if callable(getattr(checkpoint_store, "save", None)):  # a store (not a factory): checked here
             Checkpointing(checkpoint_store, "check", **self._checkpoint_options)

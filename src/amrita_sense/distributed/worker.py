@@ -145,6 +145,7 @@ class SenseWorker:
         self._store: Any = None
         self._checkpoint_options = dict(checkpoint_options or {})
         self._codec = self._checkpoint_options.get("codec")
+        self._keyring = self._checkpoint_options.get("keyring")
         self._keep = keep_checkpoints
         self._workflows: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
         self._loading: dict[str, asyncio.Future] = {}
@@ -317,7 +318,9 @@ class SenseWorker:
         policy = None if store is None else Checkpointing(store, run.run_id, **self._checkpoint_options)
         run.policy = policy
         if opts.get("resume_from") is not None:
-            interp = WorkflowInterpreter.restore(graph, opts["resume_from"], codec=codec, object_io=run.stream, **pools)
+            interp = WorkflowInterpreter.restore(
+                graph, opts["resume_from"], codec=codec, object_io=run.stream, keyring=self._keyring, **pools
+            )
         elif policy is not None and opts.get("mode", FRESH) != FRESH:
             try:
                 interp = await policy.resume(graph, object_io=run.stream, codec=codec, **pools)
@@ -371,7 +374,7 @@ class SenseWorker:
                 outcome.status, outcome.exception = ERROR, error
                 outcome.traceback = _format(error)
         if status in (HALTED, PANICKED):
-            outcome.snapshot = _snapshot_or_none(run.interp, self._codec)
+            outcome.snapshot = _snapshot_or_none(run.interp, self._codec, self._keyring)
         await self._forget_checkpoint(run, outcome)
         await self._close_setup(run, outcome)
         return outcome
@@ -471,7 +474,7 @@ class SenseWorker:
     async def snapshot(self, run_id: str) -> bytes:
         """The run's snapshot now (`interp.snapshot(codec)`; at a gate or between nodes)."""
         run = await self._find(run_id)
-        return run.interp.snapshot(self._codec)
+        return run.interp.snapshot(self._codec, keyring=self._keyring)
 
     async def cancel(self, run_id: str) -> bool:
         """Cancel the run (its outcome says cancelled); False when it is not here or already ended."""
@@ -526,10 +529,10 @@ def _format(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
-def _snapshot_or_none(interp: Any, codec: Any) -> bytes | None:
+def _snapshot_or_none(interp: Any, codec: Any, keyring: Any) -> bytes | None:
 
     try:
-        return interp.snapshot(codec)
+        return interp.snapshot(codec, keyring=keyring)
     except DurableError:
         return None
 

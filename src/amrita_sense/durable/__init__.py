@@ -55,8 +55,10 @@ from amrita_sense.durable.errors import (
     RestoreError,
     SnapshotFormatError,
     SnapshotUnavailable,
+    TamperedSnapshot,
     TruncatedSnapshot,
     UnsupportedSnapshotVersion,
+    UntrustedSnapshot,
 )
 from amrita_sense.durable.snapshots.codecs import Fresh, PartialPickle
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
@@ -64,6 +66,7 @@ from amrita_sense.durable.snapshots.format import FORMAT_VERSION, STATUSES, deco
 from amrita_sense.durable.snapshots.migrate import MigrationPlan
 from amrita_sense.durable.snapshots.panic import restored_traceback
 from amrita_sense.durable.snapshots.restore import check_state, plan_migration
+from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores import (
     Checkpoint,
     CheckpointRecord,
@@ -154,6 +157,7 @@ __all__ = [
     "Fresh",
     "GraphMismatch",
     "HistoryStore",
+    "Keyring",
     "MemoryCheckpointStore",
     "MigrationPlan",
     "RestoreError",
@@ -164,8 +168,10 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotInfo",
     "SnapshotUnavailable",
+    "TamperedSnapshot",
     "TruncatedSnapshot",
     "UnsupportedSnapshotVersion",
+    "UntrustedSnapshot",
     "graph_fingerprint",
     "inspect_snapshot",
     "plan_migration",

@@ -41,6 +41,16 @@ class CorruptSnapshot(SnapshotFormatError):
     """The checksum, the compression or the engine document is wrong."""
 
 
+class TamperedSnapshot(CorruptSnapshot):
+    """A snapshot checked against a keyring is not signed by one of its keys for what it is used as
+    (another run, another version, changed bytes, a key the keyring does not hold, no signature)."""
+
+
+class UntrustedSnapshot(DurableError):
+    """An unsigned (or unverified) snapshot was to be decoded by a codec that can run code while it
+    loads (pickle): pass the keyring it was signed with, or `allow_unsigned=True` for data you trust."""
+
+
 class ForeignSnapshot(SnapshotFormatError):
     """The data does not start with the snapshot magic: it is something else."""
 

@@ -362,17 +362,19 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
 
     # ----- durable runs (amrita_sense.durable) ----------------------------------------
 
-    def snapshot(self, codec: Any = None) -> bytes:
+    def snapshot(self, codec: Any = None, *, keyring: Any = None) -> bytes:
         """The run's engine state as bytes (versioned format, no pickle: see `amrita_sense.durable`).
 
         Works between runs, after a panic or a halt, at a suspend gate, between
         nodes and in a middleware before `_call()`; raises `SnapshotUnavailable`
         while a node runs. `codec` (an object with `dumps`/`loads`, such as
         `pickle`) also stores the injection pools and the panic exception.
+        `keyring` (`amrita_sense.durable.Keyring`) signs the snapshot.
         """
         from amrita_sense.durable.snapshots.capture import take_snapshot
 
-        return take_snapshot(self, codec)
+        data = take_snapshot(self, codec)
+        return data if keyring is None else keyring.sign_own(data)
 
     @classmethod
     def restore(
@@ -389,6 +391,8 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         accept_passed_edits: bool = False,
         migrate: bool = False,
         context_migrations: Mapping[str, Callable[[tuple, dict], tuple[tuple, dict]]] | None = None,
+        keyring: Any = None,
+        allow_unsigned: bool = False,
     ) -> WorkflowInterpreter:
         """A new interpreter on `graph` in the state `data` (from `snapshot()`) describes.
 
@@ -407,6 +411,11 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         run). `context_migrations` maps the fingerprint of an old graph to
         `fn(args, kwargs) -> (args, kwargs)`, applied to the injection pools
         decoded from a snapshot of that graph before they are installed.
+
+        `keyring` checks the snapshot's signature before anything is decoded
+        (`TamperedSnapshot` when it does not verify). Without one, a `codec` that
+        can run code while it loads (pickle) is refused (`UntrustedSnapshot`)
+        unless `allow_unsigned=True` says the data comes from where only you write.
         """
         from amrita_sense.durable.snapshots.restore import restore_interpreter
 
@@ -423,6 +432,8 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
             accept_passed_edits=accept_passed_edits,
             migrate=migrate,
             context_migrations=context_migrations,
+            keyring=keyring,
+            allow_unsigned=allow_unsigned,
             unset=UNSET,
         )
 

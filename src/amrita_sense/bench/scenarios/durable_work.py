@@ -291,8 +291,9 @@ def _our_store(work: DurableWork, place: Optional[dict], folder: Folder) -> tupl
 
 
 def our_durable(work_name: str, mode: str, place: Optional[dict] = None) -> DurableSystem:
-    """Ours: `Checkpointing(store, run_id, every_nodes=1, codec=pickle)` (in `mode`) on a new
-    interpreter per request; read back with `store.load(run_id)` and `WorkflowInterpreter.restore`."""
+    """Ours: `Checkpointing(store, run_id, every_nodes=1, codec=pickle, keyring=...)` (in `mode`;
+    signed where the build has keyrings) on a new interpreter per request; read back with
+    `store.load(run_id)` and `WorkflowInterpreter.restore` (the signature checked)."""
     work = DURABLE_WORKS[work_name]
     modes = durable_systems().get(work_name, {})
     if mode not in modes:
@@ -308,7 +309,10 @@ def our_durable(work_name: str, mode: str, place: Optional[dict] = None) -> Dura
     except BaseException:
         folder.remove()
         raise
-    options = {"durability": mode} if "durability" in inspect.signature(Checkpointing).parameters else {}
+    parameters = inspect.signature(Checkpointing).parameters
+    options: Dict[str, Any] = {"durability": mode} if "durability" in parameters else {}
+    if "keyring" in parameters:  # signed checkpoints, as a deployment runs them
+        options["keyring"] = need("amrita_sense.durable", "Keyring").generate("bench")
     new_id = run_ids("ours")
     last: List[str] = []
 
@@ -331,7 +335,12 @@ def our_durable(work_name: str, mode: str, place: Optional[dict] = None) -> Dura
                 f"{work_name}: the run saved {record.version} times, not after each of its {DURABLE_CHAIN_NODES} nodes"
             )
         codec = _Capture()
-        WorkflowInterpreter.restore(graph, checkpoint.data, codec=codec)
+        keyring = options.get("keyring")
+        if keyring is None:
+            WorkflowInterpreter.restore(graph, checkpoint.data, codec=codec)
+        else:
+            bound = keyring.bound_to(record.run_id, record.version)
+            WorkflowInterpreter.restore(graph, checkpoint.data, codec=codec, keyring=bound)
         request = _find_request(codec.loaded)
         if request is None:
             raise CountMismatch(f"{work_name}: the restored run holds no request")

@@ -80,6 +80,10 @@ class Checkpointing:
             `HistoryStore`), so that `resume(graph, version=V)` can go back to any of them and
             `store.fork` can start a new run from one.
         durability: "sync", "async" or "exit": when a step waits for its save (module docstring).
+        keyring: signs every save for this run and version (`amrita_sense.durable.Keyring`) and checks
+            what `resume` reads before anything is decoded.
+        allow_unsigned: let `resume` decode an unsigned checkpoint with a codec that can run code
+            (pickle): only for a store nobody but you can write (see the security page of the docs).
     """
 
     def __init__(
@@ -96,6 +100,8 @@ class Checkpointing:
         expected_version: int | None = 0,
         history: bool = False,
         durability: str = "sync",
+        keyring: Any = None,
+        allow_unsigned: bool = False,
     ) -> None:
         if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
@@ -125,6 +131,8 @@ class Checkpointing:
         self.version = expected_version
         self.history = bool(history)
         self.durability = durability
+        self.keyring = keyring
+        self.allow_unsigned = bool(allow_unsigned)
         self.last: CheckpointRecord | None = None
         self._writer = SaveWriter(self._write_submitted) if durability == "async" else None
         self._store_awaits = inspect.iscoroutinefunction(store.save)
@@ -166,13 +174,15 @@ class Checkpointing:
     async def _write(self, data: bytes, interp: Any, started: float, offload: bool = False) -> CheckpointRecord:
         """Store `data` over `version` (a save cut short before it was acknowledged is found and
         followed); the new record, reported to the observer and `on_saved`."""
-        cut, self._unacknowledged = self._unacknowledged, (self.version, data)
+        cut = self._unacknowledged
+        stored = self._signed(data)
+        self._unacknowledged = (self.version, stored)
         try:
-            record = await self._store(data, offload)
+            record = await self._store(stored, offload)
         except CheckpointConflict:
             if cut is None or not await self._landed(cut):
                 raise
-            record = await self._store(data, offload)
+            record = await self._store(self._signed(data), offload)  # signed for the version after it
         if self.version is not None:
             self.version = record.version
         self._unacknowledged = None
@@ -192,6 +202,25 @@ class Checkpointing:
                 f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
                 f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
             ) from exc
+
+    def _signed(self, data: bytes) -> bytes:
+        """`data` signed for this run at the version it is about to be saved as (unknown when saves
+        are unconditional: then for the run, version 0)."""
+        if self.keyring is None:
+            return data
+        version = 0 if self.version is None else self.version + 1
+        return self.keyring.bound_to(self.run_id, version).sign_own(data)
+
+    def _reading_keyring(self, record: CheckpointRecord) -> Any:
+        """The keyring that checks `record`'s data: bound to its run and version (and to the entry
+        it was forked from; to version 0 as well when this policy saves unconditionally)."""
+        if self.keyring is None:
+            return None
+        also = [] if self.version is not None else [(record.run_id, 0)]
+        if record.forked_from and record.version == 1:
+            source, _, version = record.forked_from.rpartition("@")
+            also.append((source, int(version)))
+        return self.keyring.bound_to(record.run_id, record.version, *also)
 
     async def _store(self, data: bytes, offload: bool = False) -> CheckpointRecord:
         """One save into the store (with `offload`, a blocking store's call runs in a worker thread)."""
@@ -246,6 +275,8 @@ class Checkpointing:
         if version is not None and version != latest.record.version:
             checkpoint = await _settle(self.store.load(self.run_id, version=version))
         restore_kwargs.setdefault("codec", self.codec)
+        restore_kwargs.setdefault("keyring", self._reading_keyring(checkpoint.record))
+        restore_kwargs.setdefault("allow_unsigned", self.allow_unsigned)
         interp = interpreter.restore(graph, checkpoint.data, **restore_kwargs)
         self.version = latest.record.version if self.version is not None else None
         self.last = checkpoint.record

@@ -12,7 +12,10 @@ a `CodecError`.
 
 from __future__ import annotations
 
+import builtins
+import io
 import pickle
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,22 +55,32 @@ class PartialPickle:
     Args:
         fresh_args, fresh_kwargs: the pools a restore takes the left-out objects from (use
             `with_fresh`); without them a snapshot holding a `Fresh` marker cannot be decoded.
+        allowed_modules: when given, loading rebuilds only classes of these modules (and their
+            submodules), plain builtin types and exceptions, and the standard library's data types
+            (`datetime`, `decimal`, `uuid`, `collections`): anything else is a `CodecError`, before
+            it is imported or called. A second line behind a keyring, not a replacement for one.
     """
 
-    def __init__(self, fresh_args: tuple = (), fresh_kwargs: dict | None = None):
+    def __init__(
+        self, fresh_args: tuple = (), fresh_kwargs: dict | None = None, *, allowed_modules: Iterable[str] | None = None
+    ):
         self.fresh_args = tuple(fresh_args)
         self.fresh_kwargs = dict(fresh_kwargs or {})
+        self.allowed_modules = None if allowed_modules is None else _checked_modules(allowed_modules)
         self._warned: set[str] = set()
 
     def __repr__(self) -> str:
-        return "PartialPickle()"
+        if self.allowed_modules is None:
+            return "PartialPickle()"
+        return f"PartialPickle(allowed_modules={self.allowed_modules!r})"
 
     def __reduce__(self) -> tuple:
-        return (PartialPickle, ())  # what a restore gives is never shipped
+        # what a restore gives is never shipped
+        return (_partial_pickle, (self.allowed_modules,))
 
     def with_fresh(self, args: tuple, kwargs: dict | None) -> PartialPickle:
         """This codec, decoding `Fresh` markers into the objects at the same place of `args` / `kwargs`."""
-        return PartialPickle(args, kwargs)
+        return PartialPickle(args, kwargs, allowed_modules=self.allowed_modules)
 
     def dumps(self, value: Any) -> bytes:
         try:
@@ -95,7 +108,10 @@ class PartialPickle:
         return item
 
     def loads(self, data: bytes) -> Any:
-        value = pickle.loads(data)
+        if self.allowed_modules is None:
+            value = pickle.loads(data)
+        else:
+            value = _AllowedUnpickler(io.BytesIO(data), self.allowed_modules).load()
         if not _is_pools(value):
             return value
         args, kwargs = value
@@ -119,3 +135,64 @@ class PartialPickle:
                 f"resuming code gave {given} there: pass the pools to take it from (codec.with_fresh(args, kwargs))"
             )
         return found
+
+
+def _partial_pickle(allowed_modules: tuple[str, ...] | None) -> PartialPickle:
+    return PartialPickle(allowed_modules=allowed_modules)
+
+
+def _checked_modules(modules: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(modules, str):
+        raise TypeError("allowed_modules is an iterable of module names, not one string")
+    found = tuple(modules)
+    if not all(isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in found):
+        raise ValueError(f"allowed_modules holds module names (dotted identifiers), not {found!r:.120}")
+    return found
+
+
+_STANDARD_DATA = {
+    "datetime": {"date", "time", "datetime", "timedelta", "timezone"},
+    "decimal": {"Decimal"},
+    "uuid": {"UUID", "SafeUUID"},
+    "collections": {"OrderedDict", "deque", "defaultdict", "Counter"},
+    "amrita_sense.durable.snapshots.codecs": {"Fresh"},
+}
+_BUILTIN_TYPES = {
+    "set",
+    "frozenset",
+    "bytearray",
+    "complex",
+    "range",
+    "slice",
+    "list",
+    "dict",
+    "tuple",
+    "int",
+    "float",
+    "str",
+    "bytes",
+    "bool",
+}
+
+
+def _builtin_allowed(name: str) -> bool:
+    """A plain builtin type or an exception class (never a function such as `eval` or `getattr`)."""
+    found = getattr(builtins, name, None)
+    return name in _BUILTIN_TYPES or (isinstance(found, type) and issubclass(found, Exception))
+
+
+class _AllowedUnpickler(pickle.Unpickler):
+    """An unpickler that looks up only the classes `PartialPickle(allowed_modules=...)` allows."""
+
+    def __init__(self, file: Any, allowed: tuple[str, ...]) -> None:
+        super().__init__(file)
+        self._allowed = allowed
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (
+            (module == "builtins" and _builtin_allowed(name))
+            or name in _STANDARD_DATA.get(module, ())
+            or any(module == m or module.startswith(m + ".") for m in self._allowed)
+        ):
+            return super().find_class(module, name)
+        raise CodecError(f"the snapshot asks for {module}.{name}, which allowed_modules does not allow")

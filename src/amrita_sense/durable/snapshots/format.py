@@ -6,7 +6,8 @@ Format version 2 (all integers little-endian)::
     0       4     magic b"ASRS"
     4       2     format version (2; 1 is still read)
     6       1     status code (see STATUSES)
-    7       1     flags: bit 0 = the engine document is zlib-compressed; other bits 0
+    7       1     flags: bit 0 = the engine document is zlib-compressed; bit 1 = signed (a
+                  signature trailer follows the user section); other bits 0
     8       16    graph fingerprint (16 bytes, the 32 hex digits of `graph_fingerprint`)
     24      4     E: length of the engine document section
     28      4     O: length of the outline section (a multiple of 4)
@@ -15,6 +16,8 @@ Format version 2 (all integers little-endian)::
     40      E     engine document: UTF-8 JSON (zlib-compressed when flag bit 0 is set)
     40+E    O     outline: one CRC-32 per row of the graph's node table
     40+E+O  U     user section: u32 count, then per blob a u32 length and the codec's bytes
+    40+E+O+U T     signed only: u8 key id length K, the key id (ASCII), the 32-byte HMAC-SHA256
+                  (`amrita_sense.durable.snapshots.signing`); T = 1 + K + 32
 
 Version 2 compresses the engine document only when it is larger than `COMPRESS_ABOVE` bytes (a
 small document costs more to compress than to store); version 1 always compressed it (flags 1).
@@ -54,10 +57,13 @@ stopped by an exception, the next run recovers; finished: the run ended.
 """
 
 _HEADER = struct.Struct("<4sHBB16sIIII")
+HEADER_SIZE = _HEADER.size
 _CRC_AT = _HEADER.size - 4
 _CRC = struct.Struct("<I")
 _COMPRESSED = 1
-_KNOWN_FLAGS = {1: (_COMPRESSED,), 2: (0, _COMPRESSED)}
+SIGNED = 2
+_KNOWN_FLAGS = {1: (_COMPRESSED,), 2: (0, _COMPRESSED, SIGNED, SIGNED | _COMPRESSED)}
+MAC_SIZE = 32
 """The flag values each format version may carry."""
 COMPRESS_ABOVE = 4096
 """An engine document longer than this is compressed."""
@@ -70,8 +76,11 @@ _ONE_SHOT = (
     if _C_ENCODER is None
     else _C_ENCODER(None, _JSON.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
 )
-MAX_DOCUMENT = 64 * 1024 * 1024
-"""The largest engine document a reader inflates (guards against a decompression bomb)."""
+MAX_DOCUMENT = 4 * 1024 * 1024
+"""The largest engine document a reader inflates and parses (a decompression bomb stops here; a real
+document is a few KB, a run with 100,000 return addresses about 1 MB)."""
+MAX_ELEMENTS = 500_000
+"""The most JSON values (counted by their separators) a reader parses."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,15 @@ class Header:
     outline_len: int
     user_len: int
     flags: int = _COMPRESSED
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.flags & SIGNED)
+
+    @property
+    def sections_end(self) -> int:
+        """Where the user section ends (a signed snapshot's trailer starts)."""
+        return _HEADER.size + self.engine_len + self.outline_len + self.user_len
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,11 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
     )[:_CRC_AT]
     crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head))))
     return b"".join((head, _CRC.pack(crc), engine, outline, user))
+
+
+def with_checksum(head: bytes, rest: bytes) -> bytes:
+    """A snapshot from its header without the checksum field (`head`) and what follows the header."""
+    return b"".join((head, _CRC.pack(zlib.crc32(rest, zlib.crc32(head))), rest))
 
 
 def _compress(data: bytes) -> bytes:
@@ -163,6 +186,10 @@ def read_header(data: Any) -> Header:
         raise TruncatedSnapshot(f"{len(view)} bytes: shorter than the {_HEADER.size}-byte snapshot header")
     _, _, status, flags, fingerprint, engine_len, outline_len, user_len, crc = _HEADER.unpack_from(view)
     total = _HEADER.size + engine_len + outline_len + user_len
+    if flags & SIGNED and version > 1:
+        if len(view) <= total:
+            raise TruncatedSnapshot(f"{len(view)} bytes: a signed snapshot ends after its sections")
+        total += 1 + view[total] + MAC_SIZE
     if len(view) < total:
         raise TruncatedSnapshot(f"{len(view)} bytes: the header announces {total}")
     if len(view) > total:
@@ -180,10 +207,13 @@ def _sound_header(data: bytes) -> Header | None:
     if len(data) < _HEADER.size:
         return None
     magic, version, status, flags, fingerprint, engine_len, outline_len, user_len, crc = _HEADER.unpack_from(data)
+    total = _HEADER.size + engine_len + outline_len + user_len
+    if flags & SIGNED and len(data) > total:
+        total += 1 + data[total] + MAC_SIZE
     if (
         magic != MAGIC
         or not 0 < version <= FORMAT_VERSION
-        or len(data) != _HEADER.size + engine_len + outline_len + user_len
+        or len(data) != total
         or zlib.crc32(data[_HEADER.size :], zlib.crc32(data[:_CRC_AT])) != crc
         or status >= len(STATUSES)
         or flags not in _KNOWN_FLAGS[version]
@@ -200,7 +230,7 @@ def decode(data: Any) -> Decoded:
     start = _HEADER.size
     engine = view[start : start + header.engine_len]
     outline = bytes(view[start + header.engine_len : start + header.engine_len + header.outline_len])
-    user = view[start + header.engine_len + header.outline_len :]
+    user = view[start + header.engine_len + header.outline_len : header.sections_end]
     return Decoded(header, _read_document(engine, header.flags & _COMPRESSED), outline, _unpack_blobs(user))
 
 
@@ -208,6 +238,8 @@ def _read_document(engine: memoryview, compressed: int) -> dict:
     raw = _inflate(engine) if compressed else bytes(engine)
     if len(raw) > MAX_DOCUMENT:
         raise CorruptSnapshot("the engine document is larger than the reader accepts")
+    if raw.count(b",") + raw.count(b"[") + raw.count(b"{") > MAX_ELEMENTS:
+        raise CorruptSnapshot("the engine document holds more values than the reader accepts")
     try:
         document = json.loads(raw)
     except (ValueError, RecursionError) as exc:

@@ -52,13 +52,41 @@ def find_class(name: str) -> type | None:
     return obj if isinstance(obj, type) else None
 
 
-def exception_classes(names: list[str], what: str) -> tuple[type, ...]:
-    """Resolve stored exception class names; `RestoreError` naming the first one that is not loaded."""
+_NEVER_REBUILT = (BaseException, KeyboardInterrupt, SystemExit, GeneratorExit)
+"""Classes a snapshot never brings back by name (a restoring caller may pass them itself)."""
+
+
+def graph_modules(prog: Any) -> frozenset[str]:
+    """The modules of the code a node table runs: the exception classes a snapshot of it may name
+    come from these, the builtins, or the engine."""
+    modules = set()
+    for node in prog.nodes:
+        func = getattr(node, "func", None)
+        modules.add(getattr(func, "__module__", None) or type(node).__module__)
+    return frozenset(modules)
+
+
+def trusted_exception(cls: Any, modules: frozenset[str]) -> bool:
+    """An exception class a snapshot may name: a builtin one, the engine's, or one of the graph's code."""
+    if not isinstance(cls, type) or not issubclass(cls, BaseException) or cls in _NEVER_REBUILT:
+        return False
+    module = cls.__module__
+    return module in ("builtins", "amrita_sense") or module.startswith("amrita_sense.") or module in modules
+
+
+def exception_classes(names: list[str], what: str, modules: frozenset[str]) -> tuple[type, ...]:
+    """Resolve stored exception class names; `RestoreError` naming the first one that is not loaded,
+    or not one a snapshot may name (`trusted_exception`)."""
     found = []
     for name in names:
         cls = find_class(name)
         if cls is None or not issubclass(cls, BaseException):
             raise RestoreError(f"{what}: the exception class {name} is not loaded in this process")
+        if not trusted_exception(cls, modules):
+            raise RestoreError(
+                f"{what}: the snapshot names {name}, which is neither a builtin exception, the engine's, nor "
+                f"one of the graph's code (pass it yourself: exception_ignored=...)"
+            )
         found.append(cls)
     return tuple(found)
 
@@ -125,11 +153,11 @@ def check_exception_record(record: Any, what: str, blob_count: int) -> dict:
     return record
 
 
-def revive_exception(record: dict, codec: Any, blobs: list[bytes]) -> BaseException:
+def revive_exception(record: dict, codec: Any, blobs: list[bytes], modules: frozenset[str]) -> BaseException:
     """The exception `get_exception()` returns for a stored record (see the module docstring)."""
     exc = _from_codec(record, codec, blobs)
     if exc is None:
-        exc = _rebuild(record)
+        exc = _rebuild(record, modules)
     if exc is None:
         args = tuple(record["args"] or ())
         exc = RestoredPanic(record["type"], record["message"], args, record["traceback"])
@@ -150,9 +178,10 @@ def _from_codec(record: dict, codec: Any, blobs: list[bytes]) -> BaseException |
     return exc if isinstance(exc, BaseException) else None
 
 
-def _rebuild(record: dict) -> BaseException | None:
+def _rebuild(record: dict, modules: frozenset[str]) -> BaseException | None:
+    """The exception rebuilt from its class and arguments, when the class is one a snapshot may name."""
     cls = find_class(record["type"])
-    if cls is None or not issubclass(cls, BaseException) or record["args"] is None:
+    if cls is None or not trusted_exception(cls, modules) or record["args"] is None:
         return None
     try:
         exc = cls(*record["args"])

@@ -21,7 +21,7 @@ from amrita_sense import core as _core
 from amrita_sense.durable.errors import CodecError, CorruptSnapshot, GraphMismatch, RestoreError
 from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.durable.snapshots import migrate as _migrate
-from amrita_sense.durable.snapshots import node_state
+from amrita_sense.durable.snapshots import node_state, signing
 from amrita_sense.durable.snapshots.capture import MAX_ADDRESS
 from amrita_sense.durable.snapshots.fingerprint import (
     differing_rows,
@@ -31,13 +31,20 @@ from amrita_sense.durable.snapshots.fingerprint import (
     unpack_digests,
 )
 from amrita_sense.durable.snapshots.migrate import MigrationPlan
-from amrita_sense.durable.snapshots.panic import check_exception_record, exception_classes, revive_exception
+from amrita_sense.durable.snapshots.panic import (
+    check_exception_record,
+    exception_classes,
+    graph_modules,
+    revive_exception,
+)
 from amrita_sense.node.abc_base import is_rendered_compose
 from amrita_sense.node.core import program_of
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.types import Flags, InterpreterContext
 
 MAX_NESTING = 32
+MAX_STACK_LIMIT = 1 << 20
+"""The largest stack limit a snapshot may set (a limit is the stack's overflow guard)."""
 """How deep sub-interpreters (FUN_BLOCK inside FUN_BLOCK...) may nest in a snapshot."""
 _POSITIONS = ("idle", "between", "gate", "step", "nested")
 _STANDINGS = (node_state.RUNNING, node_state.RETURNED, node_state.PENDING)
@@ -60,10 +67,13 @@ def restore_interpreter(
     accept_passed_edits: bool,
     migrate: bool = False,
     context_migrations: Mapping[str, Callable[[tuple, dict], tuple[tuple, dict]]] | None = None,
+    keyring: Any = None,
+    allow_unsigned: bool = False,
     unset: Any,
 ) -> Any:
     """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
     _check_migration_arguments(migrate, context_migrations)
+    signing.trusted(data, keyring, codec, allow_unsigned)  # before anything is decoded
     decoded = fmt.decode(data)
     blobs = decoded.blobs
     root = check_state(decoded.document.get("interp"), "interp", len(blobs))
@@ -83,7 +93,7 @@ def restore_interpreter(
     else:
         _check_graph(interp, decoded, root, accept_passed_edits)
         moved = False
-    ignored = _resolve_ignored(root, given=exception_ignored is not unset)
+    ignored = _resolve_ignored(root, given=exception_ignored is not unset, modules=graph_modules(interp._prog))
     lenient = accept_passed_edits and not moved  # moved addresses are exact: what they name must be there
     plan = _plan_state(interp._prog, root, ignored, codec, blobs, lenient, pools_migration)
     plan.apply(interp, keep_id=True)
@@ -129,7 +139,7 @@ def _stack_items(value: Any, where: str) -> list:
     """The items of a `{"limit": int, "items": [...]}` object (a STACK, or the context stack)."""
     if type(value) is not dict:
         raise _fail(where, "expected a stack object")
-    _int(_get(value, "limit", where), where + ".limit")
+    _int(_get(value, "limit", where), where + ".limit", 0, MAX_STACK_LIMIT)
     items = _get(value, "items", where)
     if type(items) is not list:
         raise _fail(where, "the stack's items are not a list")
@@ -366,7 +376,8 @@ def _plan_state(
     ret = _make_stack(prog, state["ret"])
     stacks = [_make_stack(prog, s) for s in state["stacks"]]
     contexts = _plan_contexts(prog, state["ctx"], ret, stacks, ignored, codec, blobs, pools_migration)
-    panic = None if state["panic"] is None else revive_exception(state["panic"], codec, blobs)
+    modules = graph_modules(prog)
+    panic = None if state["panic"] is None else revive_exception(state["panic"], codec, blobs, modules)
     plan = _StatePlan(
         state["id"],
         _make_pointer(prog, state["ptr"]),
@@ -414,11 +425,12 @@ def _plan_contexts(
 ) -> Any:
     """A function of the restored interpreter that builds its context stack (live pools need it)."""
     entries = []
+    modules = graph_modules(prog)
     for i, item in enumerate(doc["items"]):
         where = f"context {i}"
-        own = None if item["exc_ignored"] is None else exception_classes(item["exc_ignored"], where)
+        own = None if item["exc_ignored"] is None else exception_classes(item["exc_ignored"], where, modules)
         stack = None if item["stack"] is None else (ret if item["stack"] == -1 else stacks[item["stack"]])
-        panic = None if item["panic"] is None else revive_exception(item["panic"], codec, blobs)
+        panic = None if item["panic"] is None else revive_exception(item["panic"], codec, blobs, modules)
         pools = item["pools"]
         if pools not in (None, "live"):
             pools = _decode_pools(blobs, pools, codec, where, pools_migration)
@@ -595,8 +607,9 @@ def _decode_blob(blobs: list[bytes], index: int, codec: Any, what: str) -> Any:
         raise CodecError(f"the codec could not decode {what}: {exc!r}") from exc
 
 
-def _resolve_ignored(root: dict, given: bool) -> tuple | None:
+def _resolve_ignored(root: dict, given: bool, modules: frozenset[str]) -> tuple | None:
     """The snapshot's pass-through exception classes, unless the caller gave its own (None: keep the interpreter's)."""
     if given:
         return None
-    return exception_classes(root["exc_ignored"], "the pass-through exception classes (pass exception_ignored=...)")
+    what = "the pass-through exception classes (pass exception_ignored=...)"
+    return exception_classes(root["exc_ignored"], what, modules)

@@ -28,8 +28,8 @@ writers expecting the same version exactly one writes and the other finds no row
 `CheckpointConflict`, and nothing written.
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
-lending it, unless it came back from an operation less than `FRESH` seconds ago (a store saving
-steadily makes one round trip per save, not two; `check=None` in `pool_kwargs` never checks, a
+lending it, unless it came back from an operation less than `FRESH` seconds ago and nothing arrived
+on it since (a store saving steadily makes one round trip per save, not two; `check=None` in `pool_kwargs` never checks, a
 check of your own replaces this one), so connections a server restart killed are replaced; while the server is down an
 operation fails with `CheckpointError` within `timeout` seconds, and an operation started after it
 is back reconnects. A failure in flight (the server dies between a write and its acknowledgement)
@@ -48,6 +48,7 @@ import asyncio
 import math
 import os
 import re
+import select
 import threading
 import time
 import weakref
@@ -447,7 +448,16 @@ class _PostgresStore:
         self._back_at[conn] = monotonic()
 
     def _fresh(self, conn: Any) -> bool:
-        return monotonic() - self._back_at.get(conn, -FRESH) < FRESH and not conn.broken
+        """Back from an operation less than `FRESH` seconds ago, and nothing arrived on it since: a
+        server that went away (a restart, a terminated backend) has sent its goodbye or closed the
+        socket, which makes it readable (one poll, no round trip)."""
+        if conn.broken or monotonic() - self._back_at.get(conn, -FRESH) >= FRESH:
+            return False
+        try:
+            readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            return False
+        return not readable
 
     def _failure(self, what: str, exc: BaseException) -> CheckpointError:
         return CheckpointError(f"{what} failed{self._where}: {exc}")

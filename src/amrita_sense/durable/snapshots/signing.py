@@ -1,0 +1,194 @@
+"""Signed snapshots: a `Keyring` signs what a run saves and checks what it restores.
+
+A store is shared infrastructure: whoever can write one of its rows can hand a resuming process
+any bytes. A snapshot written with a keyring carries an HMAC-SHA256 (format flag bit 1, a trailer
+after the user section: the key id and the MAC) over all its bytes and over what it is for: the run
+id and the version it is saved as, so a row copied to another run or another version does not
+verify. A reader with the keyring checks the MAC before anything is decoded; any failure, a byte
+changed anywhere, a signature stripped, a key the keyring does not hold, is `TamperedSnapshot`
+naming the run and the key id. Keys rotate without a migration: the keyring signs with its current
+key and verifies with every key it holds.
+
+What a keyring protects: a snapshot's integrity and what it is bound to, so a codec that can run code
+(pickle) only ever sees bytes this deployment wrote. What it does not: confidentiality (snapshots
+are readable; keep personal data out of them or encrypt the store), replay of an older version of the
+same run at the same version number (a store's own fencing and its history decide which version is
+the latest), and anyone who holds a key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from amrita_sense.durable.errors import SnapshotFormatError, TamperedSnapshot, UntrustedSnapshot
+from amrita_sense.durable.snapshots import format as fmt
+
+MIN_KEY_BYTES = 16
+_DOMAIN = b"amrita-sense snapshot mac 1\0"
+_UNBOUND = ("", 0)
+"""What `interp.snapshot(keyring=)` signs for: no run, no version."""
+
+
+class Keyring:
+    """Named secret keys: `current` signs, every key verifies (rotate by adding a new current key and
+    keeping the old ones until their rows are gone).
+
+    Args:
+        keys: key id -> secret (bytes, at least 16 of them; ids of 1 to 64 printable ASCII characters
+            without `:` or `,`).
+        current: the id that signs (default: the first key given).
+    """
+
+    __slots__ = ("_bound", "_keys", "current")
+
+    def __init__(self, keys: Mapping[str, bytes], current: str | None = None) -> None:
+        if not isinstance(keys, Mapping) or not keys:
+            raise ValueError("a keyring holds at least one key: {key id: secret bytes}")
+        self._keys = {_checked_id(key_id): _checked_secret(key_id, secret) for key_id, secret in keys.items()}
+        self.current = next(iter(self._keys)) if current is None else current
+        if self.current not in self._keys:
+            raise ValueError(f"the current key {self.current!r} is not among the keyring's keys")
+        self._bound: tuple[tuple[str, int], ...] = (_UNBOUND,)
+
+    @classmethod
+    def generate(cls, key_id: str = "generated") -> Keyring:
+        """A keyring with one new random key (32 bytes from `secrets`)."""
+        return cls({key_id: secrets.token_bytes(32)})
+
+    @classmethod
+    def from_env(cls, variable: str = "AMRITA_SENSE_KEYS", environ: Mapping[str, str] | None = None) -> Keyring:
+        """The keyring in an environment variable: `id:base64-secret` entries separated by commas,
+        the current (signing) key first, e.g. `AMRITA_SENSE_KEYS="2026-12:...,2026-06:..."`."""
+        text = (os.environ if environ is None else environ).get(variable)
+        if not text:
+            raise ValueError(f"the environment has no {variable} (id:base64-secret entries, the current first)")
+        keys: dict[str, bytes] = {}
+        for entry in text.split(","):
+            key_id, sep, encoded = entry.strip().partition(":")
+            if not sep:
+                raise ValueError(f"{variable}: an entry is id:base64-secret, not {key_id[:12]!r}...")
+            try:
+                keys[key_id] = base64.b64decode(encoded, validate=True)
+            except ValueError:
+                raise ValueError(f"{variable}: the secret of key {key_id!r} is not base64") from None
+        return cls(keys)
+
+    def __repr__(self) -> str:
+        return f"Keyring(current={self.current!r}, keys={sorted(self._keys)!r})"  # never the secrets
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, (self._keys, self.current, self._bound))
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(self._keys)
+
+    def bound_to(self, run_id: str, version: int, *also: tuple[str, int]) -> Keyring:
+        """This keyring signing for, and accepting, snapshots of `run_id` at `version` (and of the
+        `(run id, version)` pairs in `also`, such as the entry a run was forked from)."""
+        bound = Keyring.__new__(Keyring)
+        bound._keys, bound.current = self._keys, self.current
+        bound._bound = ((run_id, version), *also)
+        return bound
+
+    def sign(self, data: bytes) -> bytes:
+        """`data` (an unsigned snapshot) signed with the current key for what this keyring is bound to."""
+        if fmt.read_header(data).signed:
+            raise ValueError("the snapshot is signed already")
+        return self.sign_own(data)
+
+    def sign_own(self, data: bytes) -> bytes:
+        """`sign` for an unsigned snapshot this process just took (its bytes are not checked again)."""
+        head = bytearray(data[: fmt.HEADER_SIZE - 4])
+        head[7] |= fmt.SIGNED
+        sections = data[fmt.HEADER_SIZE :]
+        key_id = self.current.encode("ascii")
+        mac = _mac(self._keys[self.current], self._bound[0], key_id, bytes(head), sections)
+        trailer = bytes([len(key_id)]) + key_id + mac
+        return fmt.with_checksum(bytes(head), sections + trailer)
+
+    def verify(self, data: Any) -> fmt.Header:
+        """Check that `data` is a snapshot signed by a key of this keyring for what it is bound to;
+        its header. `TamperedSnapshot` (naming the run and the key id) for anything else."""
+        run = self._bound[0][0] or "(no run)"
+        try:
+            header = fmt.read_header(data)
+        except SnapshotFormatError as exc:
+            raise TamperedSnapshot(f"the snapshot of run {run!r} is not one this keyring signed: {exc}") from None
+        if not header.signed:
+            raise TamperedSnapshot(f"the snapshot of run {run!r} is not signed (a keyring was given to check it)")
+        data = bytes(data)
+        end = header.sections_end
+        key_id = data[end + 1 : end + 1 + data[end]]
+        secret = self._keys.get(key_id.decode("ascii", "replace"))
+        if secret is None:
+            raise TamperedSnapshot(
+                f"the snapshot of run {run!r} is signed with key {key_id!r:.80}, not one of this keyring"
+            )
+        mac = data[-fmt.MAC_SIZE :]
+        head, sections = data[: fmt.HEADER_SIZE - 4], data[fmt.HEADER_SIZE : end]
+        for purpose in self._bound:
+            if hmac.compare_digest(mac, _mac(secret, purpose, key_id, head, sections)):
+                return header
+        raise TamperedSnapshot(
+            f"the snapshot of run {run!r} does not verify with key {key_id.decode('ascii', 'replace')!r}: it was "
+            f"changed, or signed for another run or version"
+        )
+
+
+def _rebuild(keys: dict[str, bytes], current: str, bound: tuple) -> Keyring:
+    keyring = Keyring(keys, current)
+    keyring._bound = bound
+    return keyring
+
+
+def _mac(secret: bytes, purpose: tuple[str, int], key_id: bytes, head: bytes, sections: bytes) -> bytes:
+    run_id, version = purpose
+    context = b"%s%s\0%d\0%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass"), version, key_id)
+    return hmac.digest(secret, context + head + sections, hashlib.sha256)
+
+
+def _checked_id(key_id: Any) -> str:
+    if (
+        not isinstance(key_id, str)
+        or not 0 < len(key_id) <= 64
+        or not key_id.isascii()
+        or not key_id.isprintable()
+        or any(c in key_id for c in ":,")
+    ):
+        raise ValueError(f"a key id is 1 to 64 printable ASCII characters without ':' or ',', not {key_id!r:.80}")
+    return key_id
+
+
+def _checked_secret(key_id: str, secret: Any) -> bytes:
+    if not isinstance(secret, (bytes, bytearray)) or len(secret) < MIN_KEY_BYTES:
+        raise ValueError(f"the secret of key {key_id!r} is bytes, at least {MIN_KEY_BYTES} of them")
+    return bytes(secret)
+
+
+def runs_code_on_load(codec: Any) -> bool:
+    """Whether `codec` may run code while it decodes (pickle does): every codec but None and those
+    that declare `runs_code_on_load = False`."""
+    return codec is not None and getattr(codec, "runs_code_on_load", True) is not False
+
+
+def trusted(data: Any, keyring: Keyring | None, codec: Any, allow_unsigned: bool) -> None:
+    """Check `data` before a restore decodes it: against `keyring` when given; else refuse it for a
+    codec that can run code unless `allow_unsigned` (`UntrustedSnapshot`)."""
+    if keyring is not None:
+        if allow_unsigned and not fmt.read_header(data).signed:
+            return
+        keyring.verify(data)
+        return
+    if runs_code_on_load(codec) and not allow_unsigned:
+        raise UntrustedSnapshot(
+            "refusing to decode an unverified snapshot with a codec that can run code while it loads "
+            f"({getattr(codec, '__name__', type(codec).__name__)}): pass the keyring it was signed with "
+            "(keyring=), or allow_unsigned=True for data only you can write"
+        )
