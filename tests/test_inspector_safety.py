@@ -17,7 +17,8 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import pytest
 
-from amrita_sense.durable import CheckpointError, SQLiteCheckpointStore
+from amrita_sense.durable import CheckpointError, MemoryCheckpointStore, SQLiteCheckpointStore
+from amrita_sense.durable.stores.paging import PAGE_ORDERS, PAGE_SORTS, page_of
 from amrita_sense.inspector import BadStore, close_store, describe_store, open_store
 from support import inspector_programs
 from support.inspector_support import (
@@ -59,6 +60,24 @@ def _session(store) -> None:
                 assert http.get(url).status_code == 200
             http.get(_url(run_id, "graph.svg"))
         assert http.get("/", params={"run": "with-history", "version": 1}).status_code == 200
+
+
+# ----- list_page ---------------------------------------------------------------------------------------
+
+
+def test_every_store_pages_as_the_list_sorted(tmp_path):
+    memory, sqlite = MemoryCheckpointStore(), SQLiteCheckpointStore(tmp_path / "runs.db")
+    for store in (memory, sqlite):
+        inspector_programs.fill(store)
+        for sort in PAGE_SORTS:
+            for order in PAGE_ORDERS:
+                page = store.list_page(sort=sort, order=order, offset=1, limit=3)
+                assert page == page_of(store.list(), sort, order, 1, 3) and len(page.records) == 3
+        assert store.list_page(status="finished").total == 4
+        for bad in ({"sort": "data"}, {"order": "up"}, {"offset": -1}, {"limit": 0}, {"offset": 2**63}):
+            with pytest.raises(ValueError):
+                store.list_page(**bad)
+    sqlite.close()
 
 
 # ----- SQLite: read-only ---------------------------------------------------------------------------
