@@ -4,8 +4,8 @@
     python -m bench.inspector --quick    # 60 runs, a smoke run
 
 Rows (each the best of several requests, through the ASGI app in process: Starlette's test
-client, no socket): `api_runs` (`/api/runs`, the first page of 50, newest first: every record
-listed and sorted, the page's 50 snapshots read), `api_runs_500` (a page of 500), `page` (the
+client, no socket): `api_runs` (`/api/runs`, the first page of 50, newest first: sorted and cut
+by the store, only the page's records read, no snapshot), `api_runs_500` (a page of 500), `page` (the
 HTML page's first render, `/`), `page_run` (`/?run=...`, a halted run with its history and its
 graph drawn, when Graphviz is installed; its SVG is cached after the first view, so this row is
 the cached one and `page_run_first` the first). The store is filled through `Checkpointing`.

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.testclient import TestClient
 
@@ -82,10 +83,11 @@ def show(path: str) -> Inspector:
     response.raise_for_status()
     listing = response.json()
     print(f"the inspector lists {listing['total']} runs:")
-    for row in listing["runs"]:
-        where = row["parked"] or row["position"]
-        panic = f" panic={row['panic_type']}" if row["panic"] else ""
-        print(f"  {row['run_id']}: {row['status']} v{row['version']} at {where} pointer={row['pointer']}{panic}")
+    for row in listing["runs"]:  # the list holds the records; a run's own view reads its snapshot
+        snapshot = client.get(f"/api/runs/{quote(row['run_id'], safe='')}").json()["snapshot"]
+        where = snapshot["parked"] or snapshot["position"]
+        panic = f" panic={snapshot['panic']}" if snapshot["panic"] else ""
+        print(f"  {row['run_id']}: {row['status']} v{row['version']} at {where} pointer={snapshot['pointer']}{panic}")
     page = client.get("/", params={"run": "order-2"})
     print(f"GET /?run=order-2: {page.status_code}, {len(page.text)} bytes of HTML, graph drawn: {'<svg' in page.text}")
     history = client.get("/api/runs/order-2/history").json()

@@ -43,19 +43,21 @@ def _url(run_id: str, what: str = "") -> str:
     return f"/api/runs/{quote(run_id, safe='')}" + (f"/{what}" if what else "")
 
 
-def test_the_run_list_says_every_run_s_status_position_and_panic(filled):
+def test_the_run_list_says_every_run_s_record_and_each_run_its_position_and_panic(filled):
     store, expected = filled
     with client(store) as http:
         answer = http.get("/api/runs")
+        runs = {run_id: http.get(_url(run_id)).json() for run_id in expected}
     assert answer.status_code == 200
     body = answer.json()
     assert body["total"] == len(expected) and body["sort"] == "updated" and body["order"] == "desc"
     rows = {row["run_id"]: row for row in body["runs"]}
     assert set(rows) == set(expected)
     for run_id, want in expected.items():
-        row = rows[run_id]
-        assert (row["status"], row["position"], row["parked"], row["panic"]) == (
-            want.status,
+        assert (rows[run_id]["status"], rows[run_id]["bad"]) == (want.status, None), run_id
+        assert rows[run_id]["size"] > 0 and "position" not in rows[run_id]  # the list reads no snapshot
+        snapshot = runs[run_id]["snapshot"]
+        assert (snapshot["position"], snapshot["parked"], snapshot["panic_record"] is not None) == (
             want.position,
             want.parked,
             want.panic,

@@ -77,7 +77,7 @@ def test_a_file_that_is_not_a_store(tmp_path):
     ("store", "needle"),
     [
         ("http://example.invalid/runs", "unsupported store URL"),
-        ("postgresql://nobody@127.0.0.1:1/none", "cannot connect to 'postgresql://nobody@127.0.0.1:1/none'"),
+        ("postgresql://nobody@127.0.0.1:1/none", "cannot connect to postgres user=nobody"),
         ("postgresql://u:secret@127.0.0.1:1/db?sslmode=bogus", "sslmode"),
     ],
 )

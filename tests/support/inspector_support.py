@@ -7,7 +7,9 @@
   `inspector_programs.fill`, and the `--store` argument that names it;
 - `client(store, graph)`: a Starlette test client over the inspector's app (Host 127.0.0.1);
 - `running_inspector(*args)`: `python -m amrita_sense inspect ...` in a subprocess, its URL;
-- `file_state(path)` / `postgres_rows(url, schema)`: what the read-only checks compare.
+- `file_state(path)` / `folder_state(folder)` / `postgres_rows(url, schema)`: what the read-only
+  checks compare;
+- `many_runs(n)` with `sqlite_with_runs` / `postgres_with_runs`: a store of n runs written in bulk.
 """
 
 from __future__ import annotations
@@ -124,6 +126,13 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 @contextlib.contextmanager
 def running_inspector(*args: str) -> Iterator[str]:
     """`python -m amrita_sense inspect ARGS --port 0` serving; yields the URL it printed, stops it after."""
+    with serving_inspector(*args) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def serving_inspector(*args: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """As `running_inspector`, yielding `(URL, process)`: once stopped, the process's output can be read."""
     command = [sys.executable, "-m", "amrita_sense", "inspect", *args, "--port", "0"]
     process = subprocess.Popen(command, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -131,7 +140,7 @@ def running_inspector(*args: str) -> Iterator[str]:
         assert " on http://127.0.0.1:" in line, (
             f"no URL printed: {line!r} {process.stderr.read() if process.stderr else ''}"
         )
-        yield line.rsplit(" ", 1)[1].strip()
+        yield line.rsplit(" ", 1)[1].strip(), process
     finally:
         process.terminate()
         try:
@@ -162,6 +171,15 @@ def file_state(path: str) -> dict[str, Any]:
     return state
 
 
+def folder_state(folder: Path) -> dict[str, tuple]:
+    """Every file of `folder` by name: the digest of its bytes and its size (a created file shows)."""
+    state = {}
+    for file in sorted(folder.iterdir()):
+        data = file.read_bytes() if file.is_file() else b""
+        state[file.name] = (hashlib.sha256(data).hexdigest(), len(data), file.stat().st_mtime_ns)
+    return state
+
+
 def postgres_rows(url: str, schema: str) -> dict[str, list[tuple]]:
     """Every row of the store's tables, in key order (and the tables' names)."""
     import psycopg
@@ -174,3 +192,56 @@ def postgres_rows(url: str, schema: str) -> dict[str, list[tuple]]:
             )
         ]
         return {table: conn.execute(f'SELECT * FROM "{schema}"."{table}" ORDER BY 1, 2').fetchall() for table in tables}
+
+
+def many_runs(count: int) -> list[tuple]:
+    """`count` rows of the checkpoints table (run id, version, status, fingerprint, created_at,
+    updated_at, data, size): tiny valid snapshots, statuses halted and finished, times with ties."""
+    from amrita_sense.durable.snapshots.format import read_header
+    from support.stores import sample_snapshots
+
+    snapshots = sample_snapshots()
+    headers = [read_header(data) for data in snapshots]
+    rows = []
+    for index in range(count):
+        data, header = snapshots[index % 2], headers[index % 2]
+        created = 1_700_000_000.0 + (index * 7919) % count  # every time, in a shuffled order
+        updated = created + (index % 3)  # ties on updated_at, broken by run id
+        rows.append((f"run-{index:06d}", 1 + index % 5, header.status, header.fingerprint, created, updated, data))
+    return rows
+
+
+def sqlite_with_runs(path: Path, rows: list[tuple]) -> str:
+    """An SQLite store at `path` holding `rows` (from `many_runs`), written in one executemany."""
+    import sqlite3
+
+    SQLiteCheckpointStore(path).close()  # the tables, at this release's schema
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.executemany(
+            "INSERT INTO sense_checkpoints (run_id, version, status, fingerprint, created_at, updated_at, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    conn.close()
+    return str(path)
+
+
+def postgres_with_runs(request: pytest.FixtureRequest, rows: list[tuple]) -> tuple[str, str]:
+    """A Postgres store in a schema of its own holding `rows` (from `many_runs`), written with COPY:
+    `(dsn, schema)`."""
+    import psycopg
+
+    from amrita_sense.durable import PostgresCheckpointStore
+    from support.postgres_cluster import drop_schema_after
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = drop_schema_after(request, dsn)
+    PostgresCheckpointStore(dsn, schema=schema).open().close()  # the tables
+    columns = "run_id, version, status, fingerprint, created_at, updated_at, data, size"
+    with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cursor:
+        with cursor.copy(f'COPY "{schema}".checkpoints ({columns}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row((*row, len(row[6])))
+        cursor.execute(f'ANALYZE "{schema}".checkpoints')
+    return dsn, schema

@@ -29,7 +29,8 @@ td.run-id { max-width: 22em; word-break: break-all; font-family: ui-monospace, m
 .status-panicked { color: #fff; background: var(--warn); border-color: var(--warn); }
 .status-finished { background: #d3f9d8; }
 .status-suspended, .status-halted { background: #fff3bf; }
-.panic-yes { color: var(--warn); font-weight: 600; }
+tr.bad td { background: #fff5f5; }
+.bad-row { display: inline-block; margin-left: 6px; padding: 0 6px; font-family: system-ui, sans-serif; }
 .filters a, .pager a { margin-right: 8px; }
 .filters .chosen { font-weight: 700; color: var(--ink); }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0; }

@@ -1,8 +1,9 @@
 """`python -m amrita_sense inspect --store STORE [--graph module:factory] [--port N]`.
 
 Serves the inspector's page on http://127.0.0.1:PORT/ (`--port 0`, the default: a free port) and
-prints its address. STORE is an SQLite file path or a `postgresql://` / `postgres://` URL
-(`--schema` for the Postgres schema). `--graph` names the rendered graph the runs were taken on,
+prints its address. STORE is an SQLite file path, or a Postgres connection string: a
+`postgresql://` / `postgres://` URL or a libpq `key=value` string (`--schema` for the Postgres
+schema); the page and the messages show it without its password (`describe_store`). `--graph` names the rendered graph the runs were taken on,
 loaded as the `graph` subcommand loads it (`amrita_sense.pictures.cli.load_graph`), to draw them.
 
 Bad input (a missing or foreign store, a bad URL, a graph that cannot be loaded, a port in use,
@@ -16,7 +17,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from amrita_sense.inspector.stores import BadStore, close_store, open_store
+from amrita_sense.inspector.stores import BadStore, close_store, describe_store, open_store, without_secrets
 from amrita_sense.inspector.views import Inspector
 from amrita_sense.pictures.cli import EXIT_BAD_INPUT, PROG, BadInput, load_graph
 
@@ -78,10 +79,13 @@ def inspect_command(args: argparse.Namespace) -> int:
     except (BadInput, BadStore) as exc:
         if store is not None:
             close_store(store)
-        sys.stderr.write(f"{PROG} inspect: error: {' '.join(str(exc).split())}\n")
+        message = without_secrets(" ".join(str(exc).split()), args.store)
+        sys.stderr.write(f"{PROG} inspect: error: {message}\n")
         return EXIT_BAD_INPUT
     try:
-        app = server.make_app(Inspector(store, graph, graph_name=args.graph), store_name=args.store)
+        app = server.make_app(
+            Inspector(store, graph, graph_name=args.graph), store_name=describe_store(args.store, args.schema)
+        )
         sys.stdout.write(f"AmritaSense inspector (read-only) on {server.url_of(sock)}\n")
         sys.stdout.flush()
         server.serve(app, sock)

@@ -15,7 +15,13 @@ from urllib.parse import urlencode
 
 from amrita_sense.inspector.views import Drawing, RunQuery
 
-COLUMNS = (("run", "Run"), ("status", "Status"), ("version", "Version"), ("updated", "Last update"))
+COLUMNS = (
+    ("run", "Run"),
+    ("status", "Status"),
+    ("version", "Version"),
+    ("updated", "Last update"),
+    ("created", "Started"),
+)
 """The sortable columns of the run list: (sort key, heading)."""
 STATUS_FILTERS = ("finished", "suspended", "halted", "panicked", "running", "ready")
 
@@ -72,7 +78,7 @@ def _runs_section(runs: dict[str, Any], query: RunQuery, run: dict[str, Any] | N
     return (
         f'<section id="runs"><h2>Runs <small>({shown} of {runs["total"]})</small></h2>'
         f'{_filters(query)}<table id="run-list"><thead><tr>{_headings(query)}'
-        f"<th>Position</th><th>Panic</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>Bytes</th></tr></thead><tbody>{rows}</tbody></table>"
         f"{_pager(runs, query, current)}</section>"
     )
 
@@ -99,18 +105,15 @@ def _headings(query: RunQuery) -> str:
 
 
 def _run_row(row: dict[str, Any], query: RunQuery, current: str | None) -> str:
-    mark = ' class="run-row current"' if row["run_id"] == current else ' class="run-row"'
+    """One line of the run list: the record's fields only (a bad record says what is wrong)."""
+    classes = "run-row" + (" current" if row["run_id"] == current else "") + (" bad" if row["bad"] else "")
     href = page_link(query, run=row["run_id"])
-    position = esc(row["position"] or "")
-    if row["parked"]:
-        position += f" <code>{esc(row['parked'])}</code>"
-    if row["error"]:
-        position = f'<span class="error">unreadable: {esc(row["error"])}</span>'
-    panic = '<span class="panic-yes">yes</span>' if row["panic"] else "no"
+    bad = f' <span class="error bad-row">bad row: {esc(row["bad"])}</span>' if row["bad"] else ""
     return (
-        f'<tr{mark} data-run-id="{esc(row["run_id"])}"><td class="run-id"><a class="run-link" href="{href}">'
-        f"{esc(row['run_id'])}</a></td><td>{_status(row['status'])}</td><td>{esc(row['version'])}</td>"
-        f"<td>{esc(row['updated'])}</td><td>{position}</td><td>{panic}</td></tr>"
+        f'<tr class="{classes}" data-run-id="{esc(row["run_id"])}"><td class="run-id"><a class="run-link" '
+        f'href="{href}">{esc(row["run_id"])}</a>{bad}</td><td>{_status(row["status"])}</td>'
+        f"<td>{esc(row['version'])}</td><td>{esc(row['updated'])}</td><td>{esc(row['created'])}</td>"
+        f"<td>{esc(row['size'])}</td></tr>"
     )
 
 
@@ -154,7 +157,8 @@ def _definitions(pairs: list[tuple[str, str]], ident: str) -> str:
 
 
 def _record(record: dict[str, Any]) -> str:
-    pairs = [
+    pairs = [("bad row", f'<span class="error bad-row">{esc(record["bad"])}</span>')] if record["bad"] else []
+    pairs += [
         ("status", _status(record["status"])),
         ("version", esc(record["version"])),
         ("created", esc(record["created"])),

@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from amrita_sense.durable.errors import DurableError
 from amrita_sense.inspector.assets import STYLESHEET
 from amrita_sense.inspector.page import render_page
 from amrita_sense.inspector.views import BadQuery, Inspector, RunNotFound, RunQuery, parse_version
@@ -83,6 +84,14 @@ def _error(status: int, message: str, **more: Any) -> JSONResponse:
     return JSONResponse({"error": message, **more}, status_code=status)
 
 
+def _status_of(exc: Exception) -> int:
+    """The HTTP status of a request that failed with `exc`: 404 no such run, 503 the store failed,
+    400 a bad parameter."""
+    if isinstance(exc, RunNotFound):
+        return 404
+    return 503 if isinstance(exc, DurableError) else 400
+
+
 def _run_path(request: Request) -> tuple[str, str]:
     """`(run id, what)` of `/api/runs/{id}[/what]`, the id percent-decoded from the raw path."""
     raw = request.scope.get("raw_path") or request.url.path.encode()
@@ -106,22 +115,27 @@ class Endpoints:
             query = RunQuery.parse(params)
             version = parse_version(params.get("version"))
         except BadQuery as exc:
-            return HTMLResponse(self._render(RunQuery(), error=str(exc)), status_code=400)
+            return self._render(RunQuery(), 400, error=str(exc))
         run_id = params.get("run")
         if not run_id:
-            return HTMLResponse(self._render(query))
+            return self._render(query, 200)
         try:
             run = self.inspector.run(run_id, version)
             history = self.inspector.history(run_id)
             drawing = self.inspector.drawing(run_id, version) if run["graph"]["drawable"] else None
-        except (RunNotFound, BadQuery) as exc:
-            status = 404 if isinstance(exc, RunNotFound) else 400
-            return HTMLResponse(self._render(query, error=str(exc)), status_code=status)
-        return HTMLResponse(self._render(query, run=run, history=history, drawing=drawing))
+        except (RunNotFound, BadQuery, DurableError) as exc:
+            return self._render(query, _status_of(exc), error=str(exc))
+        return self._render(query, 200, run=run, history=history, drawing=drawing)
 
-    def _render(self, query: RunQuery, **picked: Any) -> str:
-        runs = self.inspector.runs(query)
-        return render_page(self.store_name, self.inspector.graph_name, runs, query, **picked)
+    def _render(self, query: RunQuery, status: int, **picked: Any) -> HTMLResponse:
+        """The page with the run list of `query` (when the store cannot list, the page says so: 503)."""
+        try:
+            runs = self.inspector.runs(query)
+        except DurableError as exc:
+            runs = {"total": 0, "offset": query.offset, "limit": query.limit, "runs": []}
+            status, picked["error"] = 503, f"the store cannot be listed: {exc}"
+        html = render_page(self.store_name, self.inspector.graph_name, runs, query, **picked)
+        return HTMLResponse(html, status_code=status)
 
     def stylesheet(self, request: Request) -> Response:
         return Response(STYLESHEET, media_type="text/css")
@@ -130,8 +144,8 @@ class Endpoints:
         """`/api/runs`: one page of the run list."""
         try:
             return JSONResponse(self.inspector.runs(RunQuery.parse(request.query_params)))
-        except BadQuery as exc:
-            return _error(400, str(exc))
+        except (BadQuery, DurableError) as exc:
+            return _error(_status_of(exc), str(exc))
 
     def run(self, request: Request) -> Response:
         """`/api/runs/{id}`, `/api/runs/{id}/history`, `/api/runs/{id}/graph.svg`."""
@@ -144,10 +158,8 @@ class Endpoints:
                 return JSONResponse(self.inspector.history(run_id))
             if what == "graph.svg":
                 return self._svg(run_id, version)
-        except RunNotFound as exc:
-            return _error(404, str(exc))
-        except (BadQuery, UnicodeDecodeError) as exc:
-            return _error(400, str(exc))
+        except (RunNotFound, BadQuery, UnicodeDecodeError, DurableError) as exc:
+            return _error(_status_of(exc), str(exc))
         return _error(404, f"no such resource: {what!r} (history or graph.svg)")
 
     def _svg(self, run_id: str, version: int | None) -> Response:

@@ -1,18 +1,23 @@
 """What the inspector shows, as plain data: the run list, one run, its history, its drawing.
 
-`Inspector(store, graph=None)` reads a checkpoint store through `list`, `load` and `history`
-only; every answer is made of dicts, lists, strings and numbers (the JSON endpoints return them
-as they are, the HTML page renders them). Snapshots are read with `inspect_snapshot` and the
-engine document: nothing is restored or run, and the user blobs (pools, a panic's codec copy)
-are never decoded, so no codec and no unpickling is ever involved.
+`Inspector(store, graph=None)` reads a checkpoint store through `list_page` (or `list`), `load`
+and `history` only; every answer is made of dicts, lists, strings and numbers (the JSON endpoints
+return them as they are, the HTML page renders them). The run list is one page sorted and cut by
+the store, and shows the records only: no snapshot is read to list runs. A picked run's snapshot
+is read with `inspect_snapshot` and the engine document: nothing is restored or run, and the user
+blobs (pools, a panic's codec copy) are never decoded, so no codec and no unpickling is ever involved.
+
+A stored row can hold anything (a time of 1e300, text in a numeric column, bytes that are no
+snapshot): such a row is shown as a bad row, saying what is wrong with it, and the page still
+answers. A request's bad parameter is a `BadQuery` (400).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -20,20 +25,18 @@ from amrita_sense.durable import STATUSES, CheckpointRecord, inspect_snapshot
 from amrita_sense.durable.errors import CheckpointNotFound, DurableError
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
 from amrita_sense.durable.snapshots.format import decode
+from amrita_sense.durable.stores.paging import MAX_OFFSET, PAGE_SORTS, CheckpointPage, page_of
 from amrita_sense.pictures import GraphvizFailed, GraphvizNotFound, Overlay, picture_of, to_mermaid, to_svg
-from amrita_sense.pictures.errors import PictureError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-SORT_KEYS: dict[str, Callable[[CheckpointRecord], Any]] = {
-    "updated": lambda r: (r.updated_at, r.run_id),
-    "created": lambda r: (r.created_at, r.run_id),
-    "run": lambda r: r.run_id,
-    "status": lambda r: (r.status, r.run_id),
-    "version": lambda r: (r.version, r.run_id),
-}
-"""The columns the run list sorts by: the record's own fields (no snapshot is read to sort)."""
+SORT_KEYS = tuple(PAGE_SORTS)
+"""The columns the run list sorts by: the record's own fields (the store sorts; no snapshot is read)."""
 ORDERS = ("desc", "asc")
+MAX_VERSION = 2**63 - 1
+"""The largest version a store can hold (a 64-bit integer): `?version=` above it is a bad query."""
+MAX_RUN_ID = 512
+"""The longest run id a store accepts (characters)."""
 SVG_CACHE_SIZE = 64
 """Drawings kept, by overlay (the graph is fixed for the inspector's life)."""
 
@@ -60,7 +63,7 @@ class RunQuery:
     def parse(cls, params: Any) -> RunQuery:
         """The query of a request's parameters (a mapping of strings); `BadQuery` when out of range."""
         return cls(
-            offset=_integer(params, "offset", 0, 0, None),
+            offset=_integer(params, "offset", 0, 0, MAX_OFFSET),
             limit=_integer(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
             sort=_choice(params, "sort", "updated", tuple(SORT_KEYS)) or "updated",
             order=_choice(params, "order", "desc", ORDERS) or "desc",
@@ -72,10 +75,9 @@ def _integer(params: Any, name: str, default: int, low: int, high: int | None) -
     text = params.get(name)
     if text in (None, ""):
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadQuery(f"{name} is an integer, not {text!r:.40}") from None
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit() or len(text) > 40:
+        raise BadQuery(f"{name} is a whole number, not {text!r:.40}")
+    value = int(text)
     if value < low or (high is not None and value > high):
         raise BadQuery(f"{name} is between {low} and {high}" if high else f"{name} is at least {low}")
     return value
@@ -91,10 +93,18 @@ def _choice(params: Any, name: str, default: str | None, choices: tuple[str, ...
 
 
 def parse_version(text: str | None) -> int | None:
-    """The `version` parameter of a request (None: the latest); `BadQuery` when not a positive int."""
+    """The `version` parameter of a request (None: the latest); `BadQuery` unless a version a store
+    can hold (1 to 2**63 - 1)."""
     if text in (None, ""):
         return None
-    return _integer({"version": text}, "version", 0, 1, None)
+    return _integer({"version": text}, "version", 0, 1, MAX_VERSION)
+
+
+def check_run_id(run_id: Any) -> str:
+    """`run_id` when a store could hold it (a string of 1 to 512 characters, no NUL); else `BadQuery`."""
+    if not isinstance(run_id, str) or not 0 < len(run_id) <= MAX_RUN_ID or "\x00" in run_id:
+        raise BadQuery(f"a run id is 1 to {MAX_RUN_ID} characters (no NUL), not {str(run_id)!r:.60}")
+    return run_id
 
 
 def timestamp(seconds: float) -> str:
@@ -103,11 +113,46 @@ def timestamp(seconds: float) -> str:
 
 
 def record_view(record: CheckpointRecord) -> dict[str, Any]:
-    """A checkpoint record as plain data, with its times also written out."""
-    view = asdict(record)
-    view["created"] = timestamp(record.created_at)
-    view["updated"] = timestamp(record.updated_at)
+    """A checkpoint record as plain data (JSON-safe), with its times also written out. A field that
+    does not hold what it should is shown as its `repr` and named in `bad` (None: a sound record)."""
+    view: dict[str, Any] = {}
+    problems = []
+    for field in fields(CheckpointRecord):
+        value = getattr(record, field.name)
+        problem = _field_problem(field.name, value)
+        if problem is not None:
+            problems.append(f"{field.name} {problem} ({value!r:.40})")
+            value = f"{value!r:.80}"
+        view[field.name] = value
+    view["created"] = "?" if isinstance(view["created_at"], str) else timestamp(view["created_at"])
+    view["updated"] = "?" if isinstance(view["updated_at"], str) else timestamp(view["updated_at"])
+    view["bad"] = "; ".join(problems) or None
     return view
+
+
+def _field_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a record field's stored value, or None."""
+    if name in ("created_at", "updated_at"):
+        return None if _is_time(value) else "is not a time"
+    if name in ("version", "size"):
+        low = 1 if name == "version" else 0
+        return None if type(value) is int and value >= low else "is not a count"
+    if name == "status":
+        return None if value in STATUSES else "is not a status"
+    if name == "forked_from" and value is None:
+        return None
+    return None if isinstance(value, str) and value else "is not text"
+
+
+def _is_time(value: Any) -> bool:
+    """True for seconds since the epoch a date can be written of."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return False
+    try:
+        timestamp(value)
+    except (OverflowError, OSError, ValueError):
+        return False
+    return True
 
 
 def snapshot_view(data: bytes) -> dict[str, Any]:
@@ -134,6 +179,14 @@ def _panic_record(state: dict) -> dict[str, Any] | None:
     }
 
 
+def unreadable(exc: BaseException) -> str:
+    """What a bad row's reading raised, as one line (a store error's own message, else its type too)."""
+    message = " ".join(str(exc).split())
+    if isinstance(exc, DurableError) and message:
+        return message
+    return f"the stored row is malformed ({type(exc).__name__}: {message})" if message else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class Drawing:
     """A run drawn over its graph: `kind` "svg" (Graphviz's picture), "mermaid" (its text, when
@@ -150,9 +203,9 @@ class Drawing:
 class Inspector:
     """Read-only views of a checkpoint store, and of its runs drawn over `graph` when given.
 
-    `store` is a synchronous checkpoint store (`list`, `load`, and `history` when it keeps one);
-    the inspector calls nothing else. `graph` is the rendered graph the runs were taken on
-    (`--graph module:factory`): a run is drawn only when its fingerprint is the graph's.
+    `store` is a synchronous checkpoint store (`list_page` or `list`, `load`, and `history` when it
+    keeps one); the inspector calls nothing else. `graph` is the rendered graph the runs were taken
+    on (`--graph module:factory`): a run is drawn only when its fingerprint is the graph's.
     """
 
     def __init__(self, store: Any, graph: Any = None, *, graph_name: str | None = None) -> None:
@@ -172,44 +225,37 @@ class Inspector:
     # ----- the run list --------------------------------------------------------------------------
 
     def runs(self, query: RunQuery | None = None) -> dict[str, Any]:
-        """One page of the run list: the records sorted by `query`, each with what its latest
-        snapshot says (position, parked tag, panic) — only the page's snapshots are read."""
+        """One page of the run list: the records `query` picks, sorted and cut by the store. Only
+        the records are read (no snapshot); a record that holds nonsense is marked `bad`."""
         query = query or RunQuery()
-        records = self.store.list(status=query.status)
-        records.sort(key=SORT_KEYS[query.sort], reverse=query.order == "desc")
-        page = records[query.offset : query.offset + query.limit]
+        page = self._page(query)
         return {
-            "total": len(records),
+            "total": page.total,
             "offset": query.offset,
             "limit": query.limit,
             "sort": query.sort,
             "order": query.order,
             "status": query.status,
-            "runs": [self._row(record) for record in page],
+            "runs": [record_view(record) for record in page.records],
         }
 
-    def _row(self, record: CheckpointRecord) -> dict[str, Any]:
-        """One line of the run list (the latest checkpoint: it may be newer than the listed one)."""
-        row = record_view(record)
-        row.update(position=None, parked=None, pointer=None, panic=False, panic_type=None, error=None)
-        try:
-            checkpoint = self.store.load(record.run_id)
-            info = inspect_snapshot(checkpoint.data)
-        except CheckpointNotFound:
-            row["error"] = "deleted since it was listed"
-            return row
-        except DurableError as exc:
-            row["error"] = str(exc)
-            return row
-        row.update(record_view(checkpoint.record))
-        row.update(position=info.position, parked=info.parked, pointer=info.pointer)
-        row.update(panic=info.panic is not None, panic_type=None if info.panic is None else info.panic)
-        return row
+    def _page(self, query: RunQuery) -> CheckpointPage:
+        """The store's `list_page`; a store with only `list` is sorted and cut here."""
+        list_page = getattr(self.store, "list_page", None)
+        if callable(list_page):
+            return list_page(
+                status=query.status, sort=query.sort, order=query.order, offset=query.offset, limit=query.limit
+            )
+        return page_of(self.store.list(status=query.status), query.sort, query.order, query.offset, query.limit)
 
     # ----- one run -------------------------------------------------------------------------------
 
     def load(self, run_id: str, version: int | None = None) -> Any:
-        """The run's latest checkpoint or its kept `version`; `RunNotFound`, `BadQuery`."""
+        """The run's latest checkpoint or its kept `version`; `BadQuery` for an id or version no
+        store holds, `RunNotFound`; whatever else reading the row raises (a bad row) goes through."""
+        check_run_id(run_id)
+        if version is not None and (type(version) is not int or not 0 < version <= MAX_VERSION):
+            raise BadQuery(f"version is between 1 and {MAX_VERSION}, not {version!r:.40}")
         try:
             if version is None:
                 return self.store.load(run_id)
@@ -218,69 +264,74 @@ class Inspector:
             return self.store.load(run_id, version=version)
         except CheckpointNotFound as exc:
             raise RunNotFound(str(exc)) from None
-        except ValueError as exc:
-            raise BadQuery(str(exc)) from None
 
     def run(self, run_id: str, version: int | None = None) -> dict[str, Any]:
         """Everything about one checkpoint of a run: its record, what its snapshot says (position,
-        pointer, return depth, parked tag, panic and traceback), and whether it can be drawn."""
+        pointer, return depth, parked tag, panic and traceback), and whether it can be drawn. A row
+        that cannot be read is said so in `error` (the record is still shown when it could be read)."""
         view: dict[str, Any] = {"run_id": run_id, "version": version, "record": None, "snapshot": None}
         view.update(error=None, keeps_history=self.keeps_history)
         try:
             checkpoint = self.load(run_id, version)
         except (RunNotFound, BadQuery):
             raise
-        except DurableError as exc:  # a damaged checkpoint: say so, the rest of the page stands
-            view["error"] = str(exc)
+        except Exception as exc:  # a bad row, whatever it holds: say so, the rest of the page stands
+            view["error"] = unreadable(exc)
             view["graph"] = {"drawable": False, "reason": "the checkpoint cannot be read"}
             return view
-        view["record"] = record_view(checkpoint.record)
-        view["version"] = checkpoint.record.version
+        record = record_view(checkpoint.record)
+        view.update(record=record, version=record["version"])
         try:
             view["snapshot"] = snapshot_view(checkpoint.data)
-        except DurableError as exc:
-            view["error"] = str(exc)
-        reason = self._not_drawable(checkpoint.record.fingerprint)
+        except Exception as exc:  # bytes that are no readable snapshot
+            view["error"] = unreadable(exc)
+        reason = self._not_drawable(record)
         view["graph"] = {"drawable": reason is None, "reason": reason, "given": self.graph_name}
         return view
 
     def history(self, run_id: str) -> dict[str, Any]:
         """The run's kept history entries, oldest first (`entries` [] when the store keeps none)."""
         entries: list[dict[str, Any]] = []
+        check_run_id(run_id)
         if self.keeps_history:
             try:
                 entries = [record_view(record) for record in self.store.history(run_id)]
             except CheckpointNotFound as exc:
                 raise RunNotFound(str(exc)) from None
-            except ValueError as exc:
-                raise BadQuery(str(exc)) from None
         else:
             self.load(run_id)  # RunNotFound for an unknown run, as with a history store
         return {"run_id": run_id, "keeps_history": self.keeps_history, "entries": entries}
 
     # ----- the drawing ---------------------------------------------------------------------------
 
-    def _not_drawable(self, fingerprint: str) -> str | None:
-        """Why a run with `fingerprint` cannot be drawn, or None when it can."""
+    def _not_drawable(self, record: dict[str, Any]) -> str | None:
+        """Why a run of `record` (a `record_view`) cannot be drawn, or None when it can."""
         if self.graph is None:
             return "no graph given: start the inspector with --graph module:factory to draw runs over it"
-        if fingerprint != self.fingerprint:
+        if record["bad"] is not None:
+            return f"the record is bad ({record['bad']}): not drawn"
+        if record["fingerprint"] != self.fingerprint:
             return (
-                f"the run was taken on another graph (fingerprint {fingerprint}; the given graph's is "
+                f"the run was taken on another graph (fingerprint {record['fingerprint']}; the given graph's is "
                 f"{self.fingerprint}): not drawn"
             )
         return None
 
     def drawing(self, run_id: str, version: int | None = None) -> Drawing:
         """The checkpoint drawn over the graph: SVG by Graphviz, else Mermaid text, else why not."""
-        checkpoint = self.load(run_id, version)
-        reason = self._not_drawable(checkpoint.record.fingerprint)
+        try:
+            checkpoint = self.load(run_id, version)
+        except (RunNotFound, BadQuery):
+            raise
+        except Exception as exc:  # a bad row
+            return Drawing("none", reason=f"the checkpoint cannot be read: {unreadable(exc)}")
+        reason = self._not_drawable(record_view(checkpoint.record))
         if reason is not None or self._picture is None:
             return Drawing("none", reason=reason)
         try:
             overlay = Overlay.of_snapshot(checkpoint.data, self.graph)
-        except (DurableError, PictureError) as exc:
-            return Drawing("none", reason=f"the snapshot cannot be drawn: {exc}")
+        except Exception as exc:  # bytes that are no readable snapshot, or not of this graph
+            return Drawing("none", reason=f"the snapshot cannot be drawn: {unreadable(exc)}")
         node = None if overlay.pointer is None else self._picture.node_for(overlay.pointer)
         marks = {"pointer_node": node.id if node else None, "pointer_label": node.label if node else None}
         try:
@@ -314,8 +365,10 @@ __all__ = [
     "Inspector",
     "RunNotFound",
     "RunQuery",
+    "check_run_id",
     "parse_version",
     "record_view",
     "snapshot_view",
     "timestamp",
+    "unreadable",
 ]

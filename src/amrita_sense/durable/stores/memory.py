@@ -23,6 +23,7 @@ from amrita_sense.durable.stores.base import (
     _forked_from,
     _version_not_kept,
 )
+from amrita_sense.durable.stores.paging import CheckpointPage, check_page, page_of
 
 
 class MemoryCheckpointStore:
@@ -156,6 +157,13 @@ class MemoryCheckpointStore:
         with self._lock:
             records = [c.record for _, c in sorted(self._runs.items())]
         return [r for r in records if status is None or r.status == status]
+
+    def list_page(
+        self, *, status: str | None = None, sort: str = "updated", order: str = "desc", offset: int = 0, limit: int = 50
+    ) -> CheckpointPage:
+        """One sorted page of `list(status=status)` (`amrita_sense.durable.stores.paging`)."""
+        check_page(status, sort, order, offset, limit)
+        return page_of(self.list(status=status), sort, order, offset, limit)
 
     def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
         _check_run_id(run_id)

@@ -77,6 +77,7 @@ from amrita_sense.durable.stores.base import (
     _forked_from,
     _version_not_kept,
 )
+from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
 
 try:
     import psycopg
@@ -701,6 +702,21 @@ class _PostgresStore:
             rows = yield self._sql["list_status"], {"status": status}
         return [CheckpointRecord(*row) for row in rows]
 
+    def _list_page_op(self, status: str | None, sort: str, order: str, offset: int, limit: int) -> _Operation:
+        check_page(status, sort, order, offset, limit)
+        steps = self._list_page_steps(status, order_by(sort, order), offset, limit)
+        return _Operation("listing a page of the checkpoints", steps, atomic=False)
+
+    def _list_page_steps(self, status: str | None, ordering: str, offset: int, limit: int) -> Steps:
+        """The page's record columns (never `data`), sorted and cut by the server, then the count."""
+        where = "WHERE status = %(status)s" if status is not None else ""
+        params = {"status": status, "offset": offset, "limit": limit}
+        table = f'"{self.schema}".checkpoints'
+        sql = f"SELECT {_RECORD} FROM {table} {where} ORDER BY {ordering} LIMIT %(limit)s OFFSET %(offset)s"
+        rows = yield sql, params
+        total = (yield f"SELECT count(*) FROM {table} {where}", params)[0][0]
+        return CheckpointPage([CheckpointRecord(*row) for row in rows], total)
+
     def _delete_op(self, run_id: str, expected_version: int | None) -> _Operation:
         _check_run_id(run_id)
         _check_expected(expected_version)
@@ -926,6 +942,13 @@ class PostgresCheckpointStore(_PostgresStore):
         """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
         return self._run(self._list_op(status))
 
+    def list_page(
+        self, *, status: str | None = None, sort: str = "updated", order: str = "desc", offset: int = 0, limit: int = 50
+    ) -> CheckpointPage:
+        """One page of the run list, sorted and cut by the server; only the record columns of the
+        page's rows are read (`amrita_sense.durable.stores.paging`)."""
+        return self._run(self._list_page_op(status, sort, order, offset, limit))
+
 
 # ----- the async store ---------------------------------------------------------------------------
 
@@ -1080,3 +1103,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
     async def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         """As `PostgresCheckpointStore.list`."""
         return await self._run(self._list_op(status))
+
+    async def list_page(
+        self, *, status: str | None = None, sort: str = "updated", order: str = "desc", offset: int = 0, limit: int = 50
+    ) -> CheckpointPage:
+        """As `PostgresCheckpointStore.list_page`."""
+        return await self._run(self._list_page_op(status, sort, order, offset, limit))

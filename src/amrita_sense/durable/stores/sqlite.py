@@ -12,7 +12,7 @@ from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
 from amrita_sense.durable.snapshots.format import read_header
-from amrita_sense.durable.stores import deltas
+from amrita_sense.durable.stores import deltas, sqlite_reader
 from amrita_sense.durable.stores.base import (
     SWEEP_BATCH,
     Checkpoint,
@@ -29,6 +29,7 @@ from amrita_sense.durable.stores.base import (
     _forked_from,
     _version_not_kept,
 )
+from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
 
 _SCHEMA_VERSION = 3
 """1: the latest checkpoint per run; 2: `forked_from`, and the history table; 3: frames (a history
@@ -123,6 +124,11 @@ class SQLiteCheckpointStore:
     an older release is upgraded in place, one written by a newer release is
     refused. One instance may be shared by the threads of a process; after
     `os.fork()` the child opens its own connection.
+
+    `read_only=True` opens the file for reading only (`sqlite_reader`): nothing
+    is ever written (no WAL switch, no schema upgrade, no `-wal`/`-shm` files
+    created, no write lock taken), a file it may only read works, and every
+    write raises `CheckpointError`. The file must hold this release's schema.
     """
 
     def __init__(
@@ -135,6 +141,7 @@ class SQLiteCheckpointStore:
         history_max_age: float | None = None,
         run_ttl: float | None = None,
         on_expiry: str = "delete",
+        read_only: bool = False,
     ):
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
@@ -150,6 +157,10 @@ class SQLiteCheckpointStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         self._bases = deltas.Bases()
+        self.read_only = bool(read_only)
+        if self.read_only:
+            sqlite_reader.check_schema(self.path, _SCHEMA_VERSION, self._timeout)
+            return
         with self._lock:
             self._connection()
 
@@ -159,7 +170,7 @@ class SQLiteCheckpointStore:
     def __reduce__(self) -> tuple:
         options = {"timeout": self._timeout, "synchronous": self._synchronous}
         options.update(history_limit=self.history_limit, history_max_age=self.history_max_age)
-        options.update(run_ttl=self.run_ttl, on_expiry=self.on_expiry)
+        options.update(run_ttl=self.run_ttl, on_expiry=self.on_expiry, read_only=self.read_only)
         return (_reopen_sqlite, (os.path.abspath(self.path), options))
 
     def __enter__(self) -> SQLiteCheckpointStore:
@@ -176,6 +187,8 @@ class SQLiteCheckpointStore:
                 conn.close()
 
     def _connection(self) -> sqlite3.Connection:
+        if self.read_only:  # every write comes here for its connection
+            raise sqlite_reader.refuse_writes(self.path)
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         try:
@@ -207,6 +220,11 @@ class SQLiteCheckpointStore:
                 raise CheckpointError(f"{what} failed in {self.path!r}: {exc}") from exc
 
     def _query(self, sql: str, params: tuple, what: str) -> list[tuple]:
+        if self.read_only:
+            try:
+                return sqlite_reader.query(self.path, sql, params, self._timeout)
+            except (OSError, sqlite3.Error) as exc:
+                raise CheckpointError(f"{what} failed in {self.path!r}: {exc}") from exc
         with self._lock:
             try:
                 return self._connection().execute(sql, params).fetchall()
@@ -457,6 +475,18 @@ class SQLiteCheckpointStore:
             sql = f"SELECT {_COLUMNS} FROM sense_checkpoints WHERE status = ? ORDER BY run_id"
             rows = self._query(sql, (status,), "listing")
         return [CheckpointRecord(*row) for row in rows]
+
+    def list_page(
+        self, *, status: str | None = None, sort: str = "updated", order: str = "desc", offset: int = 0, limit: int = 50
+    ) -> CheckpointPage:
+        """One page of the run list, sorted and cut in SQL; only the record columns of the page's rows
+        are read (`amrita_sense.durable.stores.paging`)."""
+        check_page(status, sort, order, offset, limit)
+        where, params = ("WHERE status = ?", (status,)) if status is not None else ("", ())
+        sql = f"SELECT {_COLUMNS} FROM sense_checkpoints {where} ORDER BY {order_by(sort, order)} LIMIT ? OFFSET ?"
+        rows = self._query(sql, (*params, limit, offset), "listing a page")
+        total = self._query(f"SELECT count(*) FROM sense_checkpoints {where}", params, "counting the runs")[0][0]
+        return CheckpointPage([CheckpointRecord(*row) for row in rows], total)
 
     def delete(self, run_id: str, *, expected_version: int | None = None) -> bool:
         """Forget the run and its history; False when it was not stored."""
