@@ -181,7 +181,12 @@ def _from_codec(record: dict, codec: Any, blobs: list[bytes]) -> BaseException |
 def _rebuild(record: dict, modules: frozenset[str]) -> BaseException | None:
     """The exception rebuilt from its class and arguments, when the class is one a snapshot may name."""
     cls = find_class(record["type"])
-    if cls is None or not trusted_exception(cls, modules) or record["args"] is None:
+    if (
+        cls is None
+        or not issubclass(cls, BaseException)
+        or not trusted_exception(cls, modules)
+        or record["args"] is None
+    ):
         return None
     try:
         exc = cls(*record["args"])
