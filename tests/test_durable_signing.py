@@ -19,11 +19,13 @@ from amrita_sense.durable import (
     Checkpointing,
     CodecError,
     CorruptSnapshot,
+    EncryptedSnapshot,
     Keyring,
     PartialPickle,
     RestoreError,
     TamperedSnapshot,
     UntrustedSnapshot,
+    inspect_snapshot,
 )
 from amrita_sense.durable.snapshots import format as fmt
 from support.durable_support import KEYS, reframed
@@ -262,3 +264,28 @@ async def test_stack_limits_and_document_size_stay_within_the_engines_bounds():
     document["padding"] = [0] * (fmt.MAX_ELEMENTS + 1)
     with pytest.raises(CorruptSnapshot, match="values"):
         WorkflowInterpreter.restore(parked_graph(), reframed(data, document=document))
+
+
+@pytest.mark.asyncio
+async def test_an_encrypted_checkpoint_holds_only_ciphertext_and_reads_back_with_its_keyring(tmp_path):
+    secret_word = "a-personal-detail-0451"
+    keyring = Keyring({"pii": os.urandom(32)}, encrypt=True)
+    store = STORES["sqlite"](None, tmp_path, {})
+    interp = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(1),), extra_kwargs={"note": secret_word})
+    interp.checkpointing = Checkpointing(store, "r", codec=pickle, keyring=keyring)
+    await interp.run()
+    data = store.load("r").data
+    assert secret_word.encode() not in data and fmt.read_header(data).encrypted
+    with pytest.raises(EncryptedSnapshot):
+        inspect_snapshot(data)
+    with pytest.raises(TamperedSnapshot):  # the same secret, without encryption, does not open it
+        WorkflowInterpreter.restore(parked_graph(), data, codec=pickle, keyring=KEYS)
+    for at in range(0, len(data), 7):
+        damaged = bytearray(data)
+        damaged[at] ^= 1
+        with pytest.raises(TamperedSnapshot):
+            WorkflowInterpreter.restore(parked_graph(), bytes(damaged), codec=pickle, keyring=keyring.bound_to("r", 2))
+    resumed = await Checkpointing(store, "r", codec=pickle, keyring=keyring).resume(parked_graph())
+    assert resumed._ava_kwargs_v["note"] == secret_word
+    await resumed.run()
+    assert resumed._ava_args_v[1].number == 3

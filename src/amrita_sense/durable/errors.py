@@ -51,6 +51,10 @@ class UntrustedSnapshot(DurableError):
     loads (pickle): pass the keyring it was signed with, or `allow_unsigned=True` for data you trust."""
 
 
+class EncryptedSnapshot(SnapshotFormatError):
+    """The snapshot is encrypted: only the keyring that wrote it (`Keyring(..., encrypt=True)`) reads it."""
+
+
 class ForeignSnapshot(SnapshotFormatError):
     """The data does not start with the snapshot magic: it is something else."""
 

@@ -7,7 +7,9 @@ Format version 2 (all integers little-endian)::
     4       2     format version (2; 1 is still read)
     6       1     status code (see STATUSES)
     7       1     flags: bit 0 = the engine document is zlib-compressed; bit 1 = signed (a
-                  signature trailer follows the user section); other bits 0
+                  signature trailer follows the user section); bit 2 = encrypted (signed too:
+                  the three sections are replaced by a 12-byte nonce and their AES-GCM
+                  ciphertext, 16 bytes longer); other bits 0
     8       16    graph fingerprint (16 bytes, the 32 hex digits of `graph_fingerprint`)
     24      4     E: length of the engine document section
     28      4     O: length of the outline section (a multiple of 4)
@@ -42,7 +44,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from amrita_sense.durable.errors import CorruptSnapshot, ForeignSnapshot, TruncatedSnapshot, UnsupportedSnapshotVersion
+from amrita_sense.durable.errors import (
+    CorruptSnapshot,
+    EncryptedSnapshot,
+    ForeignSnapshot,
+    TruncatedSnapshot,
+    UnsupportedSnapshotVersion,
+)
 
 MAGIC = b"ASRS"
 FORMAT_VERSION = 2
@@ -62,8 +70,13 @@ _CRC_AT = _HEADER.size - 4
 _CRC = struct.Struct("<I")
 _COMPRESSED = 1
 SIGNED = 2
-_KNOWN_FLAGS = {1: (_COMPRESSED,), 2: (0, _COMPRESSED, SIGNED, SIGNED | _COMPRESSED)}
+ENCRYPTED = 4
+_KNOWN_FLAGS = {1: (_COMPRESSED,), 2: tuple(c | s for c in (0, _COMPRESSED) for s in (0, SIGNED, SIGNED | ENCRYPTED))}
 MAC_SIZE = 32
+NONCE_SIZE = 12
+TAG_SIZE = 16
+SEALED = NONCE_SIZE + TAG_SIZE
+"""What encryption adds to the sections: the nonce before them, the tag after."""
 """The flag values each format version may carry."""
 COMPRESS_ABOVE = 4096
 """An engine document longer than this is compressed."""
@@ -98,9 +111,14 @@ class Header:
         return bool(self.flags & SIGNED)
 
     @property
+    def encrypted(self) -> bool:
+        return bool(self.flags & ENCRYPTED)
+
+    @property
     def sections_end(self) -> int:
         """Where the user section ends (a signed snapshot's trailer starts)."""
-        return _HEADER.size + self.engine_len + self.outline_len + self.user_len
+        sealed = SEALED if self.flags & ENCRYPTED else 0
+        return _HEADER.size + self.engine_len + self.outline_len + self.user_len + sealed
 
 
 @dataclass(frozen=True)
@@ -185,7 +203,7 @@ def read_header(data: Any) -> Header:
     if len(view) < _HEADER.size:
         raise TruncatedSnapshot(f"{len(view)} bytes: shorter than the {_HEADER.size}-byte snapshot header")
     _, _, status, flags, fingerprint, engine_len, outline_len, user_len, crc = _HEADER.unpack_from(view)
-    total = _HEADER.size + engine_len + outline_len + user_len
+    total = _HEADER.size + engine_len + outline_len + user_len + (SEALED if flags & ENCRYPTED else 0)
     if flags & SIGNED and version > 1:
         if len(view) <= total:
             raise TruncatedSnapshot(f"{len(view)} bytes: a signed snapshot ends after its sections")
@@ -207,7 +225,7 @@ def _sound_header(data: bytes) -> Header | None:
     if len(data) < _HEADER.size:
         return None
     magic, version, status, flags, fingerprint, engine_len, outline_len, user_len, crc = _HEADER.unpack_from(data)
-    total = _HEADER.size + engine_len + outline_len + user_len
+    total = _HEADER.size + engine_len + outline_len + user_len + (SEALED if flags & ENCRYPTED else 0)
     if flags & SIGNED and len(data) > total:
         total += 1 + data[total] + MAC_SIZE
     if (
@@ -226,6 +244,8 @@ def _sound_header(data: bytes) -> Header | None:
 def decode(data: Any) -> Decoded:
     """Check and unpack a whole snapshot. Raises a `SnapshotFormatError`; runs nothing it contains."""
     header = read_header(data)
+    if header.encrypted:
+        raise EncryptedSnapshot("the snapshot is encrypted: pass the keyring that wrote it (keyring=)")
     view = memoryview(data).cast("B")
     start = _HEADER.size
     engine = view[start : start + header.engine_len]

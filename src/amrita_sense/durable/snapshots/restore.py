@@ -73,7 +73,7 @@ def restore_interpreter(
 ) -> Any:
     """`WorkflowInterpreter.restore` (see there); `unset` is the "not given" sentinel."""
     _check_migration_arguments(migrate, context_migrations)
-    signing.trusted(data, keyring, codec, allow_unsigned)  # before anything is decoded
+    data = signing.trusted(data, keyring, codec, allow_unsigned)  # before anything is decoded
     decoded = fmt.decode(data)
     blobs = decoded.blobs
     root = check_state(decoded.document.get("interp"), "interp", len(blobs))

@@ -43,26 +43,34 @@ class Keyring:
         keys: key id -> secret (bytes, at least 16 of them; ids of 1 to 64 printable ASCII characters
             without `:` or `,`).
         current: the id that signs (default: the first key given).
+        encrypt: also encrypt what it signs (AES-GCM with a key derived from the secret; the extra
+            `[crypto]`, `cryptography`), for contexts that hold personal data. A store then keeps
+            only ciphertext (and gains nothing from incremental frames); reading needs the keyring.
     """
 
-    __slots__ = ("_bound", "_keys", "current")
+    __slots__ = ("_bound", "_keys", "current", "encrypt")
 
-    def __init__(self, keys: Mapping[str, bytes], current: str | None = None) -> None:
+    def __init__(self, keys: Mapping[str, bytes], current: str | None = None, *, encrypt: bool = False) -> None:
         if not isinstance(keys, Mapping) or not keys:
             raise ValueError("a keyring holds at least one key: {key id: secret bytes}")
         self._keys = {_checked_id(key_id): _checked_secret(key_id, secret) for key_id, secret in keys.items()}
         self.current = next(iter(self._keys)) if current is None else current
         if self.current not in self._keys:
             raise ValueError(f"the current key {self.current!r} is not among the keyring's keys")
+        self.encrypt = bool(encrypt)
+        if self.encrypt:
+            _aead()  # fail now, not at the first save, when `cryptography` is missing
         self._bound: tuple[tuple[str, int], ...] = (_UNBOUND,)
 
     @classmethod
-    def generate(cls, key_id: str = "generated") -> Keyring:
+    def generate(cls, key_id: str = "generated", *, encrypt: bool = False) -> Keyring:
         """A keyring with one new random key (32 bytes from `secrets`)."""
-        return cls({key_id: secrets.token_bytes(32)})
+        return cls({key_id: secrets.token_bytes(32)}, encrypt=encrypt)
 
     @classmethod
-    def from_env(cls, variable: str = "AMRITA_SENSE_KEYS", environ: Mapping[str, str] | None = None) -> Keyring:
+    def from_env(
+        cls, variable: str = "AMRITA_SENSE_KEYS", environ: Mapping[str, str] | None = None, *, encrypt: bool = False
+    ) -> Keyring:
         """The keyring in an environment variable: `id:base64-secret` entries separated by commas,
         the current (signing) key first, e.g. `AMRITA_SENSE_KEYS="2026-12:...,2026-06:..."`."""
         text = (os.environ if environ is None else environ).get(variable)
@@ -77,13 +85,14 @@ class Keyring:
                 keys[key_id] = base64.b64decode(encoded, validate=True)
             except ValueError:
                 raise ValueError(f"{variable}: the secret of key {key_id!r} is not base64") from None
-        return cls(keys)
+        return cls(keys, encrypt=encrypt)
 
     def __repr__(self) -> str:
-        return f"Keyring(current={self.current!r}, keys={sorted(self._keys)!r})"  # never the secrets
+        encrypting = ", encrypt=True" if self.encrypt else ""
+        return f"Keyring(current={self.current!r}, keys={sorted(self._keys)!r}{encrypting})"  # never the secrets
 
     def __reduce__(self) -> tuple:
-        return (_rebuild, (self._keys, self.current, self._bound))
+        return (_rebuild, (self._keys, self.current, self._bound, self.encrypt))
 
     @property
     def key_ids(self) -> tuple[str, ...]:
@@ -93,7 +102,7 @@ class Keyring:
         """This keyring signing for, and accepting, snapshots of `run_id` at `version` (and of the
         `(run id, version)` pairs in `also`, such as the entry a run was forked from)."""
         bound = Keyring.__new__(Keyring)
-        bound._keys, bound.current = self._keys, self.current
+        bound._keys, bound.current, bound.encrypt = self._keys, self.current, self.encrypt
         bound._bound = ((run_id, version), *also)
         return bound
 
@@ -106,12 +115,36 @@ class Keyring:
     def sign_own(self, data: bytes) -> bytes:
         """`sign` for an unsigned snapshot this process just took (its bytes are not checked again)."""
         head = bytearray(data[: fmt.HEADER_SIZE - 4])
-        head[7] |= fmt.SIGNED
+        head[7] |= fmt.SIGNED | (fmt.ENCRYPTED if self.encrypt else 0)
         sections = data[fmt.HEADER_SIZE :]
         key_id = self.current.encode("ascii")
-        mac = _mac(self._keys[self.current], self._bound[0], key_id, bytes(head), sections)
+        secret = self._keys[self.current]
+        if self.encrypt:
+            sections = _seal(secret, _context(self._bound[0], key_id) + bytes(head), sections)
+        mac = _mac(secret, self._bound[0], key_id, bytes(head), sections)
         trailer = bytes([len(key_id)]) + key_id + mac
         return fmt.with_checksum(bytes(head), sections + trailer)
+
+    def open(self, data: Any) -> bytes:
+        """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
+        header = self.verify(data)
+        data = bytes(data)
+        if not header.encrypted:
+            return data
+        end = header.sections_end
+        key_id = data[end + 1 : end + 1 + data[end]]
+        head = data[: fmt.HEADER_SIZE - 4]
+        for purpose in self._bound:
+            try:
+                plain = _unseal(
+                    self._keys[key_id.decode("ascii")], _context(purpose, key_id) + head, data[fmt.HEADER_SIZE : end]
+                )
+            except Exception:  # noqa: BLE001 - InvalidTag: sealed for another purpose of this keyring
+                continue
+            opened = bytearray(head)
+            opened[7] &= ~(fmt.SIGNED | fmt.ENCRYPTED)
+            return fmt.with_checksum(bytes(opened), plain)
+        raise TamperedSnapshot(f"the encrypted snapshot of run {self._bound[0][0]!r} does not decrypt")
 
     def verify(self, data: Any) -> fmt.Header:
         """Check that `data` is a snapshot signed by a key of this keyring for what it is bound to;
@@ -142,16 +175,44 @@ class Keyring:
         )
 
 
-def _rebuild(keys: dict[str, bytes], current: str, bound: tuple) -> Keyring:
-    keyring = Keyring(keys, current)
+def _rebuild(keys: dict[str, bytes], current: str, bound: tuple, encrypt: bool = False) -> Keyring:
+    keyring = Keyring(keys, current, encrypt=encrypt)
     keyring._bound = bound
     return keyring
 
 
-def _mac(secret: bytes, purpose: tuple[str, int], key_id: bytes, head: bytes, sections: bytes) -> bytes:
+def _context(purpose: tuple[str, int], key_id: bytes) -> bytes:
     run_id, version = purpose
-    context = b"%s%s\0%d\0%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass"), version, key_id)
-    return hmac.digest(secret, context + head + sections, hashlib.sha256)
+    return b"%s%s\0%d\0%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass"), version, key_id)
+
+
+def _mac(secret: bytes, purpose: tuple[str, int], key_id: bytes, head: bytes, sections: bytes) -> bytes:
+    return hmac.digest(secret, _context(purpose, key_id) + head + sections, hashlib.sha256)
+
+
+def _aead() -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError as exc:
+        raise ImportError(
+            f"Keyring(encrypt=True) needs the cryptography package: pip install 'amrita-sense-turbo[crypto]' ({exc})"
+        ) from exc
+    return AESGCM
+
+
+def _cipher(secret: bytes) -> Any:
+    """AES-256-GCM under a key derived from `secret` (never the MAC key itself)."""
+    return _aead()(hmac.digest(secret, b"amrita-sense snapshot encryption 1", hashlib.sha256))
+
+
+def _seal(secret: bytes, associated: bytes, sections: bytes) -> bytes:
+    nonce = secrets.token_bytes(fmt.NONCE_SIZE)
+    return nonce + _cipher(secret).encrypt(nonce, sections, associated)
+
+
+def _unseal(secret: bytes, associated: bytes, sealed: bytes) -> bytes:
+    nonce, body = sealed[: fmt.NONCE_SIZE], sealed[fmt.NONCE_SIZE :]
+    return _cipher(secret).decrypt(nonce, body, associated)
 
 
 def _checked_id(key_id: Any) -> str:
@@ -178,17 +239,18 @@ def runs_code_on_load(codec: Any) -> bool:
     return codec is not None and getattr(codec, "runs_code_on_load", True) is not False
 
 
-def trusted(data: Any, keyring: Keyring | None, codec: Any, allow_unsigned: bool) -> None:
-    """Check `data` before a restore decodes it: against `keyring` when given; else refuse it for a
-    codec that can run code unless `allow_unsigned` (`UntrustedSnapshot`)."""
+def trusted(data: Any, keyring: Keyring | None, codec: Any, allow_unsigned: bool) -> Any:
+    """`data` checked before a restore decodes it: against `keyring` when given (decrypted when it is
+    encrypted); else refused for a codec that can run code unless `allow_unsigned`
+    (`UntrustedSnapshot`). The snapshot to decode."""
     if keyring is not None:
         if allow_unsigned and not fmt.read_header(data).signed:
-            return
-        keyring.verify(data)
-        return
+            return data
+        return keyring.open(data)
     if runs_code_on_load(codec) and not allow_unsigned:
         raise UntrustedSnapshot(
             "refusing to decode an unverified snapshot with a codec that can run code while it loads "
             f"({getattr(codec, '__name__', type(codec).__name__)}): pass the keyring it was signed with "
             "(keyring=), or allow_unsigned=True for data only you can write"
         )
+    return data
