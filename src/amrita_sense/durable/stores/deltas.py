@@ -110,6 +110,22 @@ def rebuild(keyframe: bytes, deltas: Sequence[bytes]) -> bytes:
     return b"".join(source[start:end] for source, start, end in pieces)
 
 
+def rebuild_frames(frames: Sequence[tuple[int, int | None, bytes]], run_id: str, version: int) -> bytes:
+    """The snapshot of `run_id` at `version` from its stored frames, `(version, base, data)` rows from
+    its keyframe on, oldest first; `CorruptSnapshot` when they do not lead from a keyframe to it."""
+    versions = [row[0] for row in frames]
+    if not frames or versions != list(range(versions[0], version + 1)) or frames[0][1] is not None:
+        raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, are incomplete")
+    if any(base != at - 1 for at, base, _ in frames[1:]):
+        raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, do not follow each other")
+    return rebuild(bytes(frames[0][2]), [bytes(frame) for _, _, frame in frames[1:]])
+
+
+def chain_of(frames: Sequence[tuple[int, int | None, bytes]]) -> tuple[int, int]:
+    """`(deltas, their bytes)` after the keyframe of `frames` (what `Bases.keep` takes)."""
+    return len(frames) - 1, sum(len(frame) for _, _, frame in frames[1:])
+
+
 def _apply(pieces: list[tuple[bytes, int, int]], delta: bytes) -> list[tuple[bytes, int, int]]:
     ends = list(accumulate(end - start for _, start, end in pieces))
     total = ends[-1] if ends else 0

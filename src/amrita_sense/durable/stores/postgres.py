@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import Any
 
-from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
+from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
@@ -607,17 +607,10 @@ class _PostgresStore:
     def _rebuild(self, run_id: str, version: int, frames: list[tuple[Any, ...]], latest: bool) -> bytes:
         """The snapshot of `version` from its keyframe and the deltas after it (the latest's is kept
         as the base of the run's next save)."""
-        versions = [row[0] for row in frames]
-        if not frames or versions != list(range(versions[0], version + 1)) or frames[0][1] is not None:
-            raise CorruptSnapshot(
-                f"the stored frames of run {run_id!r}, version {version}{self._where}, are incomplete"
-            )
-        if any(base != at - 1 for at, base, _ in frames[1:]):
-            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, do not follow each other")
-        data = deltas.rebuild(bytes(frames[0][2]), [bytes(frame) for _, _, frame in frames[1:]])
+        data = deltas.rebuild_frames(frames, run_id, version)
         if latest:
             with self._bases_lock:
-                self._bases.keep(run_id, version, data, len(frames) - 1, sum(len(f) for _, _, f in frames[1:]))
+                self._bases.keep(run_id, version, data, *deltas.chain_of(frames))
         return data
 
     def _history_op(self, run_id: str) -> _Operation:

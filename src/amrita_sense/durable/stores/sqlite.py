@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound, CorruptSnapshot
+from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores import deltas, sqlite_reader
 from amrita_sense.durable.stores.base import (
@@ -248,11 +248,7 @@ class SQLiteCheckpointStore:
         if not history and _RETURNING:
             return self._save_latest(run_id, data, header, now, expected_version)
         with self._transaction("saving a checkpoint") as conn:
-            sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
-            row = conn.execute(sql, (run_id,)).fetchone()
-            current, created, forked = row if row is not None else (0, now, None)
-            if expected_version is not None and expected_version != current:
-                raise _conflict(run_id, expected_version, current)
+            current, created, forked = _written_over(conn, run_id, now, expected_version)
             record = CheckpointRecord(
                 run_id, current + 1, header.status, header.fingerprint, len(data), created, now, forked
             )
@@ -289,11 +285,7 @@ class SQLiteCheckpointStore:
         with self._lock:
             try:
                 with self._transaction("saving a checkpoint") as conn:
-                    sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
-                    row = conn.execute(sql, (run_id,)).fetchone()
-                    current, created, forked = row if row is not None else (0, now, None)
-                    if expected_version is not None and expected_version != current:
-                        raise _conflict(run_id, expected_version, current)
+                    current, created, forked = _written_over(conn, run_id, now, expected_version)
                     version = current + 1
                     frame, base, chain, chain_bytes = self._bases.frame(run_id, current, data)
                     conn.execute(
@@ -391,15 +383,10 @@ class SQLiteCheckpointStore:
         """The snapshot of `version` from its frames: its keyframe and the deltas after it, read in
         one query (the latest's is kept as the base of the run's next save)."""
         frames = self._query(_CHAIN, (run_id, version), "loading")
-        versions = [row[0] for row in frames]
-        if not frames or versions != list(range(versions[0], version + 1)) or frames[0][1] is not None:
-            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, are incomplete")
-        if any(base != at - 1 for at, base, _ in frames[1:]):
-            raise CorruptSnapshot(f"the stored frames of run {run_id!r}, version {version}, do not follow each other")
-        data = deltas.rebuild(frames[0][2], [frame for _, _, frame in frames[1:]])
+        data = deltas.rebuild_frames(frames, run_id, version)
         if latest:
             with self._lock:
-                self._bases.keep(run_id, version, data, len(frames) - 1, sum(len(f) for _, _, f in frames[1:]))
+                self._bases.keep(run_id, version, data, *deltas.chain_of(frames))
         return data
 
     def history(self, run_id: str) -> list[CheckpointRecord]:
@@ -558,3 +545,14 @@ def _drop_unneeded_frames(conn: sqlite3.Connection, run_id: str) -> None:
             version -= 1
     unneeded = [(run_id, version) for version in keyframe if version not in needed]
     conn.executemany("DELETE FROM sense_history WHERE run_id = ? AND version = ?", unneeded)
+
+
+def _written_over(conn: sqlite3.Connection, run_id: str, now: float, expected: int | None) -> tuple:
+    """`(version, created_at, forked_from)` of the run a save writes over (0, `now`, None: a new
+    run); `CheckpointConflict` when it is not at `expected`."""
+    sql = "SELECT version, created_at, forked_from FROM sense_checkpoints WHERE run_id = ?"
+    row = conn.execute(sql, (run_id,)).fetchone()
+    current, created, forked = row if row is not None else (0, now, None)
+    if expected is not None and expected != current:
+        raise _conflict(run_id, expected, current)
+    return current, created, forked
