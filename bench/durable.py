@@ -8,6 +8,7 @@ Rows:
   graph's outline cached, as for every snapshot after the first);
 - `outline`: computing a graph's fingerprint and outline the first time, per row;
 - `snapshot_depth` / `restore_depth`: a 100-node graph with a return stack of D entries;
+- `sign / save` / `verify / load`: a keyring signing / checking a snapshot holding N KB of user data;
 - `run_off` / `run_memory` / `run_sqlite` / `run_sqlite_every_100`: a run of N
   nodes without checkpoints, with one after every node into a memory store, into
   an SQLite file (WAL, synchronous=NORMAL), and into SQLite every 100 nodes, per
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import pickle
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +31,7 @@ from typing import Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
-from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
+from amrita_sense.durable import Checkpointing, Keyring, MemoryCheckpointStore, SQLiteCheckpointStore
 from amrita_sense.durable.snapshots.fingerprint import _build_outline
 from amrita_sense.node.core import program_of
 from amrita_sense.types import PointerVector
@@ -88,6 +90,20 @@ def plan_outline(count: int) -> Plan:
     return Plan(ops=prog.nrows, timed=lambda: _build_outline(prog))
 
 
+def plan_sign(kilobytes: int, verify: bool = False) -> Plan:
+    """Signing (or checking) one snapshot that holds `kilobytes` KB of user data (the pools pickled)."""
+    graph = NodeCompose(*distinct_nodes(3, [0]), SUSPEND).render()
+    interp = WorkflowInterpreter(graph, extra_args=(b"x" * (kilobytes * 1024),))
+    asyncio.run(interp.run())
+    keyring = Keyring.generate("bench").bound_to("run", 1)
+    data = interp.snapshot(pickle)
+    signed = keyring.sign_own(data)
+    reps = 500
+    if verify:
+        return Plan(ops=reps, timed=lambda: [keyring.verify(signed) for _ in range(reps)])
+    return Plan(ops=reps, timed=lambda: [keyring.sign_own(data) for _ in range(reps)])
+
+
 def plan_run(count: int, store_kind: str | None, every: int = 1) -> Plan:
     tally = [0]
     graph = NodeCompose(*distinct_nodes(count, tally)).render()
@@ -126,6 +142,11 @@ def rows(quick: bool) -> list[tuple[str, int, Plan]]:
         found += [
             ("snapshot_depth", depth, plan_snapshot(100, depth)),
             ("restore_depth", depth, plan_restore(100, depth)),
+        ]
+    for kilobytes in (0, 1, 10, 100):
+        found += [
+            ("sign / save", kilobytes, plan_sign(kilobytes)),
+            ("verify / load", kilobytes, plan_sign(kilobytes, True)),
         ]
     for name, kind, every in (
         ("run_off", None, 1),
