@@ -19,6 +19,8 @@ from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 APPENDS = 500
+SHORT = 120
+"""The appends of the tests that do not measure the storage of the issue's 500-append run."""
 PIECE = 1024
 
 
@@ -29,11 +31,11 @@ class Context:
         self.messages: list[str] = []
 
 
-def growing_graph() -> Any:
-    """WHILE fewer than `APPENDS` messages: append one of `PIECE` bytes."""
+def growing_graph(appends: int = APPENDS) -> Any:
+    """WHILE fewer than `appends` messages: append one of `PIECE` bytes."""
 
     async def more(context: Context) -> bool:
-        return len(context.messages) < APPENDS
+        return len(context.messages) < appends
 
     async def append(context: Context) -> None:
         seed = len(context.messages)
@@ -107,6 +109,7 @@ def stores(kind, request, tmp_path):
     return Opened(kind, request, tmp_path)
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])  # the async store: in the shorter runs below
 @pytest.mark.asyncio
 async def test_a_growing_context_stores_what_changed_and_every_version_loads_whole(stores, request):
     store = Recording(stores.open(), every=50)
@@ -130,7 +133,7 @@ async def test_a_growing_context_stores_what_changed_and_every_version_loads_who
 @pytest.mark.asyncio
 async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(stores):
     store = Recording(stores.open(history_limit=7), every=1)
-    interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
+    interp = WorkflowInterpreter(growing_graph(SHORT), extra_args=(Context(),))
     interp.checkpointing = Checkpointing(store, "chat", codec=pickle, keyring=KEYS, history=True)
     await interp.run()
     fresh = stores.open(history_limit=7)
@@ -146,14 +149,14 @@ async def test_retention_and_fork_never_drop_a_frame_a_kept_version_needs(stores
 
 @pytest.mark.asyncio
 async def test_without_history_the_store_keeps_the_chain_of_the_latest_only(stores, request):
-    interp = WorkflowInterpreter(growing_graph(), extra_args=(Context(),))
+    interp = WorkflowInterpreter(growing_graph(SHORT), extra_args=(Context(),))
     interp.checkpointing = Checkpointing(stores.open(), "chat", codec=pickle, keyring=KEYS)
     await interp.run()
     fresh = stores.open()
     final = await settle(fresh.load("chat"))
     assert await settle(fresh.history("chat")) == []
     assert stored_bytes(fresh, request) <= 2 * len(final.data) + 200 * final.record.version
-    restored = WorkflowInterpreter.restore(growing_graph(), final.data, codec=pickle, allow_unsigned=True)
+    restored = WorkflowInterpreter.restore(growing_graph(SHORT), final.data, codec=pickle, allow_unsigned=True)
     assert restored._ava_args_v[1].messages == interp._ava_args_v[1].messages
 
 

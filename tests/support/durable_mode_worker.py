@@ -24,7 +24,7 @@ from amrita_sense import Node, NodeCompose
 from amrita_sense.durable import Checkpointing, CheckpointNotFound, SQLiteCheckpointStore
 from support.durable_support import KEYS  # noqa: E402
 
-NODES = 6
+NODES = 4
 RUN_ID = "run"
 
 
