@@ -61,7 +61,6 @@ CREATE TABLE IF NOT EXISTS sense_history (
     size        INTEGER,
     PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS sense_checkpoints_updated_at ON sense_checkpoints (updated_at)",
 )
 _ADDED_COLUMNS = (
     ("sense_checkpoints", "forked_from", "TEXT"),
@@ -431,28 +430,33 @@ class SQLiteCheckpointStore:
 
     def sweep(self, *, batch_size: int = SWEEP_BATCH) -> int:
         """Expire the runs whose last save is `run_ttl` seconds old or older, `batch_size` runs per
-        transaction (a save waits for one batch at most); the number of runs expired."""
+        transaction; the number of runs expired. Each batch is found by a read (saves go on meanwhile:
+        there is no index on the save time, which would cost every save more than a sweep saves) and
+        expired in a short transaction that skips a run saved since."""
         _check_batch(batch_size)
         if self.run_ttl is None:
             return 0
         cutoff, expired = time.time() - self.run_ttl, 0
         while True:
+            runs = [run for (run,) in self._query(_EXPIRED[self.on_expiry], (cutoff, batch_size), "expiring runs")]
             with self._transaction("expiring runs") as conn:
-                runs = [run for (run,) in conn.execute(_EXPIRED[self.on_expiry], (cutoff, batch_size))]
-                for run in runs:
-                    self._expire(conn, run)
-            expired += len(runs)
+                expired += sum(self._expire(conn, run, cutoff) for run in runs)
             if len(runs) < batch_size:
                 return expired
 
-    def _expire(self, conn: sqlite3.Connection, run_id: str) -> None:
+    def _expire(self, conn: sqlite3.Connection, run_id: str, cutoff: float) -> bool:
+        """Expire `run_id` unless it was saved since the sweep found it; whether it was expired."""
+        sql = "SELECT 1 FROM sense_checkpoints WHERE run_id = ? AND updated_at < ?"
+        if conn.execute(sql, (run_id, cutoff)).fetchone() is None:
+            return False
         if self.on_expiry == "delete":
             conn.execute("DELETE FROM sense_checkpoints WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
             self._bases.forget(run_id)
-            return
+            return True
         conn.execute("UPDATE sense_history SET listed = 0 WHERE run_id = ?", (run_id,))
         _drop_unneeded_frames(conn, run_id)  # the latest's own frames stay when it is stored as frames
+        return True
 
     def list(self, *, status: str | None = None) -> list[CheckpointRecord]:
         """Every run's latest checkpoint record, by run id (only those with `status`, when given)."""
