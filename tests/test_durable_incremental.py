@@ -164,8 +164,8 @@ def test_a_damaged_frame_is_a_typed_error(tmp_path):
     path = tmp_path / "runs.db"
     store = SQLiteCheckpointStore(path)
     first, second = sample_snapshots(payload=40_000)
-    store.save("r", first)
-    store.save("r", second)
+    store.save("r", first, history=True)
+    store.save("r", second, history=True)
     with sqlite3.connect(path) as raw:
         (frame,) = raw.execute("SELECT data FROM sense_history WHERE run_id = 'r' AND version = 2").fetchone()
         assert frame[:4] == deltas.MAGIC and len(frame) < len(second) // 2

@@ -186,7 +186,16 @@ CHAIN_GROWTH = 4
 """A keyframe also comes when the deltas since the last one add up to this many times the snapshot
 (a run that rewrites its context rather than appending to it)."""
 INCREMENTAL_ABOVE = 8 * 1024
-"""Snapshots at least this large are stored as frames (a smaller one is written whole)."""
+"""A snapshot saved with history is stored as frames from this size on (every version is kept: a
+delta saves the store what the whole snapshot would cost again)."""
+FRAMES_ALWAYS_ABOVE = 64 * 1024
+"""A snapshot saved without history is stored as frames from this size on (only the latest is kept:
+below it, one statement writing it whole costs less than a delta and its transaction)."""
+
+
+def as_frames(size: int, history: bool, framed: bool) -> bool:
+    """Whether a store keeps a save of `size` bytes as a frame (`framed`: the run's last one was)."""
+    return framed or size >= FRAMES_ALWAYS_ABOVE or (history and size >= INCREMENTAL_ABOVE)
 
 
 class Bases:

@@ -508,7 +508,7 @@ class _PostgresStore:
             "expected": expected_version,
         }
         with self._bases_lock:
-            framed = len(data) >= deltas.INCREMENTAL_ABOVE or self._bases.framed(run_id)
+            framed = deltas.as_frames(len(data), history, self._bases.framed(run_id))
         if framed:
             return self._framed_save_op(params, header, history)
         statement = "save_" + ("any" if expected_version is None else "new" if expected_version == 0 else "over")

@@ -242,7 +242,7 @@ class SQLiteCheckpointStore:
         header = read_header(data)
         now = time.time()
         data = bytes(data)
-        if len(data) >= deltas.INCREMENTAL_ABOVE or self._bases.framed(run_id):
+        if deltas.as_frames(len(data), history, self._bases.framed(run_id)):
             return self._save_framed(run_id, data, header, now, expected_version, history)
         if not history and _RETURNING:
             return self._save_latest(run_id, data, header, now, expected_version)
