@@ -287,7 +287,11 @@ def _our_store(work: DurableWork, place: Optional[dict], folder: Folder) -> tupl
         ) from None
     PostgresCheckpointStore = need("amrita_sense.durable", "PostgresCheckpointStore")
     store = PostgresCheckpointStore(server["dsn"])
-    return store, "PostgresCheckpointStore(dsn): its defaults (a pool of 1-4; a connection idle for a second or more checked)", store.close
+    return (
+        store,
+        "PostgresCheckpointStore(dsn): its defaults (a pool of 1-4; a connection idle for a second or more checked)",
+        store.close,
+    )
 
 
 def our_durable(work_name: str, mode: str, place: Optional[dict] = None) -> DurableSystem:
