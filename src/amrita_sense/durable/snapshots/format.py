@@ -158,9 +158,12 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
     return b"".join((head, _CRC.pack(crc), engine, outline, user))
 
 
-def with_checksum(head: bytes, rest: bytes) -> bytes:
-    """A snapshot from its header without the checksum field (`head`) and what follows the header."""
-    return b"".join((head, _CRC.pack(zlib.crc32(rest, zlib.crc32(head))), rest))
+def with_checksum(head: bytes, *rest: Any) -> bytes:
+    """A snapshot from its header without the checksum field (`head`) and the parts that follow it."""
+    crc = zlib.crc32(head)
+    for part in rest:
+        crc = zlib.crc32(part, crc)
+    return b"".join((head, _CRC.pack(crc), *rest))
 
 
 def _compress(data: bytes) -> bytes:

@@ -115,17 +115,17 @@ class Keyring:
 
     def sign_own(self, data: bytes) -> bytes:
         """`sign` for an unsigned snapshot this process just took (its bytes are not checked again)."""
-        head = bytearray(data[: fmt.HEADER_SIZE - 4])
-        head[7] |= fmt.SIGNED | (fmt.ENCRYPTED if self.encrypt else 0)
-        sections = data[fmt.HEADER_SIZE :]
+        flagged = bytearray(data[: fmt.HEADER_SIZE - 4])
+        flagged[7] |= fmt.SIGNED | (fmt.ENCRYPTED if self.encrypt else 0)
+        head = bytes(flagged)
+        sections: Any = memoryview(data)[fmt.HEADER_SIZE :]  # hashed and joined without a copy
         key_id = self.current.encode("ascii")
         secret = self._keys[self.current]
         if self.encrypt:
-            sections = _seal(secret, _context(self._bound[0], key_id) + bytes(head), sections)
-        head = bytes(head)
+            sections = _seal(secret, _context(self._bound[0], key_id) + head, sections)
         mac = self._macs[self.current].digest(_context(self._bound[0], key_id), head, sections)
         trailer = bytes([len(key_id)]) + key_id + mac
-        return fmt.with_checksum(head, sections + trailer)
+        return fmt.with_checksum(head, sections, trailer)
 
     def open(self, data: Any) -> bytes:
         """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
@@ -167,7 +167,7 @@ class Keyring:
                 f"the snapshot of run {run!r} is signed with key {key_id!r:.80}, not one of this keyring"
             )
         mac = data[-fmt.MAC_SIZE :]
-        head, sections = data[: fmt.HEADER_SIZE - 4], data[fmt.HEADER_SIZE : end]
+        head, sections = data[: fmt.HEADER_SIZE - 4], memoryview(data)[fmt.HEADER_SIZE : end]
         for purpose in self._bound:
             if hmac.compare_digest(mac, signer.digest(_context(purpose, key_id), head, sections)):
                 return header
@@ -200,7 +200,7 @@ class _HmacSha256:
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
 
-    def digest(self, *parts: bytes) -> bytes:
+    def digest(self, *parts: bytes | memoryview) -> bytes:
         inner = self._inner.copy()
         for part in parts:
             inner.update(part)
