@@ -129,7 +129,7 @@ class Keyring:
 
     def open(self, data: Any) -> bytes:
         """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
-        header = self.verify(data)
+        header = self._verified(data)
         data = bytes(data)
         if not header.encrypted:
             return data
@@ -148,9 +148,13 @@ class Keyring:
             return fmt.with_checksum(bytes(opened), plain)
         raise TamperedSnapshot(f"the encrypted snapshot of run {self._bound[0][0]!r} does not decrypt")
 
-    def verify(self, data: Any) -> fmt.Header:
+    def verify(self, data: Any) -> None:
         """Check that `data` is a snapshot signed by a key of this keyring for what it is bound to;
-        its header. `TamperedSnapshot` (naming the run and the key id) for anything else."""
+        `TamperedSnapshot` (naming the run and the key id) for anything else."""
+        self._verified(data)
+
+    def _verified(self, data: Any) -> Any:
+        """`verify`; the snapshot's header (`format.Header`)."""
         run = self._bound[0][0] or "(no run)"
         try:
             header = fmt.read_header(data)

@@ -1,8 +1,8 @@
-"""One sorted page of the run list, for every store: `list_page(...)` and what it returns.
+"""One sorted page of the run list, for every store: `list_page(...)` and what it returns::
 
     page = store.list_page(status="halted", sort="updated", order="desc", offset=0, limit=50)
     page.total          # runs with that status
-    page.records        # at most 50 `CheckpointRecord`s, newest first
+    page.records        # at most 50 records (CheckpointRecord), newest first
 
 The SQL stores sort and cut the page in the database and read only the record columns of the
 page's rows (never a snapshot); `page_of` does the same over a list of records (the memory store,
