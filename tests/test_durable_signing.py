@@ -8,6 +8,7 @@ restore names exception classes only from the builtins, the engine and the graph
 from __future__ import annotations
 
 import base64
+import inspect
 import os
 import pickle
 from typing import Any
@@ -146,8 +147,6 @@ def store(request, tmp_path):
 
 
 async def settle(value: Any) -> Any:
-    import inspect
-
     return await value if inspect.isawaitable(value) else value
 
 
