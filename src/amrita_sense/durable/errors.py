@@ -12,7 +12,11 @@
     |-- CodecError               the user's codec failed to encode or decode user state
     `-- CheckpointError          the checkpoint store failed
         |-- CheckpointNotFound       no checkpoint under that run id (also a LookupError)
-        `-- CheckpointConflict       another writer saved the run first
+        |-- CheckpointConflict       another writer saved the run first
+        |-- RunEnded                 a message was sent to a run that has ended
+        `-- LeaseLost                a waker's lease on a run expired or was taken over
+    WaitError                    a run cannot wait (no durable policy, no graph name, unknown graph)
+    WaitTimeout                  raised inside a run whose WAIT timed out (also a TimeoutError)
 
 `RestoredPanic` is not an error of this module: it stands in for a panic whose
 exception class cannot be rebuilt in the restoring process (see `get_exception()`).
@@ -102,6 +106,24 @@ class CheckpointNotFound(CheckpointError, LookupError):
 
 class CheckpointConflict(CheckpointError):
     """A save expected a version of the run that another writer has replaced."""
+
+
+class RunEnded(CheckpointError):
+    """`send` named a run that has finished: no wait of it will ever read the message."""
+
+
+class LeaseLost(CheckpointError):
+    """A waker no longer holds the lease on a run it was resuming (it expired, another waker took it)."""
+
+
+class WaitError(DurableError):
+    """A run cannot wait here: WAIT / SLEEP outside a checkpointed run started with a graph name, or a
+    waker asked to resume a run of a graph it was not given (or one that changed)."""
+
+
+class WaitTimeout(DurableError, TimeoutError):
+    """Raised inside a run, by its WAIT, when the wait's `timeout` passed with no message: Try/CATCH and
+    node policies handle it as any other exception of a node."""
 
 
 class RestoredPanic(Exception):
