@@ -79,7 +79,13 @@ class WaitingStore(Protocol):
     """A checkpoint store that keeps waits, messages and leases (sync methods, or coroutines)."""
 
     def send(
-        self, run_id: str, topic: str, payload: Any, *, message_id: str | None = None, codec: Any = None,
+        self,
+        run_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        message_id: str | None = None,
+        codec: Any = None,
         keyring: Any = None,
     ) -> StoredMessage: ...
 
