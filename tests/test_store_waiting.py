@@ -33,7 +33,7 @@ from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 HALTED, FINISHED = sample_snapshots()
-KINDS = ["memory"]  # the other stores join as they gain waits
+KINDS = ["memory", "sqlite"]  # the Postgres stores join as they gain waits
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -436,3 +436,28 @@ async def test_two_processes_racing_claim_due_never_share_a_run(stores):
             assert proc.returncode == 0
             got.extend(json.loads(out.strip().splitlines()[-1]))
         assert sorted(got) == runs
+
+
+def test_an_sqlite_file_of_schema_3_is_upgraded_in_place(tmp_path):
+    import sqlite3
+
+    from amrita_sense.durable import SQLiteCheckpointStore
+    from amrita_sense.durable.stores.sqlite import _SCHEMA_VERSION
+
+    path = tmp_path / "old.db"
+    with SQLiteCheckpointStore(path) as store:
+        store.save("r", HALTED, history=True)
+    with sqlite3.connect(path) as raw:  # back to what schema 3 wrote
+        raw.execute("DROP INDEX sense_checkpoints_due")
+        raw.execute("DROP TABLE sense_messages")
+        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until"):
+            raw.execute(f"ALTER TABLE sense_checkpoints DROP COLUMN {column}")
+        raw.execute("PRAGMA user_version = 3")
+    with SQLiteCheckpointStore(path) as store:
+        assert store.load("r").record.version == 1
+        store.save("r", HALTED, wait=Wait("approval", None), graph="g", expected_version=1)
+        store.send("r", "approval", "yes", message_id="m")
+        (got,) = store.claim_due("w", lease_seconds=10)
+        assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION == 4
