@@ -78,6 +78,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
     ): "the interpreter's durable entry points: durable is above it",
     ("runtime/workflow.py", "durable/snapshots/restore.py"): "the same (WorkflowInterpreter.restore)",
     ("runtime/workflow.py", "durable/snapshots/capture.py"): "the same (WorkflowInterpreter.snapshot)",
+    ("runtime/workflow.py", "durable/errors.py"): "the same (WorkflowInterpreter.step_key)",
     (
         "durable/__init__.py",
         "durable/stores/postgres.py",
