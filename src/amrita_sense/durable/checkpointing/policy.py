@@ -164,6 +164,10 @@ class Checkpointing:
         """Messages a waker handed over for the run's WAITs (`amrita_sense.durable.Message`)."""
         self._delivered: list[str] = []
         """Ids of the messages a WAIT consumed, not yet marked delivered by a durable save."""
+        self._watchdog = False
+        """Set by a `Waker` resuming the run under a lease: saves between nodes record a timer due
+        at once, so that when the waker dies mid-run and its lease expires, another waker claims
+        the run and resumes it from its last checkpoint."""
         self._fence: BaseException | None = None
         """Set (a `LeaseLost`) when the waker resuming the run lost its lease: every save raises it."""
 
@@ -206,8 +210,8 @@ class Checkpointing:
         if self.graph is None:
             return None
         wait = getattr(interp, "_durable_wait", None)
-        if wait is not None and interp.is_running:
-            wait = None  # saved between nodes of a resumed run: it is not parked any more
+        if interp.is_running:  # saved between nodes of a resumed run: it is not parked any more
+            wait = (None, time.time()) if self._watchdog else None
         return (None if wait is None else Wait(wait[0], wait[1]), tuple(self._delivered))
 
     async def _write(

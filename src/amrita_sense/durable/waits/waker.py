@@ -16,6 +16,10 @@ fails (the lease expired and maybe another waker took the run) the run stops at 
 boundary and saves nothing more (`LeaseLost`, logged). The claimed version fences every save: a
 waker that lost its lease can never write over a newer checkpoint (`CheckpointConflict`).
 
+A run a waker resumes records, with each save between its nodes, a timer due at once: held by the
+lease, it is claimable only once the lease expired, so when the waker dies mid-run (SIGKILL, a lost
+machine) another waker takes the run from its last checkpoint after `lease_seconds`.
+
 Exactly once: a message is marked delivered in the same transaction as the first checkpoint after
 its wait. A waker that dies before that save leaves the run to another waker (after the lease
 expires), which resumes it from the same checkpoint and delivers the message again: the nodes
@@ -287,6 +291,7 @@ class Waker:
             raise LeaseLost(f"run {run_id!r} was saved again after this waker claimed it: another waker has it")
         if message is not None:
             policy.deliver(message)
+        policy._watchdog = True  # dies mid-run: another waker takes the run once the lease expired
         renewer = asyncio.ensure_future(self._renew(run_id, interp, policy))
         try:
             await interp.run()
