@@ -33,7 +33,12 @@ def run_worker(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 def start_waker(database: Path, trace: Path, loop: str, owner: str, lease: str = "1.0", **env: str) -> subprocess.Popen:
     command = [sys.executable, str(WORKER), "waker", str(database), str(trace), loop, lease, owner]
-    return subprocess.Popen(command, env=worker_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, env=worker_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == "serving\n"  # its SIGTERM handler is installed
+    return process
 
 
 def stop(process: subprocess.Popen) -> int:
@@ -126,3 +131,67 @@ def test_a_waker_killed_mid_run_leaves_the_run_to_another_after_the_lease_and_th
     assert [fields[:2] for fields in seen if fields[0] == "finish"] == [["finish", "solo"]]
     assert store.messages("solo") == []
     assert [m.message_id for m in store.messages("solo", pending=False)] == ["only"]
+
+
+# ----- the CLI worker ------------------------------------------------------------------------------------
+
+
+def start_cli_worker(database: Path, trace: Path, *extra: str) -> subprocess.Popen:
+    command = [
+        sys.executable,
+        "-m",
+        "amrita_sense",
+        "worker",
+        "--store",
+        str(database),
+        "--graph",
+        "w=waits_worker:build",
+        "--codec",
+        "pickle",
+        "--allow-unsigned",
+        "--poll",
+        "0.05",
+        "--lease",
+        "5",
+        *extra,
+    ]
+    env = worker_env(WAITS_TRACE=str(trace))
+    env["PYTHONPATH"] += os.pathsep + str(WORKER.parent)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("signum", ["TERM", "INT"])
+def test_the_cli_worker_resumes_runs_and_stops_cleanly_on_sigterm_and_sigint(tmp_path, signum):
+    database, trace = tmp_path / "runs.db", tmp_path / "trace.txt"
+    assert run_worker("start", str(database), str(trace), "asyncio", "c-1", "c-2").returncode == 0
+    worker = start_cli_worker(database, trace)
+    try:
+        assert worker.stdout is not None
+        assert "serving w" in worker.stdout.readline()  # the signal handlers are installed
+        store = SQLiteCheckpointStore(str(database))
+        store.send("c-1", "go", 1, message_id="x")
+        store.send("c-2", "go", 2, message_id="y")
+        wait_until(lambda: all(store.load(r).record.status == "finished" for r in ("c-1", "c-2")), "the runs")
+        worker.send_signal(getattr(__import__("signal"), f"SIG{signum}"))
+        assert worker.wait(timeout=60) == 0, worker.stderr.read() if worker.stderr else ""
+        assert "stopped" in worker.stdout.read()
+    finally:
+        stop(worker)
+    assert sorted(fields[1] for fields in lines(trace) if fields[0] == "finish") == ["c-1", "c-2"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--graph", "v=no_such_module:build"], "cannot import module 'no_such_module'"),
+        (["--graph", "w=waits_worker:build"], "--graph 'w' is given twice"),
+        (["--graph", "nonsense"], "NAME=module:factory"),
+        (["--keys-env", "WAITS_NO_SUCH_VARIABLE"], "WAITS_NO_SUCH_VARIABLE"),
+        (["--store", "redis://x"], "unsupported store URL redis://"),
+    ],
+)
+def test_the_cli_worker_refuses_bad_input_with_one_line_and_exit_2(tmp_path, extra, message):
+    worker = start_cli_worker(tmp_path / "runs.db", tmp_path / "trace.txt", *extra)
+    _, err = worker.communicate(timeout=60)
+    assert worker.returncode == 2
+    assert message in err and len(err.strip().splitlines()) == 1

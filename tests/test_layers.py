@@ -83,6 +83,10 @@ IMPORTS_INSIDE_FUNCTIONS = {
         "durable/__init__.py",
         "durable/stores/postgres.py",
     ): "the Postgres stores need psycopg (extra [postgres]): on first use",
+    (
+        "durable/waits/cli.py",
+        "durable/stores/postgres.py",
+    ): "the same, for `python -m amrita_sense worker --store postgresql://...`",
 }
 """Every package import inside a function, and why it cannot be at module level."""
 

@@ -157,4 +157,9 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # the nodes by their importable name (`waits_worker.first`, not `__main__.first`): the graph's
+    # fingerprint names its functions, and `python -m amrita_sense worker --graph w=waits_worker:build`
+    # imports them so
+    import importlib
+
+    importlib.import_module("waits_worker").main(sys.argv[1:])
