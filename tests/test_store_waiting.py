@@ -33,7 +33,7 @@ from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 HALTED, FINISHED = sample_snapshots()
-KINDS = ["memory", "sqlite"]  # the Postgres stores join as they gain waits
+KINDS = sorted(STORES)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -413,7 +413,7 @@ async def test_two_processes_racing_claim_due_never_share_a_run(stores):
         runs = [f"r{i:02d}" for i in range(40)]
         for run in runs:
             await park(store, run, None, time.time() - 1)
-        where = str(store.path) if stores.kind == "sqlite" else f"{store.dsn}|{store.schema}"
+        where = str(store.path) if stores.kind == "sqlite" else f"{store._dsn}|{store.schema}"
         script = CLAIMER.format(src=str(ROOT / "src"))
         procs = [
             subprocess.Popen(
@@ -461,3 +461,70 @@ def test_an_sqlite_file_of_schema_3_is_upgraded_in_place(tmp_path):
         assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION == 4
+
+
+def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_dsn):
+    import psycopg
+
+    from amrita_sense.durable import PostgresCheckpointStore
+    from amrita_sense.durable.stores.postgres import SCHEMA_VERSION
+    from support.postgres_cluster import drop_schema_after
+
+    schema = drop_schema_after(request, postgres_dsn)
+    with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
+        store.save("r", HALTED, history=True)
+    with psycopg.connect(postgres_dsn, autocommit=True) as raw:  # back to what version 2 wrote
+        raw.execute(f'DROP TABLE "{schema}".messages')
+        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until"):
+            raw.execute(f'ALTER TABLE "{schema}".checkpoints DROP COLUMN {column}')
+        raw.execute(f"UPDATE \"{schema}\".meta SET value = 2 WHERE key = 'schema_version'")
+    with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
+        assert store.load("r").record.version == 1
+        store.save("r", HALTED, wait=Wait("approval", None), graph="g", expected_version=1)
+        store.send("r", "approval", "yes", message_id="m")
+        (got,) = store.claim_due("w", lease_seconds=10)
+        assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
+    with psycopg.connect(postgres_dsn, autocommit=True) as raw:
+        found = raw.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
+        assert found == (SCHEMA_VERSION,) == (3,)
+
+
+LARGE = sample_snapshots(payload=40_000)[0]
+"""Large enough to be stored as frames (`amrita_sense.durable.stores.deltas`)."""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("history", [False, True], ids=["latest", "history"])
+@pytest.mark.parametrize("data", [HALTED, LARGE], ids=["small", "framed"])
+async def test_every_save_path_keeps_waits_and_deliveries(stores, history, data):
+    async with stores.open(history_limit=2) as store:
+        await settle(store.save("r", data, history=history, graph="g"))
+        await settle(store.send("r", "approval", 1, message_id="m1"))
+        await settle(store.send("r", "approval", 2, message_id="m2"))
+        for n in (1, 2):
+            parked = await settle(store.save("r", data, history=history, wait=Wait("approval", None)))
+            (got,) = await claim(store)
+            assert got.record.version == parked.version and got.graph == "g"
+            assert got.message is not None and got.message.message_id == f"m{n}"
+            await settle(store.save("r", data, history=history, delivered=(got.message.message_id,)))
+            await settle(store.release("r", "w1"))
+        assert await settle(store.messages("r")) == []
+        assert await claim(store) == []  # the last save did not wait
+        assert (await settle(store.load("r"))).data == data
+
+
+@pytest.mark.asyncio
+async def test_a_save_that_parks_a_run_wakes_the_wakers(stores):
+    async with stores.open() as store:
+        if not isinstance(store, WakeupStore):
+            pytest.skip("this store has no wake-up signal: its waker polls")
+        await settle(store.save("r", HALTED))
+        assert await settle(store.wait_for_wakeup(0)) is False  # listening from now on
+        loop = asyncio.get_running_loop()
+        if inspect.iscoroutinefunction(store.wait_for_wakeup):
+            waiting = asyncio.ensure_future(store.wait_for_wakeup(30))
+        else:
+            waiting = loop.run_in_executor(None, store.wait_for_wakeup, 30)
+        await asyncio.sleep(0.2)
+        await park(store, "r", None, time.time() + 60)
+        assert await waiting is True
