@@ -177,6 +177,23 @@ async def test_claim_due_returns_only_due_runs(stores):
 
 
 @pytest.mark.asyncio
+async def test_next_due_looks_past_a_held_lease(stores):
+    async with stores.open() as store:
+        now = time.time()
+        await park(store, "a", None, now - 5)
+        await park(store, "b", "approval", now + 100)
+        assert await settle(store.next_due()) == pytest.approx(now - 5)
+        (got,) = await claim(store, lease_seconds=50)
+        assert got.run_id == "a"
+        # a waker that holds `a` (or died holding it): the next timer to wake for is its lease's end
+        assert await settle(store.next_due()) == pytest.approx(got.lease_until)
+        await settle(store.release("a", "w1"))
+        assert await settle(store.next_due()) == pytest.approx(now - 5)
+        await settle(store.save("a", HALTED))
+        assert await settle(store.next_due()) == pytest.approx(now + 100)
+
+
+@pytest.mark.asyncio
 async def test_claim_due_respects_the_limit(stores):
     async with stores.open() as store:
         for i in range(5):
@@ -528,3 +545,21 @@ async def test_a_save_that_parks_a_run_wakes_the_wakers(stores):
         await asyncio.sleep(0.2)
         await park(store, "r", None, time.time() + 60)
         assert await waiting is True
+
+
+def test_a_read_only_sqlite_store_reads_messages_and_claims_nothing(tmp_path):
+    from amrita_sense.durable import CheckpointError, SQLiteCheckpointStore
+
+    path = tmp_path / "runs.db"
+    with SQLiteCheckpointStore(path) as store:
+        store.save("r", HALTED, wait=Wait("approval", 5.0), graph="g")
+        store.send("r", "approval", [1, 2], message_id="m")
+    reader = SQLiteCheckpointStore(path, read_only=True)
+    assert payloads(reader.messages("r")) == [[1, 2]] and reader.next_due(graphs=["g"]) == 5.0
+    for write in (
+        lambda: reader.claim_due("w", lease_seconds=1),
+        lambda: reader.send("r", "approval", 1),
+        lambda: reader.release("r", "w"),
+    ):
+        with pytest.raises(CheckpointError, match="read-only"):
+            write()

@@ -372,11 +372,12 @@ class MemoryCheckpointStore:
             return [m for m in self._messages.get(run_id, ()) if topic is None or m.topic == topic]
 
     def next_due(self, *, graphs: Any = None) -> float | None:
-        """The earliest `due_at` of a waiting run (of `graphs`); None when no wait has a deadline."""
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
         names = _check_graphs(graphs)
         with self._lock:
             times = [
-                wait.due_at
+                max(wait.due_at, self._leases.get(run_id, ("", wait.due_at))[1])
                 for run_id, wait in self._waits.items()
                 if wait.due_at is not None and (names is None or self._graphs.get(run_id) in names)
             ]

@@ -398,7 +398,7 @@ _MESSAGES = (
     "AND (%(topic)s::text IS NULL OR topic = %(topic)s::text) AND (NOT %(pending)s OR NOT delivered) ORDER BY seq"
 )
 _NEXT_DUE = (
-    "SELECT min(due_at) FROM {s}.checkpoints c WHERE due_at IS NOT NULL "
+    "SELECT min(greatest(due_at, lease_until)) FROM {s}.checkpoints c WHERE due_at IS NOT NULL "
     "AND (%(graphs)s::text[] IS NULL OR c.graph = ANY(%(graphs)s::text[]))"
 )
 
@@ -1258,7 +1258,8 @@ class PostgresCheckpointStore(_PostgresStore):
         return self._run(self._messages_op(run_id, topic, pending))
 
     def next_due(self, *, graphs: Any = None) -> float | None:
-        """The earliest `due_at` of a waiting run (of `graphs`); None when no wait has a deadline."""
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
         return self._run(self._next_due_op(graphs))
 
     def wait_for_wakeup(self, timeout: float) -> bool:

@@ -23,8 +23,10 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   `release(run_id, owner)` (no effect when the lease is not `owner`'s).
 - `messages(run_id, *, topic=None, pending=True) -> list[StoredMessage]`: a run's messages in the order
   they were sent (only those not yet delivered, with `pending`).
-- `next_due(*, graphs=None) -> float | None`: the earliest `due_at` of a waiting run (a waker sleeps
-  until then, at most its poll interval).
+- `next_due(*, graphs=None) -> float | None`: when the next timer makes a waiting run claimable: the
+  earliest `due_at`, or for a run leased to a waker, the later of its `due_at` and the lease's end
+  (a waker sleeps until then, at most its poll interval; a run a dead waker holds does not make the
+  others spin until its lease expires).
 
 Optional (`WakeupStore`): `wait_for_wakeup(timeout) -> bool` blocks (a coroutine on an async store)
 until something may have made a run due, a `send` or a save that parks a run, or `timeout` seconds
