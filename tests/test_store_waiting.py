@@ -310,24 +310,52 @@ async def test_two_tasks_racing_claim_due_never_share_a_run(stores):
 # ----- wake-ups -----------------------------------------------------------------------------------
 
 
+async def wakeup_call(store: Any, timeout: float) -> asyncio.Future:
+    """`store.wait_for_wakeup(timeout)` started: a task (async store) or a worker thread's future."""
+    if inspect.iscoroutinefunction(store.wait_for_wakeup):
+        return asyncio.ensure_future(store.wait_for_wakeup(timeout))
+    return asyncio.get_running_loop().run_in_executor(None, store.wait_for_wakeup, timeout)
+
+
 @pytest.mark.asyncio
 async def test_wait_for_wakeup_reports_a_send(stores):
     async with stores.open() as store:
         if not isinstance(store, WakeupStore):
             pytest.skip("this store has no wake-up signal: its waker polls")
         await park(store, "r")
+        await settle(store.wait_for_wakeup(0))  # listening from now on; what came before is reported
         assert await settle(store.wait_for_wakeup(0.05)) is False
-        if inspect.iscoroutinefunction(store.wait_for_wakeup):
-            waiting = asyncio.ensure_future(store.wait_for_wakeup(30))
-            await asyncio.sleep(0.2)
-            await settle(store.send("r", "approval", 1))
-            assert await waiting is True
-        else:
-            loop = asyncio.get_running_loop()
-            waiting = loop.run_in_executor(None, store.wait_for_wakeup, 30)
-            await asyncio.sleep(0.2)
-            await settle(store.send("r", "approval", 1))
-            assert await waiting is True
+        waiting = await wakeup_call(store, 30)
+        await asyncio.sleep(0.2)
+        await settle(store.send("r", "approval", 1))
+        assert await waiting is True
+        # a wake-up that came between two calls is reported by the next one
+        await settle(store.send("r", "approval", 2))
+        assert await settle(store.wait_for_wakeup(10)) is True
+        assert await settle(store.wait_for_wakeup(0.05)) is False
+        # released while it waits, a run may be due: the release wakes too
+        await claim(store)
+        await settle(store.release("r", "w1"))
+        assert await settle(store.wait_for_wakeup(10)) is True
+
+
+@pytest.mark.asyncio
+async def test_an_abandoned_wait_for_wakeup_takes_nothing_from_the_next(stores):
+    async with stores.open() as store:
+        if not isinstance(store, WakeupStore):
+            pytest.skip("this store has no wake-up signal: its waker polls")
+        await park(store, "r")
+        await settle(store.wait_for_wakeup(0))
+        abandoned = await wakeup_call(store, 0.5)
+        await asyncio.sleep(0.1)
+        if isinstance(abandoned, asyncio.Task):
+            abandoned.cancel()  # a waker that stopped waiting (the sync stores' thread waits on)
+            with contextlib.suppress(asyncio.CancelledError):
+                await abandoned
+        await settle(store.send("r", "approval", 1))
+        assert await settle(store.wait_for_wakeup(10)) is True
+        if not isinstance(abandoned, asyncio.Task):
+            await abandoned
 
 
 # ----- payloads -----------------------------------------------------------------------------------
@@ -535,13 +563,10 @@ async def test_a_save_that_parks_a_run_wakes_the_wakers(stores):
     async with stores.open() as store:
         if not isinstance(store, WakeupStore):
             pytest.skip("this store has no wake-up signal: its waker polls")
+        await settle(store.wait_for_wakeup(0))  # listening from now on
         await settle(store.save("r", HALTED))
-        assert await settle(store.wait_for_wakeup(0)) is False  # listening from now on
-        loop = asyncio.get_running_loop()
-        if inspect.iscoroutinefunction(store.wait_for_wakeup):
-            waiting = asyncio.ensure_future(store.wait_for_wakeup(30))
-        else:
-            waiting = loop.run_in_executor(None, store.wait_for_wakeup, 30)
+        assert await settle(store.wait_for_wakeup(0.2)) is False  # a save that does not park wakes nobody
+        waiting = await wakeup_call(store, 30)
         await asyncio.sleep(0.2)
         await park(store, "r", None, time.time() + 60)
         assert await waiting is True

@@ -67,7 +67,7 @@ class MemoryCheckpointStore:
         # its block (PEP 419; Python 3.14 lands there), and the thread that leaked it can still save.
         self._lock = threading.RLock()
         self._wakeups = threading.Condition(self._lock)
-        self._wakeup_count = 0
+        self._wakeup_count = self._wakeup_seen = 0
         self._waits: dict[str, Wait] = {}
         self._graphs: dict[str, str] = {}
         self._leases: dict[str, tuple[str, float]] = {}
@@ -385,9 +385,12 @@ class MemoryCheckpointStore:
 
     def wait_for_wakeup(self, timeout: float) -> bool:
         """Block until a `send` or a save that parks a run (or a released lease of a waiting run), or
-        `timeout` seconds: True for a wake-up, False at the timeout."""
+        `timeout` seconds: True for a wake-up, False at the timeout. A call reports the wake-ups since
+        the previous call returned (the first: since the store was made)."""
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise ValueError(f"timeout is a non-negative number of seconds, not {timeout!r}")
         with self._wakeups:
-            seen = self._wakeup_count
-            return self._wakeups.wait_for(lambda: self._wakeup_count != seen, timeout)
+            seen = self._wakeup_seen  # what the previous call to return reported
+            woke = self._wakeups.wait_for(lambda: self._wakeup_count != seen, timeout)
+            self._wakeup_seen = self._wakeup_count
+            return woke

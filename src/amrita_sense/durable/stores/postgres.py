@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import math
 import os
 import re
@@ -1076,7 +1077,12 @@ class PostgresCheckpointStore(_PostgresStore):
     def _start(self) -> None:
         self._lock = threading.Lock()
         self._lock_pid = os.getpid()
-        self._listen_lock = threading.Lock()  # threads: one wait for a wake-up at a time
+        # threads: guards the wake-up count and the listening thread
+        self._wake = threading.Condition(threading.Lock())
+        self._wake_count = self._wake_seen = 0
+        self._listen_error: BaseException | None = None
+        self._listen_thread: threading.Thread | None = None
+        self._listen_stop = threading.Event()
         self._listen_conn: Any = None
         self._listen_pid = 0
         self._pool: ConnectionPool | None = None
@@ -1263,39 +1269,71 @@ class PostgresCheckpointStore(_PostgresStore):
         return self._run(self._next_due_op(graphs))
 
     def wait_for_wakeup(self, timeout: float) -> bool:
-        """Block until a wake-up of this store's schema (`LISTEN amrita_sense_wake` on a connection of
-        its own, opened at the first call) or `timeout` seconds: True for a wake-up, False at the
-        timeout. A wake-up that came between two calls is reported by the next one."""
-        deadline = monotonic() + self._wakeup_timeout(timeout)
-        with self._listen_lock:
-            try:
-                conn = self._listener()
-                while True:
-                    left = deadline - monotonic()
-                    for notice in conn.notifies(timeout=max(left, 0.0), stop_after=1):
-                        if self._ours(notice.payload):
-                            return True
-                    if deadline - monotonic() <= 0:
-                        return False
-            except psycopg.Error as exc:
-                self._close_listener()
-                raise self._failure("waiting for a wake-up", exc) from exc
+        """Block until a wake-up of this store's schema or `timeout` seconds: True for a wake-up, False at
+        the timeout. A thread of the store listens (`LISTEN amrita_sense_wake`, on a connection of its
+        own, from the first call on); a call reports the wake-ups that came since the previous call
+        returned, so one that came between two calls is not lost, and a call its caller gave up on
+        (a thread left waiting) takes nothing from the next."""
+        seconds = self._wakeup_timeout(timeout)
+        self._listening()
+        with self._wake:
+            seen = self._wake_seen  # what the previous call to return reported
+            self._wake.wait_for(lambda: self._wake_count != seen or self._listen_error is not None, seconds)
+            error, self._listen_error = self._listen_error, None
+            if error is not None:
+                raise self._failure("waiting for a wake-up", error) from error
+            self._wake_seen = self._wake_count
+            return self._wake_count != seen
 
-    def _listener(self) -> Any:
-        if self._listen_conn is not None and self._listen_pid == os.getpid() and not self._listen_conn.closed:
-            return self._listen_conn
-        connection = dict(self._pool_kwargs.get("kwargs") or {})
-        if "connect_timeout" not in self._params and "connect_timeout" not in connection:
-            connection["connect_timeout"] = max(2, math.ceil(self.timeout))
-        conn = psycopg.Connection.connect(self._dsn, **{**connection, "autocommit": True})
-        conn.execute(f'LISTEN "{WAKE_CHANNEL}"')
-        self._listen_conn, self._listen_pid = conn, os.getpid()
-        return conn
+    def _listening(self) -> None:
+        """Start the listening thread unless it runs (its connection opened here: a failure raises)."""
+        with self._wake:
+            if self._listen_pid != os.getpid():  # forked: the parent's thread and socket are not ours
+                self._listen_thread, self._listen_conn, self._listen_pid = None, None, os.getpid()
+            if self._listen_thread is not None and self._listen_thread.is_alive():
+                return
+            connection = dict(self._pool_kwargs.get("kwargs") or {})
+            if "connect_timeout" not in self._params and "connect_timeout" not in connection:
+                connection["connect_timeout"] = max(2, math.ceil(self.timeout))
+            try:
+                conn = psycopg.Connection.connect(self._dsn, **{**connection, "autocommit": True})
+                conn.execute(f'LISTEN "{WAKE_CHANNEL}"')
+            except psycopg.Error as exc:
+                raise self._failure("listening for wake-ups", exc) from exc
+            stop = threading.Event()
+            thread = threading.Thread(
+                target=self._listen, args=(conn, stop), name=f"amrita_sense.wake.{self.schema}", daemon=True
+            )
+            self._listen_conn, self._listen_stop, self._listen_thread = conn, stop, thread
+            thread.start()
+
+    def _listen(self, conn: Any, stop: threading.Event) -> None:
+        """The listening thread: count this schema's wake-ups until `stop` (or the connection fails)."""
+        try:
+            while not stop.is_set():
+                for notice in conn.notifies(timeout=0.5):
+                    if self._ours(notice.payload):
+                        with self._wake:
+                            self._wake_count += 1
+                            self._wake.notify_all()
+        except psycopg.Error as exc:
+            if not stop.is_set():
+                with self._wake:
+                    self._listen_error = exc
+                    self._wake.notify_all()
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
 
     def _close_listener(self) -> None:
-        conn, self._listen_conn = self._listen_conn, None
-        if conn is not None and self._listen_pid == os.getpid():
-            conn.close()
+        with self._wake:
+            thread, self._listen_thread, self._listen_conn = self._listen_thread, None, None
+            if thread is not None and self._listen_pid == os.getpid():
+                self._listen_stop.set()
+            else:
+                thread = None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2.0)
 
 
 # ----- the async store ---------------------------------------------------------------------------
@@ -1516,7 +1554,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         return await self._run(self._next_due_op(graphs))
 
     async def wait_for_wakeup(self, timeout: float) -> bool:
-        """As `PostgresCheckpointStore.wait_for_wakeup` (a connection of its own per event loop)."""
+        """As `PostgresCheckpointStore.wait_for_wakeup`, listening on a connection of its own per event
+        loop (opened at the first call): the wake-ups that came since the previous call returned are
+        read first; a call cancelled while it waits takes nothing from the next."""
         deadline = monotonic() + self._wakeup_timeout(timeout)
         self._forget_other_process()
         loop = asyncio.get_running_loop()

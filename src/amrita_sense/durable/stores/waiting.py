@@ -29,13 +29,15 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   others spin until its lease expires).
 
 Optional (`WakeupStore`): `wait_for_wakeup(timeout) -> bool` blocks (a coroutine on an async store)
-until something may have made a run due, a `send` or a save that parks a run, or `timeout` seconds
-pass: True for a wake-up, False at the timeout. It reports wake-ups that happen while it waits; a
-waker calls `claim_due` after each return either way, so one that came in between is not lost (the
-next poll finds the run). `MemoryCheckpointStore` wakes through a condition variable, the Postgres
-stores through `LISTEN amrita_sense_wake` on a connection of their own (`send` and a parking save
-`NOTIFY` in their transaction, so a wake-up is never seen before its row); `SQLiteCheckpointStore`
-has no such signal across processes: its waker polls `claim_due` / `next_due`.
+until something may have made a run due, a `send`, a save that parks a run or the release of a
+waiting run's lease, or `timeout` seconds pass: True for a wake-up, False at the timeout. A call
+reports the wake-ups since the previous call returned (the first call: since the store listens), so
+a wake-up between a waker's `claim_due` and its next wait is not lost; a wake-up may be spurious (a
+waker calls `claim_due` after each return either way). `MemoryCheckpointStore` wakes through a
+condition variable (listening from its creation), the Postgres stores through `LISTEN
+amrita_sense_wake` on a connection of their own, from the first call on (`send`, a parking save and
+a release `NOTIFY` in their transaction, so a wake-up is never seen before its row);
+`SQLiteCheckpointStore` has no such signal across processes: its waker polls `claim_due` / `next_due`.
 
 `graphs` (claim_due, next_due): None for every run, else the graph names (an iterable of strings) a
 waker serves; a run saved without a graph name is only found with None. `claim_due` returns the
