@@ -386,11 +386,12 @@ class MemoryCheckpointStore:
     def wait_for_wakeup(self, timeout: float) -> bool:
         """Block until a `send` or a save that parks a run (or a released lease of a waiting run), or
         `timeout` seconds: True for a wake-up, False at the timeout. A call reports the wake-ups since
-        the previous call returned (the first: since the store was made)."""
+        the previous call began (the first: since the store was made), so none is lost to a call its
+        caller gave up on; after a wake-up, the next call may return True at once."""
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise ValueError(f"timeout is a non-negative number of seconds, not {timeout!r}")
         with self._wakeups:
-            seen = self._wakeup_seen  # what the previous call to return reported
-            woke = self._wakeups.wait_for(lambda: self._wakeup_count != seen, timeout)
-            self._wakeup_seen = self._wakeup_count
-            return woke
+            # from the count when the previous call began: a wake-up that call took and its caller
+            # never saw (it gave up waiting) is reported again, at the price of a spurious wake-up
+            seen, self._wakeup_seen = self._wakeup_seen, self._wakeup_count
+            return self._wakeups.wait_for(lambda: self._wakeup_count != seen, timeout)

@@ -1272,17 +1272,19 @@ class PostgresCheckpointStore(_PostgresStore):
         """Block until a wake-up of this store's schema or `timeout` seconds: True for a wake-up, False at
         the timeout. A thread of the store listens (`LISTEN amrita_sense_wake`, on a connection of its
         own, from the first call on); a call reports the wake-ups that came since the previous call
-        returned, so one that came between two calls is not lost, and a call its caller gave up on
-        (a thread left waiting) takes nothing from the next."""
+        began, so one that came between two calls is not lost, and a call its caller gave up on (a
+        thread left waiting) takes nothing from the next (the price: after a wake-up, the next call
+        may return True at once)."""
         seconds = self._wakeup_timeout(timeout)
         self._listening()
         with self._wake:
-            seen = self._wake_seen  # what the previous call to return reported
+            # from the count when the previous call began: a wake-up that call took and its caller
+            # never saw (it gave up waiting) is reported again, at the price of a spurious wake-up
+            seen, self._wake_seen = self._wake_seen, self._wake_count
             self._wake.wait_for(lambda: self._wake_count != seen or self._listen_error is not None, seconds)
             error, self._listen_error = self._listen_error, None
             if error is not None:
                 raise self._failure("waiting for a wake-up", error) from error
-            self._wake_seen = self._wake_count
             return self._wake_count != seen
 
     def _listening(self) -> None:

@@ -30,10 +30,11 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
 
 Optional (`WakeupStore`): `wait_for_wakeup(timeout) -> bool` blocks (a coroutine on an async store)
 until something may have made a run due, a `send`, a save that parks a run or the release of a
-waiting run's lease, or `timeout` seconds pass: True for a wake-up, False at the timeout. A call
-reports the wake-ups since the previous call returned (the first call: since the store listens), so
-a wake-up between a waker's `claim_due` and its next wait is not lost; a wake-up may be spurious (a
-waker calls `claim_due` after each return either way). `MemoryCheckpointStore` wakes through a
+waiting run's lease, or `timeout` seconds pass: True for a wake-up, False at the timeout. No
+wake-up is lost between two calls: one that came after the previous call began (the first call:
+since the store listens) is reported, even when that call returned it to a caller that gave up on
+it; so a wake-up may be spurious (the next call after one may return True at once; a waker calls
+`claim_due` after each return either way). `MemoryCheckpointStore` wakes through a
 condition variable (listening from its creation), the Postgres stores through `LISTEN
 amrita_sense_wake` on a connection of their own, from the first call on (`send`, a parking save and
 a release `NOTIFY` in their transaction, so a wake-up is never seen before its row);
