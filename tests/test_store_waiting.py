@@ -597,3 +597,33 @@ def test_a_read_only_sqlite_store_reads_messages_and_claims_nothing(tmp_path):
     ):
         with pytest.raises(CheckpointError, match="read-only"):
             write()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+async def test_wakeups_survive_a_postgres_restart(request, postgres_dsn, asynchronous):
+    """The listening connection dies with the server: the wait is a CheckpointError, the next call
+    after the restart listens again and reports a wake-up (what was sent meanwhile is not known)."""
+    from amrita_sense.durable import AsyncPostgresCheckpointStore, CheckpointError, PostgresCheckpointStore
+    from support import postgres_cluster
+
+    schema = postgres_cluster.drop_schema_after(request, postgres_dsn)
+    kind = AsyncPostgresCheckpointStore if asynchronous else PostgresCheckpointStore
+    store = kind(postgres_dsn, schema=schema, timeout=3)
+    cluster = postgres_cluster.current()
+    try:
+        await park(store, "r")
+        await settle(store.wait_for_wakeup(0))
+        await quiet(store)
+        cluster.stop()
+        try:
+            with pytest.raises(CheckpointError, match="wake-up"):
+                await settle(store.wait_for_wakeup(10))
+        finally:
+            cluster.start()
+        assert await settle(store.wait_for_wakeup(10)) is True  # listening again
+        await quiet(store)
+        await settle(store.send("r", "approval", 1))
+        assert await settle(store.wait_for_wakeup(10)) is True
+    finally:
+        await settle(store.close())

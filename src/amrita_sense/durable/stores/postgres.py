@@ -1294,6 +1294,7 @@ class PostgresCheckpointStore(_PostgresStore):
                 self._listen_thread, self._listen_conn, self._listen_pid = None, None, os.getpid()
             if self._listen_thread is not None and self._listen_thread.is_alive():
                 return
+            again = self._listen_thread is not None  # the last one died: its connection failed
             connection = dict(self._pool_kwargs.get("kwargs") or {})
             if "connect_timeout" not in self._params and "connect_timeout" not in connection:
                 connection["connect_timeout"] = max(2, math.ceil(self.timeout))
@@ -1307,6 +1308,9 @@ class PostgresCheckpointStore(_PostgresStore):
                 target=self._listen, args=(conn, stop), name=f"amrita_sense.wake.{self.schema}", daemon=True
             )
             self._listen_conn, self._listen_stop, self._listen_thread = conn, stop, thread
+            if again:  # its error was reported; what was sent while nobody listened is not known: wake
+                self._listen_error = None
+                self._wake_count += 1
             thread.start()
 
     def _listen(self, conn: Any, stop: threading.Event) -> None:
@@ -1366,6 +1370,7 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         self._pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
         self._listeners: dict[asyncio.AbstractEventLoop, Any] = {}
         self._listen_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._listen_lost: set[asyncio.AbstractEventLoop] = set()  # listening connections that failed
         self._pid = os.getpid()
 
     async def __aenter__(self) -> AsyncPostgresCheckpointStore:
@@ -1401,6 +1406,7 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         self._pools = {loop: entry for loop, entry in self._pools.items() if not loop.is_closed()}
         self._listeners = {loop: conn for loop, conn in self._listeners.items() if not loop.is_closed()}
         self._listen_locks = {loop: lock for loop, lock in self._listen_locks.items() if not loop.is_closed()}
+        self._listen_lost = {loop for loop in self._listen_lost if not loop.is_closed()}
 
     async def _ready_pool(self, what: str) -> AsyncConnectionPool:
         self._forget_other_process()
@@ -1568,6 +1574,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
                 conn = self._listeners.get(loop)
                 if conn is None or conn.closed:
                     conn = self._listeners[loop] = await self._listen()
+                    if loop in self._listen_lost:  # what was sent while nobody listened is not known
+                        self._listen_lost.discard(loop)
+                        return True
                 while True:
                     left = deadline - monotonic()
                     async for notice in conn.notifies(timeout=max(left, 0.0), stop_after=1):
@@ -1578,7 +1587,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
             except psycopg.Error as exc:
                 dropped = self._listeners.pop(loop, None)
                 if dropped is not None:
-                    await dropped.close()
+                    self._listen_lost.add(loop)
+                    with contextlib.suppress(psycopg.Error):
+                        await dropped.close()
                 raise self._failure("waiting for a wake-up", exc) from exc
 
     async def _listen(self) -> Any:
