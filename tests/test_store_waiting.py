@@ -33,7 +33,7 @@ from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 HALTED, FINISHED = sample_snapshots()
-KINDS = ["memory", "sqlite"]  # the Postgres stores join as they gain waits
+KINDS = sorted(STORES)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -177,6 +177,23 @@ async def test_claim_due_returns_only_due_runs(stores):
 
 
 @pytest.mark.asyncio
+async def test_next_due_looks_past_a_held_lease(stores):
+    async with stores.open() as store:
+        now = time.time()
+        await park(store, "a", None, now - 5)
+        await park(store, "b", "approval", now + 100)
+        assert await settle(store.next_due()) == pytest.approx(now - 5)
+        (got,) = await claim(store, lease_seconds=50)
+        assert got.run_id == "a"
+        # a waker that holds `a` (or died holding it): the next timer to wake for is its lease's end
+        assert await settle(store.next_due()) == pytest.approx(got.lease_until)
+        await settle(store.release("a", "w1"))
+        assert await settle(store.next_due()) == pytest.approx(now - 5)
+        await settle(store.save("a", HALTED))
+        assert await settle(store.next_due()) == pytest.approx(now + 100)
+
+
+@pytest.mark.asyncio
 async def test_claim_due_respects_the_limit(stores):
     async with stores.open() as store:
         for i in range(5):
@@ -293,24 +310,60 @@ async def test_two_tasks_racing_claim_due_never_share_a_run(stores):
 # ----- wake-ups -----------------------------------------------------------------------------------
 
 
+async def wakeup_call(store: Any, timeout: float) -> asyncio.Future:
+    """`store.wait_for_wakeup(timeout)` started: a task (async store) or a worker thread's future."""
+    if inspect.iscoroutinefunction(store.wait_for_wakeup):
+        return asyncio.ensure_future(store.wait_for_wakeup(timeout))
+    return asyncio.get_running_loop().run_in_executor(None, store.wait_for_wakeup, timeout)
+
+
+async def quiet(store: Any) -> None:
+    """Wait until `wait_for_wakeup` reports nothing new (a wake-up may be reported again, once)."""
+    for _ in range(4):
+        if await settle(store.wait_for_wakeup(0.1)) is False:
+            return
+    raise AssertionError("wait_for_wakeup keeps reporting wake-ups with nothing happening")
+
+
 @pytest.mark.asyncio
 async def test_wait_for_wakeup_reports_a_send(stores):
     async with stores.open() as store:
         if not isinstance(store, WakeupStore):
             pytest.skip("this store has no wake-up signal: its waker polls")
         await park(store, "r")
-        assert await settle(store.wait_for_wakeup(0.05)) is False
-        if inspect.iscoroutinefunction(store.wait_for_wakeup):
-            waiting = asyncio.ensure_future(store.wait_for_wakeup(30))
-            await asyncio.sleep(0.2)
-            await settle(store.send("r", "approval", 1))
-            assert await waiting is True
-        else:
-            loop = asyncio.get_running_loop()
-            waiting = loop.run_in_executor(None, store.wait_for_wakeup, 30)
-            await asyncio.sleep(0.2)
-            await settle(store.send("r", "approval", 1))
-            assert await waiting is True
+        await settle(store.wait_for_wakeup(0))  # listening from now on; what came before is reported
+        await quiet(store)
+        waiting = await wakeup_call(store, 30)
+        await asyncio.sleep(0.2)
+        await settle(store.send("r", "approval", 1))
+        assert await waiting is True
+        # a wake-up that came between two calls is reported by the next one
+        await settle(store.send("r", "approval", 2))
+        assert await settle(store.wait_for_wakeup(10)) is True
+        await quiet(store)
+        # released while it waits, a run may be due: the release wakes too
+        await claim(store)
+        await settle(store.release("r", "w1"))
+        assert await settle(store.wait_for_wakeup(10)) is True
+
+
+@pytest.mark.asyncio
+async def test_an_abandoned_wait_for_wakeup_takes_nothing_from_the_next(stores):
+    async with stores.open() as store:
+        if not isinstance(store, WakeupStore):
+            pytest.skip("this store has no wake-up signal: its waker polls")
+        await park(store, "r")
+        await settle(store.wait_for_wakeup(0))
+        abandoned = await wakeup_call(store, 0.5)
+        await asyncio.sleep(0.1)
+        if isinstance(abandoned, asyncio.Task):
+            abandoned.cancel()  # a waker that stopped waiting (the sync stores' thread waits on)
+            with contextlib.suppress(asyncio.CancelledError):
+                await abandoned
+        await settle(store.send("r", "approval", 1))
+        assert await settle(store.wait_for_wakeup(10)) is True
+        if not isinstance(abandoned, asyncio.Task):
+            await abandoned
 
 
 # ----- payloads -----------------------------------------------------------------------------------
@@ -413,7 +466,7 @@ async def test_two_processes_racing_claim_due_never_share_a_run(stores):
         runs = [f"r{i:02d}" for i in range(40)]
         for run in runs:
             await park(store, run, None, time.time() - 1)
-        where = str(store.path) if stores.kind == "sqlite" else f"{store.dsn}|{store.schema}"
+        where = str(store.path) if stores.kind == "sqlite" else f"{store._dsn}|{store.schema}"
         script = CLAIMER.format(src=str(ROOT / "src"))
         procs = [
             subprocess.Popen(
@@ -461,3 +514,116 @@ def test_an_sqlite_file_of_schema_3_is_upgraded_in_place(tmp_path):
         assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION == 4
+
+
+def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_dsn):
+    import psycopg
+
+    from amrita_sense.durable import PostgresCheckpointStore
+    from amrita_sense.durable.stores.postgres import SCHEMA_VERSION
+    from support.postgres_cluster import drop_schema_after
+
+    schema = drop_schema_after(request, postgres_dsn)
+    with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
+        store.save("r", HALTED, history=True)
+    with psycopg.connect(postgres_dsn, autocommit=True) as raw:  # back to what version 2 wrote
+        raw.execute(f'DROP TABLE "{schema}".messages')
+        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until"):
+            raw.execute(f'ALTER TABLE "{schema}".checkpoints DROP COLUMN {column}')
+        raw.execute(f"UPDATE \"{schema}\".meta SET value = 2 WHERE key = 'schema_version'")
+    with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
+        assert store.load("r").record.version == 1
+        store.save("r", HALTED, wait=Wait("approval", None), graph="g", expected_version=1)
+        store.send("r", "approval", "yes", message_id="m")
+        (got,) = store.claim_due("w", lease_seconds=10)
+        assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
+    with psycopg.connect(postgres_dsn, autocommit=True) as raw:
+        found = raw.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
+        assert found == (SCHEMA_VERSION,) == (3,)
+
+
+LARGE = sample_snapshots(payload=40_000)[0]
+"""Large enough to be stored as frames (`amrita_sense.durable.stores.deltas`)."""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("history", [False, True], ids=["latest", "history"])
+@pytest.mark.parametrize("data", [HALTED, LARGE], ids=["small", "framed"])
+async def test_every_save_path_keeps_waits_and_deliveries(stores, history, data):
+    async with stores.open(history_limit=2) as store:
+        await settle(store.save("r", data, history=history, graph="g"))
+        await settle(store.send("r", "approval", 1, message_id="m1"))
+        await settle(store.send("r", "approval", 2, message_id="m2"))
+        for n in (1, 2):
+            parked = await settle(store.save("r", data, history=history, wait=Wait("approval", None)))
+            (got,) = await claim(store)
+            assert got.record.version == parked.version and got.graph == "g"
+            assert got.message is not None and got.message.message_id == f"m{n}"
+            await settle(store.save("r", data, history=history, delivered=(got.message.message_id,)))
+            await settle(store.release("r", "w1"))
+        assert await settle(store.messages("r")) == []
+        assert await claim(store) == []  # the last save did not wait
+        assert (await settle(store.load("r"))).data == data
+
+
+@pytest.mark.asyncio
+async def test_a_save_that_parks_a_run_wakes_the_wakers(stores):
+    async with stores.open() as store:
+        if not isinstance(store, WakeupStore):
+            pytest.skip("this store has no wake-up signal: its waker polls")
+        await settle(store.wait_for_wakeup(0))  # listening from now on
+        await quiet(store)
+        await settle(store.save("r", HALTED))
+        assert await settle(store.wait_for_wakeup(0.3)) is False  # a save that does not park wakes nobody
+        waiting = await wakeup_call(store, 30)
+        await asyncio.sleep(0.2)
+        await park(store, "r", None, time.time() + 60)
+        assert await waiting is True
+
+
+def test_a_read_only_sqlite_store_reads_messages_and_claims_nothing(tmp_path):
+    from amrita_sense.durable import CheckpointError, SQLiteCheckpointStore
+
+    path = tmp_path / "runs.db"
+    with SQLiteCheckpointStore(path) as store:
+        store.save("r", HALTED, wait=Wait("approval", 5.0), graph="g")
+        store.send("r", "approval", [1, 2], message_id="m")
+    reader = SQLiteCheckpointStore(path, read_only=True)
+    assert payloads(reader.messages("r")) == [[1, 2]] and reader.next_due(graphs=["g"]) == 5.0
+    for write in (
+        lambda: reader.claim_due("w", lease_seconds=1),
+        lambda: reader.send("r", "approval", 1),
+        lambda: reader.release("r", "w"),
+    ):
+        with pytest.raises(CheckpointError, match="read-only"):
+            write()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+async def test_wakeups_survive_a_postgres_restart(request, postgres_dsn, asynchronous):
+    """The listening connection dies with the server: the wait is a CheckpointError, the next call
+    after the restart listens again and reports a wake-up (what was sent meanwhile is not known)."""
+    from amrita_sense.durable import AsyncPostgresCheckpointStore, CheckpointError, PostgresCheckpointStore
+    from support import postgres_cluster
+
+    schema = postgres_cluster.drop_schema_after(request, postgres_dsn)
+    kind = AsyncPostgresCheckpointStore if asynchronous else PostgresCheckpointStore
+    store = kind(postgres_dsn, schema=schema, timeout=3)
+    cluster = postgres_cluster.current()
+    try:
+        await park(store, "r")
+        await settle(store.wait_for_wakeup(0))
+        await quiet(store)
+        cluster.stop()
+        try:
+            with pytest.raises(CheckpointError, match="wake-up"):
+                await settle(store.wait_for_wakeup(10))
+        finally:
+            cluster.start()
+        assert await settle(store.wait_for_wakeup(10)) is True  # listening again
+        await quiet(store)
+        await settle(store.send("r", "approval", 1))
+        assert await settle(store.wait_for_wakeup(10)) is True
+    finally:
+        await settle(store.close())

@@ -56,7 +56,7 @@ def encode_payload(
     payload: Any,
     *,
     codec: Any = None,
-    keyring: Keyring | None = None,
+    keyring: Any = None,
     run_id: str,
     topic: str,
     message_id: str,
@@ -95,7 +95,7 @@ def decode_payload(
     data: Any,
     *,
     codec: Any = None,
-    keyring: Keyring | None = None,
+    keyring: Any = None,
     allow_unsigned: bool = False,
     run_id: str,
     topic: str,
@@ -111,6 +111,8 @@ def decode_payload(
     `TamperedMessage` (a `CorruptSnapshot`) for bytes that are not an envelope, `CodecError` when the
     codec (or JSON) cannot decode the payload or the envelope names the other kind of codec."""
     where = _where(run_id, topic, message_id)
+    if keyring is not None and not isinstance(keyring, Keyring):
+        raise TypeError(f"keyring is a Keyring or None, not {type(keyring).__name__}")
     data = bytes(data) if isinstance(data, (bytearray, memoryview)) else data
     if not isinstance(data, bytes) or len(data) < _HEAD or data[:4] != MAGIC:
         raise TamperedMessage(f"{where} is not a message envelope")

@@ -67,7 +67,7 @@ class MemoryCheckpointStore:
         # its block (PEP 419; Python 3.14 lands there), and the thread that leaked it can still save.
         self._lock = threading.RLock()
         self._wakeups = threading.Condition(self._lock)
-        self._wakeup_count = 0
+        self._wakeup_count = self._wakeup_seen = 0
         self._waits: dict[str, Wait] = {}
         self._graphs: dict[str, str] = {}
         self._leases: dict[str, tuple[str, float]] = {}
@@ -372,11 +372,12 @@ class MemoryCheckpointStore:
             return [m for m in self._messages.get(run_id, ()) if topic is None or m.topic == topic]
 
     def next_due(self, *, graphs: Any = None) -> float | None:
-        """The earliest `due_at` of a waiting run (of `graphs`); None when no wait has a deadline."""
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
         names = _check_graphs(graphs)
         with self._lock:
             times = [
-                wait.due_at
+                max(wait.due_at, self._leases.get(run_id, ("", wait.due_at))[1])
                 for run_id, wait in self._waits.items()
                 if wait.due_at is not None and (names is None or self._graphs.get(run_id) in names)
             ]
@@ -384,9 +385,13 @@ class MemoryCheckpointStore:
 
     def wait_for_wakeup(self, timeout: float) -> bool:
         """Block until a `send` or a save that parks a run (or a released lease of a waiting run), or
-        `timeout` seconds: True for a wake-up, False at the timeout."""
+        `timeout` seconds: True for a wake-up, False at the timeout. A call reports the wake-ups since
+        the previous call began (the first: since the store was made), so none is lost to a call its
+        caller gave up on; after a wake-up, the next call may return True at once."""
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise ValueError(f"timeout is a non-negative number of seconds, not {timeout!r}")
         with self._wakeups:
-            seen = self._wakeup_count
+            # from the count when the previous call began: a wake-up that call took and its caller
+            # never saw (it gave up waiting) is reported again, at the price of a spurious wake-up
+            seen, self._wakeup_seen = self._wakeup_seen, self._wakeup_count
             return self._wakeups.wait_for(lambda: self._wakeup_count != seen, timeout)

@@ -718,24 +718,28 @@ class SQLiteCheckpointStore:
         return [StoredMessage(*row) for row in rows]
 
     def next_due(self, *, graphs: Any = None) -> float | None:
-        """The earliest `due_at` of a waiting run (of `graphs`); None when no wait has a deadline."""
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
         names = _check_graphs(graphs)
         params: tuple[str, ...] = ()
         where = ""
         if names is not None:
             params = tuple(sorted(names))
             where = f"AND graph IN ({', '.join('?' * len(params))})"
-        sql = f"SELECT min(due_at) FROM sense_checkpoints WHERE due_at IS NOT NULL {where}"
+        sql = f"SELECT min(max(due_at, coalesce(lease_until, due_at))) FROM sense_checkpoints WHERE due_at IS NOT NULL {where}"
         return self._query(sql, params, "finding the next due run")[0][0]
 
 
 _WAIT_SET = "wait_topic = excluded.wait_topic, due_at = excluded.due_at, graph = coalesce(excluded.graph, graph)"
 
 
+_NOT_WAITING = (None, None, None)
+
+
 def _wait_params(run_id: str, wait: Any, graph: Any) -> tuple:
     """`(wait topic, due at, graph)` for the save statements."""
     if wait is None:
-        return (None, None, _check_graph(graph))
+        return _NOT_WAITING if graph is None else (None, None, _check_graph(graph))
     _check_wait(run_id, wait)
     return (wait.topic, None if wait.due_at is None else float(wait.due_at), _check_graph(graph))
 

@@ -23,17 +23,22 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   `release(run_id, owner)` (no effect when the lease is not `owner`'s).
 - `messages(run_id, *, topic=None, pending=True) -> list[StoredMessage]`: a run's messages in the order
   they were sent (only those not yet delivered, with `pending`).
-- `next_due(*, graphs=None) -> float | None`: the earliest `due_at` of a waiting run (a waker sleeps
-  until then, at most its poll interval).
+- `next_due(*, graphs=None) -> float | None`: when the next timer makes a waiting run claimable: the
+  earliest `due_at`, or for a run leased to a waker, the later of its `due_at` and the lease's end
+  (a waker sleeps until then, at most its poll interval; a run a dead waker holds does not make the
+  others spin until its lease expires).
 
 Optional (`WakeupStore`): `wait_for_wakeup(timeout) -> bool` blocks (a coroutine on an async store)
-until something may have made a run due, a `send` or a save that parks a run, or `timeout` seconds
-pass: True for a wake-up, False at the timeout. It reports wake-ups that happen while it waits; a
-waker calls `claim_due` after each return either way, so one that came in between is not lost (the
-next poll finds the run). `MemoryCheckpointStore` wakes through a condition variable, the Postgres
-stores through `LISTEN amrita_sense_wake` on a connection of their own (`send` and a parking save
-`NOTIFY` in their transaction, so a wake-up is never seen before its row); `SQLiteCheckpointStore`
-has no such signal across processes: its waker polls `claim_due` / `next_due`.
+until something may have made a run due, a `send`, a save that parks a run or the release of a
+waiting run's lease, or `timeout` seconds pass: True for a wake-up, False at the timeout. No
+wake-up is lost between two calls: one that came after the previous call began (the first call:
+since the store listens) is reported, even when that call returned it to a caller that gave up on
+it; so a wake-up may be spurious (the next call after one may return True at once; a waker calls
+`claim_due` after each return either way). `MemoryCheckpointStore` wakes through a
+condition variable (listening from its creation), the Postgres stores through `LISTEN
+amrita_sense_wake` on a connection of their own, from the first call on (`send`, a parking save and
+a release `NOTIFY` in their transaction, so a wake-up is never seen before its row);
+`SQLiteCheckpointStore` has no such signal across processes: its waker polls `claim_due` / `next_due`.
 
 `graphs` (claim_due, next_due): None for every run, else the graph names (an iterable of strings) a
 waker serves; a run saved without a graph name is only found with None. `claim_due` returns the
