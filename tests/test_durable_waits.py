@@ -34,13 +34,28 @@ from amrita_sense.durable import (
 from amrita_sense.durable.errors import TamperedMessage
 from amrita_sense.instructions import FUN_BLOCK, WHILE, Try
 
-STORES = ["memory", "sqlite"]
+STORES = ["memory", "sqlite", "postgres"]
 
 
-def make_store(kind: str, tmp_path: Path) -> Any:
-    if kind == "memory":
-        return MemoryCheckpointStore()
-    return SQLiteCheckpointStore(str(tmp_path / "runs.db"))
+@pytest.fixture
+def make_store(request, tmp_path):
+    """`make_store(kind)`: a fresh store of that kind (Postgres: a schema of the session's server,
+    dropped after the test)."""
+
+    def make(kind: str) -> Any:
+        if kind == "memory":
+            return MemoryCheckpointStore()
+        if kind == "sqlite":
+            return SQLiteCheckpointStore(str(tmp_path / "runs.db"))
+        from amrita_sense.durable import PostgresCheckpointStore
+        from support.postgres_cluster import drop_schema_after
+
+        dsn = request.getfixturevalue("postgres_dsn")
+        store = PostgresCheckpointStore(dsn, schema=drop_schema_after(request, dsn))
+        request.addfinalizer(store.close)
+        return store
+
+    return make
 
 
 class Log:
@@ -182,8 +197,8 @@ async def test_a_wait_in_a_fun_block_sub_interpreter_is_refused():
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_the_stream(kind, durability, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_the_stream(kind, durability, make_store):
+    store, log = make_store(kind), Log()
     graph = NodeCompose(recorder("before"), WAIT("approval"), got, recorder("after")).render()
     interp = start(graph, store, "exp-1", log, durability=durability, history=True)
     await interp.run()
@@ -210,8 +225,8 @@ async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_t
 
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_a_message_sent_before_the_run_reaches_its_wait_is_delivered_there(kind, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_a_message_sent_before_the_run_reaches_its_wait_is_delivered_there(kind, make_store):
+    store, log = make_store(kind), Log()
 
     @Node()
     async def send_early(log: Log) -> None:  # the run exists (saved after the first node)
@@ -232,8 +247,8 @@ async def test_a_message_sent_before_the_run_reaches_its_wait_is_delivered_there
 
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_two_waits_on_one_topic_get_two_messages_in_order(kind, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_two_waits_on_one_topic_get_two_messages_in_order(kind, make_store):
+    store, log = make_store(kind), Log()
     graph = NodeCompose(WAIT("chat"), got, WAIT("chat"), got).render()
     await start(graph, store, "chat-1", log).run()
     store.send("chat-1", "chat", "first", message_id="b")
@@ -251,8 +266,8 @@ async def test_two_waits_on_one_topic_get_two_messages_in_order(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_a_wait_timeout_raises_wait_timeout_that_try_catch_handles(kind, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_a_wait_timeout_raises_wait_timeout_that_try_catch_handles(kind, make_store):
+    store, log = make_store(kind), Log()
 
     @Node()
     async def on_timeout(log: Log, exc_val: BaseException) -> None:
@@ -270,8 +285,8 @@ async def test_a_wait_timeout_raises_wait_timeout_that_try_catch_handles(kind, t
 
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_a_wait_timeout_uncaught_panics_the_run_with_it(kind, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_a_wait_timeout_uncaught_panics_the_run_with_it(kind, make_store):
+    store, log = make_store(kind), Log()
     graph = NodeCompose(WAIT("reply", timeout=0.1), recorder("after")).render()
     await start(graph, store, "to-2", log).run()
     waker = waker_for(store, graph, log)
@@ -283,8 +298,8 @@ async def test_a_wait_timeout_uncaught_panics_the_run_with_it(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
-async def test_sleep_resumes_only_after_its_time(kind, tmp_path):
-    store, log = make_store(kind, tmp_path), Log()
+async def test_sleep_resumes_only_after_its_time(kind, make_store):
+    store, log = make_store(kind), Log()
 
     @Node()
     async def woke(log: Log) -> None:
@@ -431,3 +446,24 @@ async def test_step_keys_are_distinct_across_steps_loop_iterations_and_waits_and
     assert all(k.startswith("keys#") for k in first)
     assert await Waker(store, {"g": graph}).run_once() == 1
     assert len(keys) == 7 and len(set(keys)) == 7
+
+
+@pytest.mark.asyncio
+async def test_an_async_postgres_store_parks_sends_and_wakes_a_serving_waker(request, postgres_dsn):
+    from amrita_sense.durable import AsyncPostgresCheckpointStore
+    from support.postgres_cluster import drop_schema_after
+
+    log = Log()
+    graph = NodeCompose(recorder("before"), WAIT("approval"), got, SLEEP(0.2), recorder("after")).render()
+    async with AsyncPostgresCheckpointStore(postgres_dsn, schema=drop_schema_after(request, postgres_dsn)) as store:
+        await start(graph, store, "apg", log).run()
+        assert (await store.load("apg")).record.status == "waiting"
+        async with waker_for(store, graph, log, poll_interval=0.2):
+            await store.send("apg", "approval", "yes", message_id="a")
+            for _ in range(1000):
+                if (await store.load("apg")).record.status == "finished":
+                    break
+                await asyncio.sleep(0.01)
+        assert (await store.load("apg")).record.status == "finished"
+        assert await store.messages("apg") == []
+    assert log.items == ["before", ("message", "approval", "yes", "a"), ("stream", ["yes"]), "after"]

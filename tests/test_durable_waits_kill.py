@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ def run_worker(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=worker_env(**env), capture_output=True, text=True, timeout=120)
 
 
-def start_waker(database: Path, trace: Path, loop: str, owner: str, lease: str = "1.0", **env: str) -> subprocess.Popen:
+def start_waker(database: Any, trace: Path, loop: str, owner: str, lease: str = "1.0", **env: str) -> subprocess.Popen:
     command = [sys.executable, str(WORKER), "waker", str(database), str(trace), loop, lease, owner]
     process = subprocess.Popen(
         command, env=worker_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -50,6 +51,22 @@ def stop(process: subprocess.Popen) -> int:
         process.kill()
         process.wait()
     return process.returncode
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store(request, tmp_path):
+    """`(what the worker opens, the same store opened here)`: an SQLite file, or a Postgres schema."""
+    if request.param == "sqlite":
+        path = str(tmp_path / "runs.db")
+        return path, SQLiteCheckpointStore(path)
+    from amrita_sense.durable import PostgresCheckpointStore
+    from support.postgres_cluster import drop_schema_after
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = drop_schema_after(request, dsn)
+    store = PostgresCheckpointStore(dsn, schema=schema)
+    request.addfinalizer(store.close)
+    return f"{dsn}|{schema}", store
 
 
 def lines(trace: Path) -> list[list[str]]:
@@ -85,12 +102,11 @@ def test_the_step_key_of_a_step_run_again_after_a_kill_is_the_one_the_killed_pro
 
 
 @pytest.mark.parametrize("loop", LOOPS)
-def test_two_wakers_on_one_store_resume_every_wait_exactly_once(tmp_path, loop):
-    database, trace = tmp_path / "runs.db", tmp_path / "trace.txt"
+def test_two_wakers_on_one_store_resume_every_wait_exactly_once(tmp_path, loop, shared_store):
+    (database, store), trace = shared_store, tmp_path / "trace.txt"
     runs = [f"run-{n}" for n in range(16)]
     started = run_worker("start", str(database), str(trace), loop, *runs)
     assert started.returncode == 0, started.stderr
-    store = SQLiteCheckpointStore(str(database))
     assert {store.load(r).record.status for r in runs} == {"waiting"}
     wakers = [start_waker(database, trace, loop, f"waker-{n}") for n in range(2)]
     try:
@@ -110,11 +126,10 @@ def test_two_wakers_on_one_store_resume_every_wait_exactly_once(tmp_path, loop):
 
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_waker_killed_mid_run_leaves_the_run_to_another_after_the_lease_and_the_message_is_delivered_once(
-    tmp_path, loop
+    tmp_path, loop, shared_store
 ):
-    database, trace, marker = tmp_path / "runs.db", tmp_path / "trace.txt", tmp_path / "killed"
+    (database, store), trace, marker = shared_store, tmp_path / "trace.txt", tmp_path / "killed"
     assert run_worker("start", str(database), str(trace), loop, "solo").returncode == 0
-    store = SQLiteCheckpointStore(str(database))
     store.send("solo", "go", "hello", message_id="only")
     doomed = start_waker(database, trace, loop, "doomed", WAITS_KILL_MARKER=str(marker))
     assert doomed.wait(timeout=90) == -9  # it ran `after` and killed itself

@@ -4,6 +4,8 @@
     python tests/support/waits_worker.py start DATABASE TRACE LOOP RUN_ID [RUN_ID ...]
     python tests/support/waits_worker.py waker DATABASE TRACE LOOP LEASE_SECONDS OWNER
 
+DATABASE is an SQLite file path, or `DSN|SCHEMA` for a Postgres store (start, waker).
+
 `stepkeys`: runs (or resumes) run "keys": nodes and a WHILE loop writing `<name> <pc.step_key>` to
 TRACE; node `k2` kills its process with SIGKILL the first time it runs (a marker file beside TRACE
 says it did). `start`: starts runs of graph "w" (`build`), each parks at its WAIT("go").
@@ -28,6 +30,16 @@ from typing import Any
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import WAIT, Checkpointing, CheckpointNotFound, Message, SQLiteCheckpointStore, Waker
 from amrita_sense.instructions import WHILE
+
+
+def open_store(database: str) -> Any:
+    """An SQLite file path, or `DSN|SCHEMA` for a Postgres store."""
+    if "|" in database:
+        from amrita_sense.durable import PostgresCheckpointStore
+
+        dsn, schema = database.split("|")
+        return PostgresCheckpointStore(dsn, schema=schema)
+    return SQLiteCheckpointStore(database)
 
 
 def _trace(line: str) -> None:
@@ -111,7 +123,7 @@ async def stepkeys(database: str, durability: str) -> None:
 
 
 async def start(database: str, run_ids: list[str]) -> None:
-    store = SQLiteCheckpointStore(database)
+    store = open_store(database)
     for run_id in run_ids:
         interp = WorkflowInterpreter(build())
         interp.checkpointing = Checkpointing(store, run_id, graph="w", codec=pickle, allow_unsigned=True)
@@ -120,7 +132,7 @@ async def start(database: str, run_ids: list[str]) -> None:
 
 async def waker(database: str, lease: float, owner: str) -> None:
     worker = Waker(
-        SQLiteCheckpointStore(database),
+        open_store(database),
         {"w": build},
         codec=pickle,
         allow_unsigned=True,
