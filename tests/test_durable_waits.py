@@ -10,7 +10,6 @@ import math
 import pickle
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
