@@ -22,6 +22,7 @@ from amrita_sense.durable import (
     WAIT,
     Checkpointing,
     Keyring,
+    LeaseLost,
     MemoryCheckpointStore,
     Message,
     SQLiteCheckpointStore,
@@ -466,3 +467,43 @@ async def test_an_async_postgres_store_parks_sends_and_wakes_a_serving_waker(req
         assert (await store.load("apg")).record.status == "finished"
         assert await store.messages("apg") == []
     assert log.items == ["before", ("message", "approval", "yes", "a"), ("stream", ["yes"]), "after"]
+
+
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.asyncio
+async def test_a_wait_resumed_before_it_is_due_parks_again_with_the_same_deadline(kind, make_store):
+    store, log = make_store(kind), Log()
+    graph = NodeCompose(SLEEP(3600), recorder("after")).render()
+    await start(graph, store, "early", log).run()
+    parked = inspect_snapshot(store.load("early").data)
+    interp = await Checkpointing(store, "early", graph="g").resume(graph, extra_args=(log,))
+    due = interp._durable_wait
+    await interp.run()  # nothing delivered, not due: it parks again
+    assert log.items == []
+    assert store.load("early").record.status == "waiting"
+    assert interp._durable_wait == due and parked.pointer == inspect_snapshot(store.load("early").data).pointer
+    assert await waker_for(store, graph, log).run_once() == 0
+
+
+@pytest.mark.asyncio
+async def test_a_waker_that_loses_its_lease_stops_the_run_and_saves_nothing_over_the_new_holder():
+    store, log = MemoryCheckpointStore(), Log()
+
+    @Node()
+    async def slow(log: Log) -> None:  # while it runs, another waker takes the run over
+        store.release("lost", "first")
+        assert [c.run_id for c in store.claim_due("thief", lease_seconds=60)] == ["lost"]
+        await asyncio.sleep(0.3)  # the first waker's renewal (every 0.05 s) finds the lease gone
+        log.items.append("slow")
+
+    graph = NodeCompose(WAIT("t"), slow, recorder("after")).render()
+    await start(graph, store, "lost", log).run()
+    store.send("lost", "t", 1, message_id="m")
+    waker = waker_for(store, graph, log, lease_seconds=0.15, owner="first")
+    assert await waker.run_once() == 0
+    assert any(isinstance(error, LeaseLost) for _, error in waker.failures)
+    assert log.items == ["slow"]  # stopped at the next step boundary: "after" never ran
+    version = store.load("lost").record.version
+    assert store.load("lost").record.status != "finished"
+    assert store.renew("lost", "thief", 60)  # the thief still holds it; nothing was saved over it
+    assert store.load("lost").record.version == version
