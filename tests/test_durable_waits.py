@@ -110,6 +110,7 @@ async def until_resumed(waker: Waker, rounds: int = 400) -> int:
     [
         (lambda: WAIT(""), ValueError),
         (lambda: WAIT(7), TypeError),
+        (lambda: WAIT("t" * 513), ValueError),
         (lambda: WAIT("t", timeout=0), ValueError),
         (lambda: WAIT("t", timeout=-1), ValueError),
         (lambda: WAIT("t", timeout=math.inf), ValueError),
@@ -202,10 +203,11 @@ async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_t
     graph = NodeCompose(recorder("before"), WAIT("approval"), got, recorder("after")).render()
     interp = start(graph, store, "exp-1", log, durability=durability, history=True)
     await interp.run()
+    policy_options = {"durability": durability, "history": True}
     assert log.items == ["before"]
     assert store.load("exp-1").record.status == "waiting"
     assert inspect_snapshot(store.load("exp-1").data).status == "waiting"
-    waker = waker_for(store, graph, log)
+    waker = waker_for(store, graph, log, policy_options=policy_options)
     assert await waker.run_once() == 0  # nothing sent yet: not due
 
     store.send("exp-1", "approval", {"ok": True}, message_id="m-1")
@@ -217,6 +219,8 @@ async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_t
         "after",
     ]
     assert store.load("exp-1").record.status == "finished"
+    assert [r.status for r in store.history("exp-1")][-1] == "finished"
+    assert "waiting" in [r.status for r in store.history("exp-1")]
     assert store.messages("exp-1") == []  # delivered
     assert [m.message_id for m in store.messages("exp-1", pending=False)] == ["m-1"]
     assert await waker.run_once() == 0
@@ -507,3 +511,26 @@ async def test_a_waker_that_loses_its_lease_stops_the_run_and_saves_nothing_over
     assert store.load("lost").record.status != "finished"
     assert store.renew("lost", "thief", 60)  # the thief still holds it; nothing was saved over it
     assert store.load("lost").record.version == version
+
+
+@pytest.mark.asyncio
+async def test_a_chat_loop_waits_for_each_user_message_in_turn():
+    from amrita_sense.instructions import NATIVE_WHILE
+
+    store, log = MemoryCheckpointStore(), Log()
+
+    @Node()
+    async def open_turns(log: Log) -> bool:
+        return sum(1 for item in log.items if item[0] == "message") < 3
+
+    graph = NodeCompose(NATIVE_WHILE(open_turns).ACTION(NodeCompose(WAIT("user"), got)), recorder("bye")).render()
+    await start(graph, store, "chat", log, codec=pickle, allow_unsigned=True).run()
+    waker = waker_for(store, graph, log, codec=pickle, allow_unsigned=True, restore_kwargs=None)
+    for n in range(3):
+        assert store.load("chat").record.status == "waiting"
+        store.send("chat", "user", f"turn {n}", message_id=f"u{n}")
+        assert await waker.run_once() == 1
+    assert store.load("chat").record.status == "finished"
+    assert not waker.failures
+    assert [m.message_id for m in store.messages("chat", pending=False)] == ["u0", "u1", "u2"]
+    assert store.messages("chat") == []

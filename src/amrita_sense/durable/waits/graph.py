@@ -22,8 +22,11 @@ runs it: the step runs again, and the wait node now
 - SLEEP / SLEEP_UNTIL: returns once its time has come;
 - otherwise (resumed early, nothing delivered) parks again.
 
-A wait inside a sub-call of the main loop (a Try body, an IF branch) parks the whole main-loop step:
-the resumed run executes that step again from its start (a Try's FINALLY ran at the park as well).
+A wait inside a sub-call of the main loop (a Try body, an IF branch, a WHILE body) parks the whole
+main-loop step: the resumed run executes that step again from its start (a Try's FINALLY ran at the
+park as well, a WHILE evaluates its condition again); loops that wait on each turn are best written
+with NATIVE_WHILE / NATIVE_DO, whose bodies are steps of their own. With `codec=None` the pools are
+not checkpointed: a run restored between a WAIT and the node taking its `Message` no longer has it.
 A wait needs a run with a `Checkpointing(..., graph=name)` policy, in the top interpreter (not in a
 FUN_BLOCK / BATCH_RUN sub-interpreter): elsewhere it raises `WaitError` saying what to pass. Graphs
 without waits pay nothing: the core's loop does not know about them.
@@ -183,8 +186,8 @@ def WAIT(topic: str, timeout: float | None = None) -> WaitNode:
     """
     if not isinstance(topic, str):
         raise TypeError(f"WAIT's topic is a non-empty string, not {type(topic).__name__}")
-    if not topic:
-        raise ValueError("WAIT's topic is a non-empty string")
+    if not topic or len(topic) > 512:
+        raise ValueError(f"WAIT's topic is a non-empty string of at most 512 characters, not {topic!r:.60}")
     return WaitNode(_KIND_WAIT, topic, None if timeout is None else _positive_seconds(timeout, "WAIT's timeout"))
 
 

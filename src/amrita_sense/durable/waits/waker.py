@@ -88,6 +88,9 @@ class Waker:
         restore_kwargs: more arguments of `WorkflowInterpreter.restore` for every run
             (`extra_args`, `object_io`, `middleware`, ...; a callable `(run_id, graph_name) -> dict`
             makes them per run).
+        policy_options: more arguments of the `Checkpointing` policy a resumed run saves with
+            (`every_nodes`, `durability`, `history`, `on_saved`, ...; the store, run id, codec,
+            keyring, graph name and expected version are the waker's).
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class Waker:
         concurrency: int = 8,
         owner: str | None = None,
         restore_kwargs: Any = None,
+        policy_options: Mapping[str, Any] | None = None,
     ) -> None:
         missing = [name for name in WAITING_METHODS if not callable(getattr(store, name, None))]
         if missing:
@@ -127,6 +131,10 @@ class Waker:
             raise ValueError(f"owner is None or a non-empty string, not {owner!r}")
         if restore_kwargs is not None and not (isinstance(restore_kwargs, Mapping) or callable(restore_kwargs)):
             raise TypeError("restore_kwargs is a mapping or a callable (run_id, graph_name) -> mapping")
+        managed = {"store", "run_id", "codec", "keyring", "allow_unsigned", "graph", "expected_version"}
+        if policy_options is not None and (not isinstance(policy_options, Mapping) or managed & set(policy_options)):
+            raise TypeError(f"policy_options is a mapping of Checkpointing options other than {sorted(managed)}")
+        self.policy_options = dict(policy_options or {})
         self.store = store
         self.codec = codec
         self.keyring = keyring
@@ -276,6 +284,7 @@ class Waker:
             allow_unsigned=self.allow_unsigned,
             graph=name,
             expected_version=claim.record.version,
+            **self.policy_options,
         )
         kwargs = self._restore_kwargs(run_id, name)
         if self.migrate:
