@@ -534,3 +534,16 @@ async def test_a_chat_loop_waits_for_each_user_message_in_turn():
     assert not waker.failures
     assert [m.message_id for m in store.messages("chat", pending=False)] == ["u0", "u1", "u2"]
     assert store.messages("chat") == []
+
+
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.asyncio
+async def test_a_named_run_that_never_waits_finishes_as_before_and_refuses_later_messages(kind, make_store):
+    from amrita_sense.durable import RunEnded
+
+    store, log = make_store(kind), Log()
+    graph = NodeCompose(recorder("only")).render()
+    await start(graph, store, "plain", log).run()
+    assert log.items == ["only"] and store.load("plain").record.status == "finished"
+    with pytest.raises(RunEnded, match="'plain'"):
+        store.send("plain", "t", 1)
