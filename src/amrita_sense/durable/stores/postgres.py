@@ -33,8 +33,8 @@ Waiting runs (`amrita_sense.durable.stores.waiting`): `claim_due` leases due run
 that locks them `FOR UPDATE SKIP LOCKED` (wakers never wait for each other, nor for a save); `send`,
 a save that parks a run and the release of a waiting run's lease `NOTIFY amrita_sense_wake` in their
 transaction (payload: the schema and the run id), and `wait_for_wakeup` listens on a connection of
-its own, outside the pool (behind PgBouncer in transaction pooling mode, LISTEN hears nothing:
-there a waker polls, as on SQLite). A save that does not wait is the one statement it was.
+its own, outside the pool (behind PgBouncer in transaction pooling mode LISTEN is not reliable:
+a waker there relies on its poll interval, as on SQLite). A save that does not wait is the one statement it was.
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
 lending it, unless it came back from an operation less than `FRESH` seconds ago and nothing arrived
