@@ -128,6 +128,10 @@ async def test_a_repeated_message_id_is_kept_once(stores):
         assert [m.message_id for m in kept] == ["same"] and payloads(kept) == ["yes"]
         auto = await settle(store.send("r", "approval", 3))
         assert auto.message_id and auto.message_id != "same"
+        # delivering an id the store does not keep marks nothing: sent later, that message is pending
+        await park(store, "r", delivered=("later",))
+        await settle(store.send("r", "approval", 4, message_id="later"))
+        assert "later" in [m.message_id for m in await settle(store.messages("r"))]
 
 
 @pytest.mark.asyncio

@@ -115,8 +115,9 @@ class MemoryCheckpointStore:
                 self._wake()
             if graph is not None:
                 self._graphs[run_id] = graph
-            for message_id in delivered:
-                self._delivered.add((run_id, message_id))
+            if delivered:  # only messages the store keeps (as an UPDATE of the other stores)
+                kept = {m.message_id for m in self._messages.get(run_id, ())}
+                self._delivered.update((run_id, message_id) for message_id in delivered if message_id in kept)
         return record
 
     def _write(self, checkpoint: Checkpoint, history: bool) -> None:

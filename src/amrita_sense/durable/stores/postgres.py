@@ -14,8 +14,10 @@ Tables, in `schema` (created on first use under a transaction-scoped advisory lo
 starting together do not race; a `meta` row carries the schema version, and a schema newer than
 this code knows is refused):
 
-    checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save
+    checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save (with
+                  the run's graph name, its wait and the lease of the waker resuming it)
     history       the entries saved with history=True, by (run id, version); retention prunes it
+    messages      the messages sent to runs (`send`), by (run id, message id), numbered by `seq`
     meta          ("schema_version", SCHEMA_VERSION)
 
 Snapshots are `bytea`, timestamps double precision seconds since the epoch (the client's clock, as
@@ -26,6 +28,13 @@ new run (expected version 0), `UPDATE ... WHERE version = expected` over a versi
 the row lock and, at READ COMMITTED, re-checks the condition against the newest row, so of two
 writers expecting the same version exactly one writes and the other finds no row: a
 `CheckpointConflict`, and nothing written.
+
+Waiting runs (`amrita_sense.durable.stores.waiting`): `claim_due` leases due runs in one statement
+that locks them `FOR UPDATE SKIP LOCKED` (wakers never wait for each other, nor for a save); `send`,
+a save that parks a run and the release of a waiting run's lease `NOTIFY amrita_sense_wake` in their
+transaction (payload: the schema and the run id), and `wait_for_wakeup` listens on a connection of
+its own, outside the pool (behind PgBouncer in transaction pooling mode LISTEN is not reliable:
+a waker there relies on its poll interval, as on SQLite). A save that does not wait is the one statement it was.
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
 lending it, unless it came back from an operation less than `FRESH` seconds ago and nothing arrived
