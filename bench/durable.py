@@ -14,6 +14,14 @@ Rows:
   an SQLite file (WAL, synchronous=NORMAL), and into SQLite every 100 nodes, per
   node; `sqlite cost / node` is the difference to `run_off`.
 
+With `--waits` (issue 46), instead, the stores' side of waiting runs, on SQLite and on Postgres (a
+throwaway local cluster, or `--dsn`):
+- `wake / <store>`: a message sent to a parked run until a claimer has leased it (the claimer polls
+  `claim_due` every 50 ms on SQLite, wakes on `LISTEN/NOTIFY` on Postgres), per wake-up;
+- `resume / <store> / <C> claimers`: N parked runs whose timers passed, resumed by C threads that
+  claim them (`claim_due`, 8 at a time), save each one's next checkpoint (fenced by the claimed
+  version, the wait cleared) and release it, per run (runs per second = 1 / that).
+
 Every number is the best of several timed runs (this is a shared machine); read
 them as orders of magnitude and ratios within one run.
 """
@@ -26,6 +34,8 @@ import json
 import pickle
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,7 @@ from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
 from amrita_sense.durable import Checkpointing, Keyring, MemoryCheckpointStore, SQLiteCheckpointStore
 from amrita_sense.durable.snapshots.fingerprint import _build_outline
+from amrita_sense.durable.stores.waiting import Wait
 from amrita_sense.node.core import program_of
 from amrita_sense.types import PointerVector
 
@@ -162,6 +173,141 @@ def rows(quick: bool) -> list[tuple[str, int, Plan]]:
     return found
 
 
+WAKE_POLL = 0.05
+"""How often the SQLite claimer of `wake / sqlite` polls (a waker's bounded poll interval)."""
+
+
+def _parked(store: Any, data: bytes, run_ids: list[str], wait: Wait) -> None:
+    for run_id in run_ids:
+        store.save(run_id, data, wait=wait, graph="bench")
+
+
+def plan_wakeup(opener: Any) -> Plan:
+    """One message to a parked run, until a claimer (already waiting) has leased the run."""
+    data = halted(3)[1].snapshot()
+    state: dict = {"n": 0}
+
+    def claimer(store: Any, ready: threading.Event, claimed: threading.Event) -> None:
+        wakeup = getattr(store, "wait_for_wakeup", None)
+        if wakeup is not None:
+            wakeup(0)  # listening from now on
+        ready.set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if wakeup is not None:
+                wakeup(1.0)
+            else:
+                time.sleep(WAKE_POLL)
+            if store.claim_due("bench-claimer", lease_seconds=30):
+                claimed.set()
+                return
+
+    def prepare() -> None:
+        state["n"] += 1
+        store = state.get("store") or opener()
+        state["store"], state["run"] = store, f"wake-{state['n']}"
+        _parked(store, data, [state["run"]], Wait("go", None))
+        ready, state["claimed"] = threading.Event(), threading.Event()
+        state["thread"] = threading.Thread(target=claimer, args=(store, ready, state["claimed"]), daemon=True)
+        state["thread"].start()
+        ready.wait(30)
+
+    def timed() -> None:
+        state["store"].send(state["run"], "go", {"ok": True})
+        state["claimed"].wait(30)
+
+    def check() -> None:
+        state["thread"].join(30)
+        expect("run claimed after its message", state["claimed"].is_set(), True)
+
+    def close() -> None:
+        closing = getattr(state.get("store"), "close", None)
+        if closing is not None:
+            closing()
+
+    return Plan(ops=1, timed=timed, prepare=prepare, check=check, close=close)
+
+
+def plan_resume(opener: Any, runs: int, claimers: int) -> Plan:
+    """`runs` parked runs whose timers passed, resumed by `claimers` threads (claim, save, release)."""
+    data = halted(3)[1].snapshot()
+    state: dict = {"n": 0}
+
+    def prepare() -> None:
+        state["n"] += 1
+        store = state.get("store") or opener()
+        state["store"], state["resumed"] = store, []
+        ids = [f"resume-{state['n']}-{i}" for i in range(runs)]
+        _parked(store, data, ids, Wait(None, time.time() - 1))
+
+    def work(owner: str) -> None:
+        store, resumed = state["store"], state["resumed"]
+        while claims := store.claim_due(owner, lease_seconds=30, limit=8, graphs=("bench",)):
+            for claim in claims:
+                store.save(claim.run_id, data, expected_version=claim.record.version)  # not waiting any more
+                store.release(claim.run_id, owner)
+                resumed.append(claim.run_id)
+
+    def timed() -> None:
+        threads = [threading.Thread(target=work, args=(f"claimer-{i}",)) for i in range(claimers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def check() -> None:
+        expect("runs resumed once each", sorted(state["resumed"]), sorted(set(state["resumed"])))
+        expect("runs resumed", len(state["resumed"]), runs)
+
+    def close() -> None:
+        closing = getattr(state.get("store"), "close", None)
+        if closing is not None:
+            closing()
+
+    return Plan(ops=runs, timed=timed, prepare=prepare, check=check, close=close)
+
+
+def waits_rows(quick: bool, dsn: str | None) -> list[tuple[str, int, Plan]]:
+    """The `--waits` rows: SQLite, and Postgres when `dsn` is given."""
+    folder = tempfile.mkdtemp(prefix="sense-bench-waits-")
+    openers: dict[str, Any] = {}
+    counter = [0]
+
+    def sqlite() -> Any:
+        counter[0] += 1
+        return SQLiteCheckpointStore(Path(folder) / f"waits-{counter[0]}.db")
+
+    openers["sqlite"] = sqlite
+    if dsn is not None:
+        from amrita_sense.durable import PostgresCheckpointStore  # the [postgres] extra: only when measured
+
+        def postgres() -> Any:
+            return PostgresCheckpointStore(dsn, schema=f"bench_waits_{time.monotonic_ns()}", max_size=4)
+
+        openers["postgres"] = postgres
+    runs = 50 if quick else 500
+    found = []
+    for name, opener in openers.items():
+        found.append((f"wake / {name}", 1, plan_wakeup(opener)))
+        for claimers in (1, 2):
+            found.append((f"resume / {name} / {claimers} claimers", runs, plan_resume(opener, runs, claimers)))
+    return found
+
+
+async def measure_waits(plans: list[tuple[str, int, Plan]], quick: bool) -> list[dict]:
+    results = []
+    for name, size, plan in plans:
+        try:
+            value, runs = await measure_best(plan, budget=0.5 if quick else 3.0, max_runs=3 if quick else 15)
+        finally:
+            if plan.close is not None:
+                plan.close()
+        results.append({"scenario": name, "size": size, "seconds": value, "runs": runs})
+        per_second = f"{1 / value:,.0f} runs/s" if name.startswith("resume") else ""
+        print(f"{name:<32} {size:>6}  {format_seconds(value):>10}  {per_second:>14}  ({runs} runs)", flush=True)
+    return results
+
+
 async def measure_all(plans: list[tuple[str, int, Plan]], quick: bool) -> list[dict]:
     results = []
     for name, size, plan in plans:
@@ -178,8 +324,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durable", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--json", help="write the numbers to this file")
+    parser.add_argument("--waits", action="store_true", help="the rows of waiting runs (wake-ups, resumed runs)")
+    parser.add_argument("--dsn", help="with --waits: a Postgres server (default: a throwaway local cluster)")
     args = parser.parse_args(argv)
-    results = asyncio.run(measure_all(rows(args.quick), args.quick))
+    if args.waits:
+        from bench.stores import postgres
+
+        with postgres(args.dsn) as dsn:
+            results = asyncio.run(measure_waits(waits_rows(args.quick, dsn), args.quick))
+    else:
+        results = asyncio.run(measure_all(rows(args.quick), args.quick))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

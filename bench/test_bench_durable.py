@@ -11,3 +11,17 @@ def test_every_durable_row_runs_and_checks():
     assert {name for name, _, _ in plans} >= {"snapshot", "restore", "run_sqlite / node", "run_off / node"}
     for _, _, plan in plans:
         assert asyncio.run(measure(plan)) > 0
+
+
+def test_the_waits_rows_run_and_check():
+    plans = durable.waits_rows(quick=True, dsn=None)
+    assert {name for name, _, _ in plans} == {
+        "wake / sqlite",
+        "resume / sqlite / 1 claimers",
+        "resume / sqlite / 2 claimers",
+    }
+    for _, _, plan in plans:
+        try:
+            assert asyncio.run(measure(plan)) > 0
+        finally:
+            plan.close()

@@ -90,7 +90,7 @@ def test_the_store_creates_its_versioned_schema_once(postgres_dsn, schema, reque
     with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
         store.save("r", HALTED)
     tables = sql(postgres_dsn, "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))
-    assert sorted(t for (t,) in tables) == ["checkpoints", "history", "meta"]
+    assert sorted(t for (t,) in tables) == ["checkpoints", "history", "messages", "meta"]
     assert sql(postgres_dsn, f'SELECT key, value FROM "{schema}".meta') == [("schema_version", SCHEMA_VERSION)]
     with PostgresCheckpointStore(postgres_dsn, schema=schema) as again:  # the tables are there: reused
         assert again.load("r").data == HALTED

@@ -5,6 +5,7 @@
     |-- SnapshotFormatError      the bytes are not a snapshot this version can read
     |   |-- TruncatedSnapshot        shorter than its header says
     |   |-- CorruptSnapshot          checksum mismatch, bad compression, bad document
+    |   |   `-- TamperedSnapshot / TamperedMessage   a signature that does not verify
     |   |-- ForeignSnapshot          not a snapshot at all (wrong magic)
     |   `-- UnsupportedSnapshotVersion   written by a newer format version
     |-- GraphMismatch            the snapshot was taken on a different graph
@@ -53,6 +54,16 @@ class TamperedSnapshot(CorruptSnapshot):
 class UntrustedSnapshot(DurableError):
     """An unsigned (or unverified) snapshot was to be decoded by a codec that can run code while it
     loads (pickle): pass the keyring it was signed with, or `allow_unsigned=True` for data you trust."""
+
+
+class TamperedMessage(CorruptSnapshot):
+    """A message payload is not an envelope this version reads, or, checked against a keyring, is not
+    signed by one of its keys for its run, topic and message id (`durable.snapshots.messages`)."""
+
+
+class UntrustedMessage(UntrustedSnapshot):
+    """An unsigned (or unverified) message payload was to be decoded by a codec that can run code while
+    it loads: pass the keyring it was signed with, or `allow_unsigned=True` for messages you trust."""
 
 
 class EncryptedSnapshot(SnapshotFormatError):

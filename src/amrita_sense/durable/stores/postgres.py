@@ -14,8 +14,10 @@ Tables, in `schema` (created on first use under a transaction-scoped advisory lo
 starting together do not race; a `meta` row carries the schema version, and a schema newer than
 this code knows is refused):
 
-    checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save
+    checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save (with
+                  the run's graph name, its wait and the lease of the waker resuming it)
     history       the entries saved with history=True, by (run id, version); retention prunes it
+    messages      the messages sent to runs (`send`), by (run id, message id), numbered by `seq`
     meta          ("schema_version", SCHEMA_VERSION)
 
 Snapshots are `bytea`, timestamps double precision seconds since the epoch (the client's clock, as
@@ -26,6 +28,13 @@ new run (expected version 0), `UPDATE ... WHERE version = expected` over a versi
 the row lock and, at READ COMMITTED, re-checks the condition against the newest row, so of two
 writers expecting the same version exactly one writes and the other finds no row: a
 `CheckpointConflict`, and nothing written.
+
+Waiting runs (`amrita_sense.durable.stores.waiting`): `claim_due` leases due runs in one statement
+that locks them `FOR UPDATE SKIP LOCKED` (wakers never wait for each other, nor for a save); `send`,
+a save that parks a run and the release of a waiting run's lease `NOTIFY amrita_sense_wake` in their
+transaction (payload: the schema and the run id), and `wait_for_wakeup` listens on a connection of
+its own, outside the pool (behind PgBouncer in transaction pooling mode LISTEN is not reliable:
+a waker there relies on its poll interval, as on SQLite). A save that does not wait is the one statement it was.
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
 lending it, unless it came back from an operation less than `FRESH` seconds ago and nothing arrived
@@ -45,6 +54,8 @@ it opens its own pool), and a process forked from one opens its own pool too.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 import math
 import os
 import re
@@ -60,6 +71,7 @@ from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.messages import encode_payload
 from amrita_sense.durable.stores import deltas
 from amrita_sense.durable.stores.base import (
     SWEEP_BATCH,
@@ -78,6 +90,22 @@ from amrita_sense.durable.stores.base import (
     _version_not_kept,
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
+from amrita_sense.durable.stores.waiting import (
+    ENDED_STATUSES,
+    WAKE_CHANNEL,
+    Claim,
+    StoredMessage,
+    Wait,
+    _check_delivered,
+    _check_graph,
+    _check_graphs,
+    _check_lease,
+    _check_limit,
+    _check_name,
+    _check_wait,
+    _ended,
+    _message_id,
+)
 
 try:
     import psycopg
@@ -90,10 +118,12 @@ else:
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables this code writes (the `meta` row); a newer one is refused. 2: frames
 (a history row may be a delta from the one before it, `base`; a row kept only as such a base is
-not `listed`; the latest's `data` is empty when its frame is in the history table)."""
+not `listed`; the latest's `data` is empty when its frame is in the history table); 3: waits (a
+run's `graph`, its wait's `wait_topic` / `due_at`, its waker's `lease_owner` / `lease_until`) and
+the `messages` table (`seq`: the store's sending order)."""
 
 FRESH = 1.0
 """A connection back from an operation less than this many seconds ago is lent without a check."""
@@ -134,6 +164,21 @@ _CREATE = (
     "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS base bigint",
     "ALTER TABLE {s}.history ADD COLUMN IF NOT EXISTS listed boolean NOT NULL DEFAULT true",
     "CREATE INDEX IF NOT EXISTS checkpoints_updated_at ON {s}.checkpoints (updated_at)",
+    "ALTER TABLE {s}.checkpoints ADD COLUMN IF NOT EXISTS graph text, ADD COLUMN IF NOT EXISTS wait_topic text, "
+    "ADD COLUMN IF NOT EXISTS due_at double precision, ADD COLUMN IF NOT EXISTS lease_owner text, "
+    "ADD COLUMN IF NOT EXISTS lease_until double precision",
+    """CREATE TABLE IF NOT EXISTS {s}.messages (
+        seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id      text COLLATE "C" NOT NULL,
+        message_id  text NOT NULL,
+        topic       text NOT NULL,
+        sent_at     double precision NOT NULL,
+        payload     bytea NOT NULL,
+        delivered   boolean NOT NULL DEFAULT false,
+        UNIQUE (run_id, message_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS messages_pending ON {s}.messages (run_id, topic, seq) WHERE NOT delivered",
+    "CREATE INDEX IF NOT EXISTS checkpoints_due ON {s}.checkpoints (due_at) WHERE due_at IS NOT NULL",
 )
 _META_EXISTS = "SELECT to_regclass(%(meta)s) IS NOT NULL"
 _META_VERSION = "SELECT value FROM {s}.meta WHERE key = 'schema_version'"
@@ -144,19 +189,24 @@ _SET_VERSION = (
 )
 
 _INSERT_LATEST = (
-    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data) "
-    "VALUES (%(run_id)s, 1, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, %(data)s) "
+    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data, "
+    "wait_topic, due_at, graph) VALUES (%(run_id)s, 1, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, "
+    "%(data)s, %(wait_topic)s, %(due_at)s, %(graph)s) "
 )
+_WAIT_SET = "wait_topic = %(wait_topic)s, due_at = %(due_at)s, graph = coalesce(%(graph)s, c.graph)"
+"""Every save writes the run's wait (NULLs: not waiting) and keeps its graph name unless given one."""
 _WRITES = {
     # expected_version None: a new run gets version 1, an existing one the next version
     "any": _INSERT_LATEST + "ON CONFLICT (run_id) DO UPDATE SET version = c.version + 1, status = EXCLUDED.status, "
-    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = EXCLUDED.data",
+    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = EXCLUDED.data, "
+    + _WAIT_SET,
     # expected_version 0: only a new run id (a concurrent inserter waits for the first, then finds its row)
     "new": _INSERT_LATEST + "ON CONFLICT (run_id) DO NOTHING",
     # expected_version n: only over version n (no row when the run is missing or has moved on)
     "over": "UPDATE {s}.checkpoints AS c SET version = c.version + 1, status = %(status)s, "
-    "fingerprint = %(fingerprint)s, size = %(size)s, updated_at = %(now)s, data = %(data)s "
-    "WHERE c.run_id = %(run_id)s AND c.version = %(expected)s",
+    "fingerprint = %(fingerprint)s, size = %(size)s, updated_at = %(now)s, data = %(data)s, "
+    + _WAIT_SET
+    + " WHERE c.run_id = %(run_id)s AND c.version = %(expected)s",
 }
 _ENTRY = (
     # a history entry from the rows of `{rows}` (an entry left by a run id's earlier life is replaced)
@@ -229,6 +279,7 @@ _EXPIRE_DELETE = (
     "WITH doomed AS (SELECT run_id FROM {s}.checkpoints WHERE updated_at < %(cutoff)s "
     "ORDER BY updated_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED), "
     "entries AS (DELETE FROM {s}.history h USING doomed d WHERE h.run_id = d.run_id), "
+    "kept AS (DELETE FROM {s}.messages m USING doomed d WHERE m.run_id = d.run_id), "
     "gone AS (DELETE FROM {s}.checkpoints c USING doomed d WHERE c.run_id = d.run_id RETURNING c.run_id) "
     "SELECT run_id FROM gone"
 )
@@ -260,10 +311,12 @@ _PUT_FRAME = (
     "base = EXCLUDED.base, listed = EXCLUDED.listed"
 )
 _PUT_FRAMED_LATEST = (
-    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data) "
-    "VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, ''::bytea) "
+    "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data, "
+    "wait_topic, due_at, graph) VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, %(now)s, "
+    "%(now)s, ''::bytea, %(wait_topic)s, %(due_at)s, %(graph)s) "
     "ON CONFLICT (run_id) DO UPDATE SET version = EXCLUDED.version, status = EXCLUDED.status, "
-    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = ''::bytea"
+    "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = ''::bytea, "
+    + _WAIT_SET
 )
 
 _LOAD_LATEST = f"SELECT {_RECORD}, data, NULL::bigint FROM {{s}}.checkpoints WHERE run_id = %(run_id)s"
@@ -284,7 +337,8 @@ _HISTORY = (
 _LIST = f"SELECT {_RECORD} FROM {{s}}.checkpoints ORDER BY run_id"
 _LIST_STATUS = f"SELECT {_RECORD} FROM {{s}}.checkpoints WHERE status = %(status)s ORDER BY run_id"
 _DELETE = (
-    "WITH entries AS (DELETE FROM {s}.history WHERE run_id = %(run_id)s) "
+    "WITH entries AS (DELETE FROM {s}.history WHERE run_id = %(run_id)s), "
+    "kept AS (DELETE FROM {s}.messages WHERE run_id = %(run_id)s) "
     "DELETE FROM {s}.checkpoints WHERE run_id = %(run_id)s"
 )
 # the entry (the latest or a history entry) becomes the new run's latest and first history entry, in
@@ -292,13 +346,70 @@ _DELETE = (
 _FORK = (
     "WITH source AS (SELECT %(status)s::text AS status, %(fingerprint)s::text AS fingerprint, "
     "%(size)s::integer AS size, %(data)s::bytea AS data), "
+    # the new run does not wait and has no messages or lease; it belongs to the source's graph
     "made AS (INSERT INTO {s}.checkpoints (run_id, version, status, fingerprint, size, created_at, updated_at, "
-    "forked_from, data) SELECT %(new_run_id)s, 1, status, fingerprint, size, %(now)s, %(now)s, %(forked_from)s, "
-    "data FROM source ON CONFLICT (run_id) DO NOTHING "
+    "forked_from, data, graph) SELECT %(new_run_id)s, 1, status, fingerprint, size, %(now)s, %(now)s, "
+    "%(forked_from)s, data, (SELECT graph FROM {s}.checkpoints WHERE run_id = %(run_id)s) FROM source "
+    "ON CONFLICT (run_id) DO NOTHING "
     "RETURNING run_id, version, status, fingerprint, size, updated_at, data), "
     "entry AS ({entry}) "
     "SELECT s.status, s.fingerprint, s.size, s.data, (SELECT count(*) FROM made), "
     "(SELECT version FROM {s}.checkpoints WHERE run_id = %(new_run_id)s) FROM source s"
+)
+
+# waits, messages, leases
+_MESSAGE = "run_id, topic, message_id, seq, sent_at, payload"
+_LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= %(now)s)"
+_IN_GRAPHS = "AND (%(graphs)s::text[] IS NULL OR c.graph = ANY(%(graphs)s::text[]))"
+_CLAIM = (
+    # the due runs (a passed timer; a pending message on the wait's topic) whose lease is free, locked
+    # with SKIP LOCKED (a run another waker is claiming is skipped, never waited for), then leased; the
+    # lease condition is checked again on the locked row
+    "WITH due (run_id, since) AS ("
+    f"SELECT c.run_id, c.due_at FROM {{s}}.checkpoints c WHERE c.due_at <= %(now)s AND {_LEASE_FREE} {_IN_GRAPHS} "
+    "UNION ALL SELECT m.run_id, min(m.sent_at) FROM {s}.messages m JOIN {s}.checkpoints c "
+    f"ON c.run_id = m.run_id AND c.wait_topic = m.topic WHERE NOT m.delivered AND {_LEASE_FREE} {_IN_GRAPHS} "
+    "GROUP BY m.run_id), "
+    "firsts AS (SELECT run_id, min(since) AS first FROM due GROUP BY run_id), "
+    "picked AS (SELECT c.run_id, f.first FROM {s}.checkpoints c JOIN firsts f ON f.run_id = c.run_id "
+    f"WHERE {_LEASE_FREE} AND (c.wait_topic IS NOT NULL OR c.due_at IS NOT NULL) "
+    "ORDER BY f.first, c.run_id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED) "
+    "UPDATE {s}.checkpoints c SET lease_owner = %(owner)s, lease_until = %(until)s FROM picked p "
+    f"WHERE c.run_id = p.run_id RETURNING {', '.join('c.' + n for n in _RECORD.split(', '))}, c.graph, "
+    "c.wait_topic, c.due_at, p.first"
+)
+_FIRST_PENDING = (
+    f"SELECT DISTINCT ON (m.run_id) {', '.join('m.' + n for n in _MESSAGE.split(', '))} FROM {{s}}.messages m "
+    "JOIN unnest(%(runs)s::text[], %(topics)s::text[]) AS w(run_id, topic) ON m.run_id = w.run_id "
+    "AND m.topic = w.topic WHERE NOT m.delivered ORDER BY m.run_id, m.seq"
+)
+_LOCK_FOR_SEND = "SELECT status FROM {s}.checkpoints WHERE run_id = %(run_id)s FOR NO KEY UPDATE"
+_PUT_MESSAGE = (
+    "INSERT INTO {s}.messages (run_id, message_id, topic, sent_at, payload) VALUES (%(run_id)s, %(message_id)s, "
+    "%(topic)s, %(now)s, %(payload)s) ON CONFLICT (run_id, message_id) DO NOTHING RETURNING seq"
+)
+_KEPT_MESSAGE = f"SELECT {_MESSAGE} FROM {{s}}.messages WHERE run_id = %(run_id)s AND message_id = %(message_id)s"
+_NOTIFY = "SELECT pg_notify(%(channel)s, %(wake)s)"
+_MARK_DELIVERED = (
+    "UPDATE {s}.messages SET delivered = true WHERE run_id = %(run_id)s AND message_id = ANY(%(delivered)s::text[])"
+)
+_RENEW = (
+    "UPDATE {s}.checkpoints SET lease_until = %(until)s WHERE run_id = %(run_id)s AND lease_owner = %(owner)s "
+    "RETURNING 1"
+)
+_RELEASE = (
+    # a run released while it waits may be due already: wake the wakers
+    "WITH freed AS (UPDATE {s}.checkpoints SET lease_owner = NULL, lease_until = NULL WHERE run_id = %(run_id)s "
+    "AND lease_owner = %(owner)s RETURNING run_id, wait_topic IS NOT NULL OR due_at IS NOT NULL AS waiting) "
+    "SELECT pg_notify(%(channel)s, %(wake)s) FROM freed WHERE waiting"
+)
+_MESSAGES = (
+    f"SELECT {_MESSAGE} FROM {{s}}.messages WHERE run_id = %(run_id)s "
+    "AND (%(topic)s::text IS NULL OR topic = %(topic)s::text) AND (NOT %(pending)s OR NOT delivered) ORDER BY seq"
+)
+_NEXT_DUE = (
+    "SELECT min(greatest(due_at, lease_until)) FROM {s}.checkpoints c WHERE due_at IS NOT NULL "
+    "AND (%(graphs)s::text[] IS NULL OR c.graph = ANY(%(graphs)s::text[]))"
 )
 
 
@@ -341,6 +452,19 @@ def _statements(schema: str) -> dict[str, Any]:
         out[name] = sql.format(s=s)
     out["put_framed_latest"] = _PUT_FRAMED_LATEST.format(s=s)
     out["claim_run"] = _CLAIM_RUN.format(s=s)
+    for name, sql in (
+        ("claim", _CLAIM),
+        ("first_pending", _FIRST_PENDING),
+        ("lock_for_send", _LOCK_FOR_SEND),
+        ("put_message", _PUT_MESSAGE),
+        ("kept_message", _KEPT_MESSAGE),
+        ("mark_delivered", _MARK_DELIVERED),
+        ("renew", _RENEW),
+        ("release", _RELEASE),
+        ("messages", _MESSAGES),
+        ("next_due", _NEXT_DUE),
+    ):
+        out[name] = sql.format(s=s)
     return out
 
 
@@ -493,9 +617,21 @@ class _PostgresStore:
             )
         return found
 
-    def _save_op(self, run_id: str, data: bytes, expected_version: int | None, history: bool) -> _Operation:
+    def _save_op(
+        self,
+        run_id: str,
+        data: bytes,
+        expected_version: int | None,
+        history: bool,
+        wait: Wait | None = None,
+        graph: str | None = None,
+        delivered: Any = (),
+    ) -> _Operation:
         _check_run_id(run_id)
         _check_expected(expected_version)
+        if wait is not None:
+            _check_wait(run_id, wait)
+        marked = _check_delivered(run_id, delivered) if delivered else ()
         header = read_header(data)
         now = time.time()
         params: dict[str, Any] = {
@@ -506,11 +642,14 @@ class _PostgresStore:
             "now": now,
             "data": bytes(data),
             "expected": expected_version,
+            "wait_topic": None if wait is None else wait.topic,
+            "due_at": None if wait is None or wait.due_at is None else float(wait.due_at),
+            "graph": _check_graph(graph),
         }
         with self._bases_lock:
             framed = deltas.as_frames(len(data), history, self._bases.framed(run_id))
         if framed:
-            return self._framed_save_op(params, header, history)
+            return self._framed_save_op(params, header, history, wait is not None, marked)
         statement = "save_" + ("any" if expected_version is None else "new" if expected_version == 0 else "over")
         if history:
             statement += "_history"
@@ -518,9 +657,29 @@ class _PostgresStore:
                 statement += "_pruned"
                 params.update(self._retention(run_id, now))
         steps = self._save_steps(self._sql[statement], params)
+        if wait is not None or marked:
+            # the checkpoint, its delivered messages and the wake-up of a parked run: one transaction
+            steps = self._waiting_save_steps(steps, params, wait is not None, marked)
+            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True)
         return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
 
-    def _framed_save_op(self, params: dict[str, Any], header: Any, history: bool) -> _Operation:
+    def _waiting_save_steps(self, save: Steps, params: dict[str, Any], parks: bool, marked: tuple) -> Steps:
+        record = yield from save
+        yield from self._after_save_steps(params["run_id"], parks, marked)
+        return record
+
+    def _after_save_steps(self, run_id: str, parks: bool, marked: tuple) -> Steps:
+        if marked:
+            yield self._sql["mark_delivered"], {"run_id": run_id, "delivered": list(marked)}
+        if parks:
+            yield _NOTIFY, self._wake_params(run_id)
+
+    def _wake_params(self, run_id: str) -> dict[str, Any]:
+        return {"channel": WAKE_CHANNEL, "wake": f"{self.schema} {run_id}"}
+
+    def _framed_save_op(
+        self, params: dict[str, Any], header: Any, history: bool, parks: bool = False, marked: tuple = ()
+    ) -> _Operation:
         """A save as a frame in the history table (listed with `history`, else kept only as the base of
         the next); the latest row keeps the record and no data. One transaction."""
         run_id = params["run_id"]
@@ -533,10 +692,12 @@ class _PostgresStore:
                 else:
                     self._bases.forget(run_id)
 
-        steps = self._framed_save_steps(params, history, kept)
+        steps = self._framed_save_steps(params, history, kept, parks, marked)
         return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, done=done)
 
-    def _framed_save_steps(self, params: dict[str, Any], history: bool, kept: dict[str, Any]) -> Steps:
+    def _framed_save_steps(
+        self, params: dict[str, Any], history: bool, kept: dict[str, Any], parks: bool, marked: tuple
+    ) -> Steps:
         run_id, now = params["run_id"], params["now"]
         yield self._sql["claim_run"], params
         current, created, forked = (yield self._sql["lock_record"], {"run_id": run_id})[0]
@@ -553,6 +714,7 @@ class _PostgresStore:
             yield self._sql["drop_unneeded_run"], {"run_id": run_id}
         if history and self._retains():  # unlisted bases wait for the next keyframe or `prune()`
             yield self._sql["prune_run"], self._retention(run_id, now)
+        yield from self._after_save_steps(run_id, parks, marked)
         kept.update(version=version, chain=chain, chain_bytes=chain_bytes)
         return CheckpointRecord(
             run_id, version, params["status"], params["fingerprint"], params["size"], created, now, forked
@@ -729,6 +891,119 @@ class _PostgresStore:
             self._bases.forget(run_id)
         return True
 
+    # ----- waits, messages, leases (amrita_sense.durable.stores.waiting) --------------------------
+
+    def _send_op(
+        self, run_id: str, topic: str, payload: Any, message_id: str | None, codec: Any, keyring: Any
+    ) -> _Operation:
+        _check_run_id(run_id)
+        _check_name("topic", topic)
+        message_id = _message_id(message_id)
+        encoded = encode_payload(
+            payload, codec=codec, keyring=keyring, run_id=run_id, topic=topic, message_id=message_id
+        )
+        params = {"run_id": run_id, "topic": topic, "message_id": message_id, "now": time.time(), "payload": encoded}
+        return _Operation(f"sending a message to run {run_id!r}", self._send_steps(params), atomic=True)
+
+    def _send_steps(self, params: dict[str, Any]) -> Steps:
+        run_id = params["run_id"]
+        # the run's row lock: a save that ends the run waits for this message, or this one sees it ended,
+        # and the messages of one run are numbered in the order they commit
+        rows = yield self._sql["lock_for_send"], {"run_id": run_id}
+        if not rows:
+            raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}: a message cannot be sent")
+        if rows[0][0] in ENDED_STATUSES:
+            raise _ended(run_id, rows[0][0])
+        made = yield self._sql["put_message"], params
+        if not made:  # the same message id was sent before: that message stays
+            return StoredMessage(*(yield self._sql["kept_message"], params)[0])
+        yield _NOTIFY, self._wake_params(run_id)
+        return StoredMessage(
+            run_id, params["topic"], params["message_id"], made[0][0], params["now"], params["payload"]
+        )
+
+    def _claim_op(self, owner: str, lease_seconds: float, limit: int, graphs: Any, now: float | None) -> _Operation:
+        lease = _check_lease(owner, lease_seconds)
+        _check_limit(limit)
+        names = _check_graphs(graphs)
+        return _Operation("claiming due runs", self._claim_steps(owner, lease, limit, names, now), atomic=True)
+
+    def _claim_steps(self, owner: str, lease: float, limit: int, names: Any, now: float | None) -> Steps:
+        if names is not None and not names:
+            return []
+        at = time.time() if now is None else float(now)
+        params = {"now": at, "until": at + lease, "owner": owner, "limit": limit}
+        params["graphs"] = None if names is None else sorted(names)
+        rows = yield self._sql["claim"], params
+        rows = sorted(rows, key=lambda row: (row[-1], row[0]))
+        waiting = [(row[0], row[9]) for row in rows if row[9] is not None]
+        messages: dict[str, StoredMessage] = {}
+        if waiting:
+            runs, topics = [run for run, _ in waiting], [topic for _, topic in waiting]
+            for found in (yield self._sql["first_pending"], {"runs": runs, "topics": topics}):
+                messages[found[0]] = StoredMessage(*found)
+        return [
+            Claim(
+                row[0],
+                owner,
+                at + lease,
+                row[8],
+                Wait(row[9], row[10]),
+                CheckpointRecord(*row[:8]),
+                messages.get(row[0]),
+            )
+            for row in rows
+        ]
+
+    def _renew_op(self, run_id: str, owner: str, lease_seconds: float) -> _Operation:
+        lease = _check_lease(owner, lease_seconds)
+        _check_run_id(run_id)
+        params = {"run_id": run_id, "owner": owner, "until": time.time() + lease}
+        return _Operation(f"renewing the lease on run {run_id!r}", self._renew_steps(params), atomic=False)
+
+    def _renew_steps(self, params: dict[str, Any]) -> Steps:
+        return bool((yield self._sql["renew"], params))
+
+    def _release_op(self, run_id: str, owner: str) -> _Operation:
+        _check_run_id(run_id)
+        _check_name("lease owner", owner)
+        params = {"run_id": run_id, "owner": owner, **self._wake_params(run_id)}
+        return _Operation(f"releasing the lease on run {run_id!r}", self._release_steps(params), atomic=False)
+
+    def _release_steps(self, params: dict[str, Any]) -> Steps:
+        yield self._sql["release"], params
+        return None
+
+    def _messages_op(self, run_id: str, topic: str | None, pending: bool) -> _Operation:
+        _check_run_id(run_id)
+        if topic is not None:
+            _check_name("topic", topic)
+        params = {"run_id": run_id, "topic": topic, "pending": bool(pending)}
+        return _Operation(f"reading the messages of run {run_id!r}", self._messages_steps(params), atomic=False)
+
+    def _messages_steps(self, params: dict[str, Any]) -> Steps:
+        rows = yield self._sql["messages"], params
+        if not rows and not (yield self._sql["run_exists"], {"run_id": params["run_id"]})[0][0]:
+            raise CheckpointNotFound(f"no checkpoint for run {params['run_id']!r}{self._where}")
+        return [StoredMessage(*row) for row in rows]
+
+    def _next_due_op(self, graphs: Any) -> _Operation:
+        names = _check_graphs(graphs)
+        params = {"graphs": None if names is None else sorted(names)}
+        return _Operation("finding the next due run", self._next_due_steps(params), atomic=False)
+
+    def _next_due_steps(self, params: dict[str, Any]) -> Steps:
+        return (yield self._sql["next_due"], params)[0][0]
+
+    def _wakeup_timeout(self, timeout: Any) -> float:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise ValueError(f"timeout is a non-negative number of seconds, not {timeout!r}")
+        return float(timeout)
+
+    def _ours(self, payload: str) -> bool:
+        """A wake-up of this store's schema (stores on other schemas share the channel)."""
+        return payload.partition(" ")[0] == self.schema
+
 
 def _parse_dsn(dsn: Any) -> dict[str, Any]:
     if not isinstance(dsn, str):
@@ -811,6 +1086,14 @@ class PostgresCheckpointStore(_PostgresStore):
     def _start(self) -> None:
         self._lock = threading.Lock()
         self._lock_pid = os.getpid()
+        # threads: guards the wake-up count and the listening thread
+        self._wake = threading.Condition(threading.Lock())
+        self._wake_count = self._wake_seen = 0
+        self._listen_error: BaseException | None = None
+        self._listen_thread: threading.Thread | None = None
+        self._listen_stop = threading.Event()
+        self._listen_conn: Any = None
+        self._listen_pid = 0
         self._pool: ConnectionPool | None = None
         self._pid = 0
         self._ready = False
@@ -832,6 +1115,7 @@ class PostgresCheckpointStore(_PostgresStore):
             pool, self._pool, self._ready = self._pool, None, False
             if pool is not None and self._pid == os.getpid():
                 pool.close()
+        self._close_listener()
 
     def _process_lock(self) -> threading.Lock:
         if self._lock_pid != os.getpid():  # forked: the parent's lock may have been held at that moment
@@ -891,11 +1175,22 @@ class PostgresCheckpointStore(_PostgresStore):
             raise self._failure(operation.what, exc) from exc
 
     def save(
-        self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        expected_version: int | None = None,
+        history: bool = False,
+        wait: Wait | None = None,
+        graph: str | None = None,
+        delivered: tuple[str, ...] = (),
     ) -> CheckpointRecord:
         """Store `data` as the run's latest checkpoint (one conditional statement); with `history`,
-        also as an entry of its history (the retention applied in the same statement). Its record."""
-        return self._run(self._save_op(run_id, data, expected_version, history))
+        also as an entry of its history (the retention applied in the same statement). Its record.
+        `wait` and `graph` are written by the same statement; `delivered` marks those messages in the
+        same transaction, and a save that parks the run (`wait`) `NOTIFY`s the wakers in it too
+        (`amrita_sense.durable.stores.waiting`)."""
+        return self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered))
 
     def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
         """The run's latest checkpoint, or its checkpoint `version` (the latest or a kept history
@@ -942,6 +1237,119 @@ class PostgresCheckpointStore(_PostgresStore):
         page's rows are read (`amrita_sense.durable.stores.paging`)."""
         return self._run(self._list_page_op(status, sort, order, offset, limit))
 
+    # ----- waits, messages, leases (amrita_sense.durable.stores.waiting) --------------------------
+
+    def send(
+        self,
+        run_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        message_id: str | None = None,
+        codec: Any = None,
+        keyring: Any = None,
+    ) -> StoredMessage:
+        """Keep a message for the run (one transaction, under the run's row lock, with a `NOTIFY` of the
+        wakers); the first one of a `message_id` is kept, and returned again for a repeated id."""
+        return self._run(self._send_op(run_id, topic, payload, message_id, codec, keyring))
+
+    def claim_due(
+        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+    ) -> builtins.list[Claim]:
+        """Lease the due waiting runs to `owner` (one statement; rows locked by another claim or a save
+        are skipped, `FOR UPDATE SKIP LOCKED`), with each run's first pending message on its topic."""
+        return self._run(self._claim_op(owner, lease_seconds, limit, graphs, now))
+
+    def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend `owner`'s lease on the run by `lease_seconds` from now; False when it is not `owner`'s."""
+        return self._run(self._renew_op(run_id, owner, lease_seconds))
+
+    def release(self, run_id: str, owner: str) -> None:
+        """Give up `owner`'s lease on the run (no effect when it is not `owner`'s)."""
+        self._run(self._release_op(run_id, owner))
+
+    def messages(self, run_id: str, *, topic: str | None = None, pending: bool = True) -> builtins.list[StoredMessage]:
+        """The run's messages in sending order (on `topic`; only the undelivered ones with `pending`)."""
+        return self._run(self._messages_op(run_id, topic, pending))
+
+    def next_due(self, *, graphs: Any = None) -> float | None:
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
+        return self._run(self._next_due_op(graphs))
+
+    def wait_for_wakeup(self, timeout: float) -> bool:
+        """Block until a wake-up of this store's schema or `timeout` seconds: True for a wake-up, False at
+        the timeout. A thread of the store listens (`LISTEN amrita_sense_wake`, on a connection of its
+        own, from the first call on); a call reports the wake-ups that came since the previous call
+        began, so one that came between two calls is not lost, and a call its caller gave up on (a
+        thread left waiting) takes nothing from the next (the price: after a wake-up, the next call
+        may return True at once)."""
+        seconds = self._wakeup_timeout(timeout)
+        self._listening()
+        with self._wake:
+            # from the count when the previous call began: a wake-up that call took and its caller
+            # never saw (it gave up waiting) is reported again, at the price of a spurious wake-up
+            seen, self._wake_seen = self._wake_seen, self._wake_count
+            self._wake.wait_for(lambda: self._wake_count != seen or self._listen_error is not None, seconds)
+            error, self._listen_error = self._listen_error, None
+            if error is not None:
+                raise self._failure("waiting for a wake-up", error) from error
+            return self._wake_count != seen
+
+    def _listening(self) -> None:
+        """Start the listening thread unless it runs (its connection opened here: a failure raises)."""
+        with self._wake:
+            if self._listen_pid != os.getpid():  # forked: the parent's thread and socket are not ours
+                self._listen_thread, self._listen_conn, self._listen_pid = None, None, os.getpid()
+            if self._listen_thread is not None and self._listen_thread.is_alive():
+                return
+            again = self._listen_thread is not None  # the last one died: its connection failed
+            connection = dict(self._pool_kwargs.get("kwargs") or {})
+            if "connect_timeout" not in self._params and "connect_timeout" not in connection:
+                connection["connect_timeout"] = max(2, math.ceil(self.timeout))
+            try:
+                conn = psycopg.Connection.connect(self._dsn, **{**connection, "autocommit": True})
+                conn.execute(f'LISTEN "{WAKE_CHANNEL}"')
+            except psycopg.Error as exc:
+                raise self._failure("listening for wake-ups", exc) from exc
+            stop = threading.Event()
+            thread = threading.Thread(
+                target=self._listen, args=(conn, stop), name=f"amrita_sense.wake.{self.schema}", daemon=True
+            )
+            self._listen_conn, self._listen_stop, self._listen_thread = conn, stop, thread
+            if again:  # its error was reported; what was sent while nobody listened is not known: wake
+                self._listen_error = None
+                self._wake_count += 1
+            thread.start()
+
+    def _listen(self, conn: Any, stop: threading.Event) -> None:
+        """The listening thread: count this schema's wake-ups until `stop` (or the connection fails)."""
+        try:
+            while not stop.is_set():
+                for notice in conn.notifies(timeout=0.5):
+                    if self._ours(notice.payload):
+                        with self._wake:
+                            self._wake_count += 1
+                            self._wake.notify_all()
+        except psycopg.Error as exc:
+            if not stop.is_set():
+                with self._wake:
+                    self._listen_error = exc
+                    self._wake.notify_all()
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+    def _close_listener(self) -> None:
+        with self._wake:
+            thread, self._listen_thread, self._listen_conn = self._listen_thread, None, None
+            if thread is not None and self._listen_pid == os.getpid():
+                self._listen_stop.set()
+            else:
+                thread = None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(2.0)
+
 
 # ----- the async store ---------------------------------------------------------------------------
 
@@ -969,6 +1377,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
 
     def _start(self) -> None:
         self._pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
+        self._listeners: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._listen_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._listen_lost: set[asyncio.AbstractEventLoop] = set()  # listening connections that failed
         self._pid = os.getpid()
 
     async def __aenter__(self) -> AsyncPostgresCheckpointStore:
@@ -985,17 +1396,26 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
     async def close(self) -> None:
         """Close the current loop's pool (the next operation opens a new one)."""
         self._forget_other_process()
-        entry = self._pools.pop(asyncio.get_running_loop(), None)
+        loop = asyncio.get_running_loop()
+        entry = self._pools.pop(loop, None)
+        listener = self._listeners.pop(loop, None)
+        self._listen_locks.pop(loop, None)
         self._forget_closed_loops()
         if entry is not None:
             await entry.pool.close()
+        if listener is not None:
+            await listener.close()
 
     def _forget_other_process(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's pools and their sockets are not ours
             self._pools, self._pid = {}, os.getpid()
+            self._listeners, self._listen_locks = {}, {}
 
     def _forget_closed_loops(self) -> None:
         self._pools = {loop: entry for loop, entry in self._pools.items() if not loop.is_closed()}
+        self._listeners = {loop: conn for loop, conn in self._listeners.items() if not loop.is_closed()}
+        self._listen_locks = {loop: lock for loop, lock in self._listen_locks.items() if not loop.is_closed()}
+        self._listen_lost = {loop for loop in self._listen_lost if not loop.is_closed()}
 
     async def _ready_pool(self, what: str) -> AsyncConnectionPool:
         self._forget_other_process()
@@ -1056,10 +1476,18 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
             raise self._failure(operation.what, exc) from exc
 
     async def save(
-        self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        expected_version: int | None = None,
+        history: bool = False,
+        wait: Wait | None = None,
+        graph: str | None = None,
+        delivered: tuple[str, ...] = (),
     ) -> CheckpointRecord:
         """As `PostgresCheckpointStore.save`."""
-        return await self._run(self._save_op(run_id, data, expected_version, history))
+        return await self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered))
 
     async def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
         """As `PostgresCheckpointStore.load`."""
@@ -1102,3 +1530,81 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
     ) -> CheckpointPage:
         """As `PostgresCheckpointStore.list_page`."""
         return await self._run(self._list_page_op(status, sort, order, offset, limit))
+
+    # ----- waits, messages, leases (amrita_sense.durable.stores.waiting) --------------------------
+
+    async def send(
+        self,
+        run_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        message_id: str | None = None,
+        codec: Any = None,
+        keyring: Any = None,
+    ) -> StoredMessage:
+        """As `PostgresCheckpointStore.send`."""
+        return await self._run(self._send_op(run_id, topic, payload, message_id, codec, keyring))
+
+    async def claim_due(
+        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+    ) -> builtins.list[Claim]:
+        """As `PostgresCheckpointStore.claim_due`."""
+        return await self._run(self._claim_op(owner, lease_seconds, limit, graphs, now))
+
+    async def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:
+        """As `PostgresCheckpointStore.renew`."""
+        return await self._run(self._renew_op(run_id, owner, lease_seconds))
+
+    async def release(self, run_id: str, owner: str) -> None:
+        """As `PostgresCheckpointStore.release`."""
+        await self._run(self._release_op(run_id, owner))
+
+    async def messages(
+        self, run_id: str, *, topic: str | None = None, pending: bool = True
+    ) -> builtins.list[StoredMessage]:
+        """As `PostgresCheckpointStore.messages`."""
+        return await self._run(self._messages_op(run_id, topic, pending))
+
+    async def next_due(self, *, graphs: Any = None) -> float | None:
+        """As `PostgresCheckpointStore.next_due`."""
+        return await self._run(self._next_due_op(graphs))
+
+    async def wait_for_wakeup(self, timeout: float) -> bool:
+        """As `PostgresCheckpointStore.wait_for_wakeup`, listening on a connection of its own per event
+        loop (opened at the first call): the wake-ups that came since the previous call returned are
+        read first; a call cancelled while it waits takes nothing from the next."""
+        deadline = monotonic() + self._wakeup_timeout(timeout)
+        self._forget_other_process()
+        loop = asyncio.get_running_loop()
+        lock = self._listen_locks.setdefault(loop, asyncio.Lock())
+        async with lock:
+            try:
+                conn = self._listeners.get(loop)
+                if conn is None or conn.closed:
+                    conn = self._listeners[loop] = await self._listen()
+                    if loop in self._listen_lost:  # what was sent while nobody listened is not known
+                        self._listen_lost.discard(loop)
+                        return True
+                while True:
+                    left = deadline - monotonic()
+                    async for notice in conn.notifies(timeout=max(left, 0.0), stop_after=1):
+                        if self._ours(notice.payload):
+                            return True
+                    if deadline - monotonic() <= 0:
+                        return False
+            except psycopg.Error as exc:
+                dropped = self._listeners.pop(loop, None)
+                if dropped is not None:
+                    self._listen_lost.add(loop)
+                    with contextlib.suppress(psycopg.Error):
+                        await dropped.close()
+                raise self._failure("waiting for a wake-up", exc) from exc
+
+    async def _listen(self) -> Any:
+        connection = dict(self._pool_kwargs.get("kwargs") or {})
+        if "connect_timeout" not in self._params and "connect_timeout" not in connection:
+            connection["connect_timeout"] = max(2, math.ceil(self.timeout))
+        conn = await psycopg.AsyncConnection.connect(self._dsn, **{**connection, "autocommit": True})
+        await conn.execute(f'LISTEN "{WAKE_CHANNEL}"')
+        return conn

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import sqlite3
 import threading
@@ -12,6 +13,7 @@ from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.messages import encode_payload
 from amrita_sense.durable.stores import deltas, sqlite_reader
 from amrita_sense.durable.stores.base import (
     SWEEP_BATCH,
@@ -30,11 +32,29 @@ from amrita_sense.durable.stores.base import (
     _version_not_kept,
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
+from amrita_sense.durable.stores.waiting import (
+    ENDED_STATUSES,
+    Claim,
+    StoredMessage,
+    Wait,
+    _check_delivered,
+    _check_graph,
+    _check_graphs,
+    _check_lease,
+    _check_limit,
+    _check_name,
+    _check_wait,
+    _ended,
+    _message_id,
+)
 
-_SCHEMA_VERSION = 3
+_SCHEMA_VERSION = 4
 """1: the latest checkpoint per run; 2: `forked_from`, and the history table; 3: frames (a history
 row may be a delta from the one before it, `base`; one kept only as such a base is not `listed`;
-the latest's `data` is empty when its frame is in the history table; `size` of the whole snapshot)."""
+the latest's `data` is empty when its frame is in the history table; `size` of the whole snapshot);
+4: waits (a run's `graph`, its wait's `wait_topic` / `due_at`, both NULL when it does not wait, and
+its waker's `lease_owner` / `lease_until`) and the `sense_messages` table (`seq`: the store's
+sending order)."""
 _SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS sense_checkpoints (
@@ -46,7 +66,12 @@ CREATE TABLE IF NOT EXISTS sense_checkpoints (
     updated_at  REAL NOT NULL,
     data        BLOB NOT NULL,
     forked_from TEXT,
-    size        INTEGER
+    size        INTEGER,
+    graph       TEXT,
+    wait_topic  TEXT,
+    due_at      REAL,
+    lease_owner TEXT,
+    lease_until REAL
 )""",
     """
 CREATE TABLE IF NOT EXISTS sense_history (
@@ -61,6 +86,19 @@ CREATE TABLE IF NOT EXISTS sense_history (
     size        INTEGER,
     PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID""",
+    """
+CREATE TABLE IF NOT EXISTS sense_messages (
+    seq         INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL,
+    message_id  TEXT NOT NULL,
+    topic       TEXT NOT NULL,
+    sent_at     REAL NOT NULL,
+    payload     BLOB NOT NULL,
+    delivered   INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (run_id, message_id)
+)""",
+    "CREATE INDEX IF NOT EXISTS sense_messages_pending ON sense_messages (run_id, topic, seq) WHERE delivered = 0",
+    "CREATE INDEX IF NOT EXISTS sense_checkpoints_due ON sense_checkpoints (due_at) WHERE due_at IS NOT NULL",
 )
 _ADDED_COLUMNS = (
     ("sense_checkpoints", "forked_from", "TEXT"),
@@ -68,15 +106,23 @@ _ADDED_COLUMNS = (
     ("sense_history", "base", "INTEGER"),
     ("sense_history", "listed", "INTEGER NOT NULL DEFAULT 1"),
     ("sense_history", "size", "INTEGER"),
+    ("sense_checkpoints", "graph", "TEXT"),
+    ("sense_checkpoints", "wait_topic", "TEXT"),
+    ("sense_checkpoints", "due_at", "REAL"),
+    ("sense_checkpoints", "lease_owner", "TEXT"),
+    ("sense_checkpoints", "lease_until", "REAL"),
 )
 """The columns later schema versions added to a table an earlier one created."""
 _RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 """SQLite 3.35 and later: a save without history is one statement (`RETURNING`); before, a transaction."""
 _INSERT = (
-    "INSERT INTO sense_checkpoints (status, fingerprint, created_at, updated_at, data, run_id, version) "
-    "VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1) ON CONFLICT (run_id) "
+    "INSERT INTO sense_checkpoints (status, fingerprint, created_at, updated_at, data, run_id, version, "
+    "wait_topic, due_at, graph) VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1, ?7, ?8, ?9) ON CONFLICT (run_id) "
 )
-_UPDATE = "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, size = NULL, version = version + 1"
+_UPDATE = (
+    "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, size = NULL, version = version + 1, "
+    "wait_topic = ?7, due_at = ?8, graph = coalesce(?9, graph)"
+)
 _NEW_VERSION = " RETURNING version, created_at, forked_from"
 _SAVE_ANY = _INSERT + "DO UPDATE SET " + _UPDATE + _NEW_VERSION
 _SAVE_NEW = _INSERT + "DO NOTHING" + _NEW_VERSION
@@ -100,6 +146,17 @@ _EXPIRED = {
     "FROM sense_history h WHERE h.run_id = c.run_id AND h.listed = 1) LIMIT ?",
 }
 _RUNS_WITH_UNLISTED = "SELECT DISTINCT run_id FROM sense_history WHERE listed = 0"
+_DELIVERED = "UPDATE sense_messages SET delivered = 1 WHERE run_id = ? AND message_id = ?"
+_LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= ?1)"
+_DUE = (
+    "WITH due (run_id, since) AS ("
+    f"SELECT c.run_id, c.due_at FROM sense_checkpoints c WHERE c.due_at <= ?1 AND {_LEASE_FREE} {{graphs}} "
+    "UNION ALL SELECT m.run_id, min(m.sent_at) FROM sense_messages m JOIN sense_checkpoints c "
+    f"ON c.run_id = m.run_id AND c.wait_topic = m.topic WHERE m.delivered = 0 AND {_LEASE_FREE} {{graphs}} "
+    "GROUP BY m.run_id) SELECT run_id, min(since) AS first FROM due GROUP BY run_id ORDER BY first, run_id LIMIT ?2"
+)
+"""The runs `claim_due` leases: a passed timer or a pending message on the wait's topic, lease free."""
+_MESSAGE_COLUMNS = "run_id, topic, message_id, seq, sent_at, payload"
 _CHAIN = (
     "SELECT version, base, data FROM sense_history WHERE run_id = ?1 AND version <= ?2 AND version >= "
     "(SELECT max(version) FROM sense_history WHERE run_id = ?1 AND base IS NULL AND version <= ?2) ORDER BY version"
@@ -231,44 +288,76 @@ class SQLiteCheckpointStore:
                 raise CheckpointError(f"{what} failed in {self.path!r}: {exc}") from exc
 
     def save(
-        self, run_id: str, data: bytes, *, expected_version: int | None = None, history: bool = False
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        expected_version: int | None = None,
+        history: bool = False,
+        wait: Wait | None = None,
+        graph: str | None = None,
+        delivered: tuple[str, ...] = (),
     ) -> CheckpointRecord:
         """Store `data` as the run's latest checkpoint (one transaction); with `history`, also as an
         entry of its history. Its record. A large snapshot is stored as frames (a delta from the
         run's previous one, `amrita_sense.durable.stores.deltas`); a small one without history is one
-        statement."""
+        statement. `wait`, `graph` and `delivered` (`amrita_sense.durable.stores.waiting`) are written
+        by the same statement (the wait columns, the graph name) or transaction (the delivered
+        messages, one more statement only when given)."""
         _check_run_id(run_id)
         _check_expected(expected_version)
+        waits = _wait_params(run_id, wait, graph)
+        marked = _check_delivered(run_id, delivered) if delivered else ()
         header = read_header(data)
         now = time.time()
         data = bytes(data)
         if deltas.as_frames(len(data), history, self._bases.framed(run_id)):
-            return self._save_framed(run_id, data, header, now, expected_version, history)
+            return self._save_framed(run_id, data, header, now, expected_version, history, waits, marked)
         if not history and _RETURNING:
-            return self._save_latest(run_id, data, header, now, expected_version)
+            return self._save_latest(run_id, data, header, now, expected_version, waits, marked)
         with self._transaction("saving a checkpoint") as conn:
             current, created, forked = _written_over(conn, run_id, now, expected_version)
             record = CheckpointRecord(
                 run_id, current + 1, header.status, header.fingerprint, len(data), created, now, forked
             )
-            self._write(conn, record, data, history)
+            self._write(conn, record, data, history, waits)
+            _mark_delivered(conn, run_id, marked)
         return record
 
     def _save_latest(
-        self, run_id: str, data: bytes, header: Any, now: float, expected_version: int | None
+        self,
+        run_id: str,
+        data: bytes,
+        header: Any,
+        now: float,
+        expected_version: int | None,
+        waits: tuple,
+        marked: tuple[str, ...],
     ) -> CheckpointRecord:
         """A save without history: one conditional statement (its own transaction: the connection
-        autocommits), which returns the new version, or nothing when the expected one was not there."""
+        autocommits), which returns the new version, or nothing when the expected one was not there.
+        With delivered messages, the statement and their update are one transaction."""
         statement = _SAVE_ANY if expected_version is None else _SAVE_NEW if expected_version == 0 else _SAVE_OVER
-        params = (header.status, header.fingerprint, now, data, run_id, expected_version)
+        params = (header.status, header.fingerprint, now, data, run_id, expected_version or None, *waits)
         with self._lock:
             try:
                 conn = self._connection()
-                # fetchall: the statement runs to its end, which ends (commits) its transaction
-                rows = conn.execute(statement, params if expected_version else params[:5]).fetchall()
-                if not rows:
-                    found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
-                    current = (found.fetchone() or (0,))[0]
+                if marked:
+                    conn.execute("BEGIN IMMEDIATE")
+                try:
+                    # fetchall: the statement runs to its end, which ends (commits) its transaction
+                    rows = conn.execute(statement, params).fetchall()
+                    if not rows:
+                        found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
+                        current = (found.fetchone() or (0,))[0]
+                    elif marked:
+                        _mark_delivered(conn, run_id, marked)
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise CheckpointError(f"saving a checkpoint failed in {self.path!r}: {exc}") from exc
         if not rows:
@@ -277,7 +366,15 @@ class SQLiteCheckpointStore:
         return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
     def _save_framed(
-        self, run_id: str, data: bytes, header: Any, now: float, expected_version: int | None, history: bool
+        self,
+        run_id: str,
+        data: bytes,
+        header: Any,
+        now: float,
+        expected_version: int | None,
+        history: bool,
+        waits: tuple,
+        marked: tuple[str, ...],
     ) -> CheckpointRecord:
         """A save as a frame in the history table (listed there with `history`, else kept only as
         the base of the next); the latest row keeps the record and no data."""
@@ -294,11 +391,13 @@ class SQLiteCheckpointStore:
                     )
                     conn.execute(
                         "INSERT INTO sense_checkpoints (run_id, version, status, fingerprint, created_at, updated_at, "
-                        "data, size) VALUES (?, ?, ?, ?, ?, ?, x'', ?) ON CONFLICT (run_id) DO UPDATE SET version = "
-                        "excluded.version, status = excluded.status, fingerprint = excluded.fingerprint, "
-                        "updated_at = excluded.updated_at, data = x'', size = excluded.size",
-                        (run_id, version, header.status, header.fingerprint, created, now, len(data)),
+                        "data, size, wait_topic, due_at, graph) VALUES (?, ?, ?, ?, ?, ?, x'', ?, ?, ?, ?) "
+                        "ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, status = excluded.status, "
+                        "fingerprint = excluded.fingerprint, updated_at = excluded.updated_at, data = x'', "
+                        "size = excluded.size, " + _WAIT_SET,
+                        (run_id, version, header.status, header.fingerprint, created, now, len(data), *waits),
                     )
+                    _mark_delivered(conn, run_id, marked)
                     if base is None:
                         self._collect_frames(conn, run_id)  # the frames before a keyframe may go
                     if history:
@@ -309,16 +408,25 @@ class SQLiteCheckpointStore:
             self._bases.keep(run_id, version, data, chain, chain_bytes)
         return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
-    def _write(self, conn: sqlite3.Connection, record: CheckpointRecord, data: bytes, history: bool) -> None:
-        """Write `record` as its run's latest checkpoint (and as a history entry) in `conn`'s transaction."""
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        record: CheckpointRecord,
+        data: bytes,
+        history: bool,
+        waits: tuple = (None, None, None),
+    ) -> None:
+        """Write `record` as its run's latest checkpoint (and as a history entry) in `conn`'s transaction,
+        with its wait and graph name (`waits`: wait topic, due at, graph)."""
         r = record
         self._bases.forget(r.run_id)
         conn.execute(
             "INSERT INTO sense_checkpoints (run_id, version, status, fingerprint, created_at, updated_at, data, "
-            "forked_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET version = "
-            "excluded.version, status = excluded.status, fingerprint = excluded.fingerprint, "
-            "updated_at = excluded.updated_at, data = excluded.data, size = NULL",
-            (r.run_id, r.version, r.status, r.fingerprint, r.created_at, r.updated_at, bytes(data), r.forked_from),
+            "forked_from, wait_topic, due_at, graph) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) "
+            "DO UPDATE SET version = excluded.version, status = excluded.status, fingerprint = excluded.fingerprint, "
+            "updated_at = excluded.updated_at, data = excluded.data, size = NULL, " + _WAIT_SET,
+            (r.run_id, r.version, r.status, r.fingerprint, r.created_at, r.updated_at, bytes(data), r.forked_from)
+            + tuple(waits),
         )
         if history:
             conn.execute(
@@ -412,11 +520,13 @@ class SQLiteCheckpointStore:
             row = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (new_run_id,)).fetchone()
             if row is not None:
                 raise _fork_conflict(new_run_id, row[0])
+            found = conn.execute("SELECT graph FROM sense_checkpoints WHERE run_id = ?", (run_id,)).fetchone()
             s = source.record
             record = CheckpointRecord(
                 new_run_id, 1, s.status, s.fingerprint, s.size, now, now, _forked_from(run_id, version)
             )
-            self._write(conn, record, source.data, history=True)
+            # the new run does not wait, has no messages and no lease; it belongs to the same graph
+            self._write(conn, record, source.data, True, (None, None, found[0] if found else None))
         return record
 
     def prune(self, run_id: str | None = None) -> int:
@@ -452,6 +562,7 @@ class SQLiteCheckpointStore:
         if self.on_expiry == "delete":
             conn.execute("DELETE FROM sense_checkpoints WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM sense_messages WHERE run_id = ?", (run_id,))
             self._bases.forget(run_id)
             return True
         conn.execute("UPDATE sense_history SET listed = 0 WHERE run_id = ?", (run_id,))
@@ -490,8 +601,154 @@ class SQLiteCheckpointStore:
                 raise _conflict(run_id, expected_version, current)
             conn.execute("DELETE FROM sense_checkpoints WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM sense_messages WHERE run_id = ?", (run_id,))
             self._bases.forget(run_id)
         return row is not None
+
+    # ----- waits, messages, leases (amrita_sense.durable.stores.waiting) ------------------------------
+
+    def send(
+        self,
+        run_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        message_id: str | None = None,
+        codec: Any = None,
+        keyring: Any = None,
+    ) -> StoredMessage:
+        """Keep a message for the run (one transaction; `amrita_sense.durable.stores.waiting`): the
+        first one of a `message_id` is kept, and returned again for a repeated id."""
+        _check_run_id(run_id)
+        _check_name("topic", topic)
+        message_id = _message_id(message_id)
+        encoded = encode_payload(
+            payload, codec=codec, keyring=keyring, run_id=run_id, topic=topic, message_id=message_id
+        )
+        now = time.time()
+        with self._transaction("sending a message") as conn:
+            row = conn.execute("SELECT status FROM sense_checkpoints WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise CheckpointNotFound(f"no checkpoint for run {run_id!r} in {self.path!r}: a message cannot be sent")
+            if row[0] in ENDED_STATUSES:
+                raise _ended(run_id, row[0])
+            sql = f"SELECT {_MESSAGE_COLUMNS} FROM sense_messages WHERE run_id = ? AND message_id = ?"
+            kept = conn.execute(sql, (run_id, message_id)).fetchone()
+            if kept is not None:
+                return StoredMessage(*kept)
+            cursor = conn.execute(
+                "INSERT INTO sense_messages (run_id, message_id, topic, sent_at, payload) VALUES (?, ?, ?, ?, ?)",
+                (run_id, message_id, topic, now, encoded),
+            )
+            seq = cursor.lastrowid
+        assert seq is not None
+        return StoredMessage(run_id, topic, message_id, seq, now, encoded)
+
+    def claim_due(
+        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+    ) -> builtins.list[Claim]:
+        """Lease the due waiting runs to `owner`, in one write transaction (`BEGIN IMMEDIATE`: a claim
+        by another thread or process waits for it and then sees the leases)."""
+        lease = _check_lease(owner, lease_seconds)
+        _check_limit(limit)
+        names = _check_graphs(graphs)
+        if names is not None and not names:
+            return []
+        graph_params = tuple(sorted(names or ()))
+        numbered = ", ".join(f"?{3 + i}" for i in range(len(graph_params)))
+        where = f"AND c.graph IN ({numbered})" if names is not None else ""
+        sql = _DUE.format(graphs=where)
+        claims = []
+        with self._transaction("claiming due runs") as conn:
+            now = time.time() if now is None else float(now)
+            until = now + lease
+            due = conn.execute(sql, (now, limit, *graph_params)).fetchall()
+            for run_id, _ in due:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS}, graph, wait_topic, due_at FROM sense_checkpoints WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                record, (graph, topic, due_at) = CheckpointRecord(*row[:8]), row[8:]
+                message = None
+                if topic is not None:
+                    found = conn.execute(
+                        f"SELECT {_MESSAGE_COLUMNS} FROM sense_messages WHERE run_id = ? AND topic = ? AND "
+                        "delivered = 0 ORDER BY seq LIMIT 1",
+                        (run_id, topic),
+                    ).fetchone()
+                    message = StoredMessage(*found) if found is not None else None
+                conn.execute(
+                    "UPDATE sense_checkpoints SET lease_owner = ?, lease_until = ? WHERE run_id = ?",
+                    (owner, until, run_id),
+                )
+                claims.append(Claim(run_id, owner, until, graph, Wait(topic, due_at), record, message))
+        return claims
+
+    def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:
+        """Extend `owner`'s lease on the run by `lease_seconds` from now; False when it is not `owner`'s."""
+        lease = _check_lease(owner, lease_seconds)
+        _check_run_id(run_id)
+        with self._transaction("renewing a lease") as conn:
+            sql = "UPDATE sense_checkpoints SET lease_until = ? WHERE run_id = ? AND lease_owner = ?"
+            return conn.execute(sql, (time.time() + lease, run_id, owner)).rowcount == 1
+
+    def release(self, run_id: str, owner: str) -> None:
+        """Give up `owner`'s lease on the run (no effect when it is not `owner`'s)."""
+        _check_run_id(run_id)
+        _check_name("lease owner", owner)
+        with self._transaction("releasing a lease") as conn:
+            conn.execute(
+                "UPDATE sense_checkpoints SET lease_owner = NULL, lease_until = NULL WHERE run_id = ? AND "
+                "lease_owner = ?",
+                (run_id, owner),
+            )
+
+    def messages(self, run_id: str, *, topic: str | None = None, pending: bool = True) -> builtins.list[StoredMessage]:
+        """The run's messages in sending order (on `topic`; only the undelivered ones with `pending`)."""
+        _check_run_id(run_id)
+        where, params = "run_id = ?", [run_id]
+        if topic is not None:
+            where += " AND topic = ?"
+            params.append(_check_name("topic", topic))
+        if pending:
+            where += " AND delivered = 0"
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM sense_messages WHERE {where} ORDER BY seq"
+        rows = self._query(sql, tuple(params), "reading messages")
+        if not rows and not self._query("SELECT 1 FROM sense_checkpoints WHERE run_id = ?", (run_id,), "reading"):
+            raise CheckpointNotFound(f"no checkpoint for run {run_id!r} in {self.path!r}")
+        return [StoredMessage(*row) for row in rows]
+
+    def next_due(self, *, graphs: Any = None) -> float | None:
+        """When the next timer makes a waiting run (of `graphs`) claimable (its `due_at`, or the end of a
+        lease held on it when later); None when no wait has a deadline."""
+        names = _check_graphs(graphs)
+        params: tuple[str, ...] = ()
+        where = ""
+        if names is not None:
+            params = tuple(sorted(names))
+            where = f"AND graph IN ({', '.join('?' * len(params))})"
+        sql = f"SELECT min(max(due_at, coalesce(lease_until, due_at))) FROM sense_checkpoints WHERE due_at IS NOT NULL {where}"
+        return self._query(sql, params, "finding the next due run")[0][0]
+
+
+_WAIT_SET = "wait_topic = excluded.wait_topic, due_at = excluded.due_at, graph = coalesce(excluded.graph, graph)"
+
+
+_NOT_WAITING = (None, None, None)
+
+
+def _wait_params(run_id: str, wait: Any, graph: Any) -> tuple:
+    """`(wait topic, due at, graph)` for the save statements."""
+    if wait is None:
+        return _NOT_WAITING if graph is None else (None, None, _check_graph(graph))
+    _check_wait(run_id, wait)
+    return (wait.topic, None if wait.due_at is None else float(wait.due_at), _check_graph(graph))
+
+
+def _mark_delivered(conn: sqlite3.Connection, run_id: str, marked: tuple[str, ...]) -> None:
+    if len(marked) == 1:
+        conn.execute(_DELIVERED, (run_id, marked[0]))
+    elif marked:
+        conn.executemany(_DELIVERED, [(run_id, message_id) for message_id in marked])
 
 
 def _reopen_sqlite(path: str, options: dict) -> SQLiteCheckpointStore:

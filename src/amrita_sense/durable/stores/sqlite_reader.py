@@ -20,7 +20,7 @@ from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError
 
-TABLES = ("sense_checkpoints", "sense_history")
+TABLES = ("sense_checkpoints", "sense_history", "sense_messages")
 RETRIES = 5
 """Reads of one query before giving up while writers keep changing the file under it."""
 

@@ -23,8 +23,28 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   `release(run_id, owner)` (no effect when the lease is not `owner`'s).
 - `messages(run_id, *, topic=None, pending=True) -> list[StoredMessage]`: a run's messages in the order
   they were sent (only those not yet delivered, with `pending`).
-- `next_due(*, graphs=None) -> float | None`: the earliest `due_at` of a waiting run (a waker sleeps
-  until then, at most its poll interval).
+- `next_due(*, graphs=None) -> float | None`: when the next timer makes a waiting run claimable: the
+  earliest `due_at`, or for a run leased to a waker, the later of its `due_at` and the lease's end
+  (a waker sleeps until then, at most its poll interval; a run a dead waker holds does not make the
+  others spin until its lease expires).
+
+Optional (`WakeupStore`): `wait_for_wakeup(timeout) -> bool` blocks (a coroutine on an async store)
+until something may have made a run due, a `send`, a save that parks a run or the release of a
+waiting run's lease, or `timeout` seconds pass: True for a wake-up, False at the timeout. No
+wake-up is lost between two calls: one that came after the previous call began (the first call:
+since the store listens) is reported, even when that call returned it to a caller that gave up on
+it; so a wake-up may be spurious (the next call after one may return True at once; a waker calls
+`claim_due` after each return either way). `MemoryCheckpointStore` wakes through a
+condition variable (listening from its creation), the Postgres stores through `LISTEN
+amrita_sense_wake` on a connection of their own, from the first call on (`send`, a parking save and
+a release `NOTIFY` in their transaction, so a wake-up is never seen before its row);
+`SQLiteCheckpointStore` has no such signal across processes: its waker polls `claim_due` / `next_due`.
+
+`graphs` (claim_due, next_due): None for every run, else the graph names (an iterable of strings) a
+waker serves; a run saved without a graph name is only found with None. `claim_due` returns the
+claimable runs in the order they became due (the earlier of a passed timer and the oldest pending
+message on the wait's topic), at most `limit`; a run with both a passed timer and a pending message
+gets the message.
 """
 
 from __future__ import annotations
@@ -32,9 +52,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from amrita_sense.durable.errors import RunEnded
 from amrita_sense.durable.stores.base import CheckpointRecord
 
 WAITING_METHODS = ("send", "claim_due", "renew", "release", "messages", "next_due")
+ENDED_STATUSES = ("finished",)
+"""The statuses of a run that will never wait again: `send` to it is `RunEnded`."""
+WAKE_CHANNEL = "amrita_sense_wake"
+"""The Postgres `NOTIFY` channel of wake-ups (payload: the run id)."""
 
 
 @dataclass(frozen=True)
@@ -100,3 +125,79 @@ class WaitingStore(Protocol):
     def messages(self, run_id: str, *, topic: str | None = None, pending: bool = True) -> list[StoredMessage]: ...
 
     def next_due(self, *, graphs: Any = None) -> float | None: ...
+
+
+@runtime_checkable
+class WakeupStore(Protocol):
+    """A store that can tell a waker something may be due (see the module docstring)."""
+
+    def wait_for_wakeup(self, timeout: float) -> bool: ...
+
+
+# ----- the argument checks every backend shares ---------------------------------------------------
+
+
+def _check_name(what: str, value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > 512:
+        raise ValueError(f"a {what} is a non-empty string of at most 512 characters, not {value!r:.60}")
+    return value
+
+
+def _check_wait(run_id: str, wait: Any) -> Wait | None:
+    if wait is None:
+        return None
+    if not isinstance(wait, Wait):
+        raise TypeError(f"run {run_id!r}: wait is a Wait or None, not {type(wait).__name__}")
+    if wait.topic is not None:
+        _check_name("wait topic", wait.topic)
+    due = wait.due_at
+    if due is not None and (isinstance(due, bool) or not isinstance(due, (int, float)) or due != due):
+        raise ValueError(f"run {run_id!r}: a wait's due_at is None or a number of seconds, not {due!r}")
+    if wait.topic is None and due is None:
+        raise ValueError(f"run {run_id!r}: a wait has a topic, a due_at, or both (this one would never end)")
+    return wait
+
+
+def _check_delivered(run_id: str, delivered: Any) -> tuple[str, ...]:
+    if not delivered:
+        return ()
+    if isinstance(delivered, str):
+        raise TypeError(f"run {run_id!r}: delivered is a sequence of message ids, not one string")
+    return tuple(_check_name("message id", message_id) for message_id in delivered)
+
+
+def _check_graph(graph: Any) -> str | None:
+    return None if graph is None else _check_name("graph name", graph)
+
+
+def _check_graphs(graphs: Any) -> frozenset[str] | None:
+    if graphs is None:
+        return None
+    if isinstance(graphs, str):
+        return frozenset((_check_name("graph name", graphs),))
+    return frozenset(_check_name("graph name", graph) for graph in graphs)
+
+
+def _check_lease(owner: Any, lease_seconds: Any) -> float:
+    _check_name("lease owner", owner)
+    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+        raise ValueError(f"lease_seconds is a positive number of seconds, not {lease_seconds!r}")
+    return float(lease_seconds)
+
+
+def _check_limit(limit: Any) -> int:
+    if type(limit) is not int or limit < 1:
+        raise ValueError(f"limit is an int >= 1, not {limit!r}")
+    return limit
+
+
+def _message_id(message_id: Any) -> str:
+    if message_id is None:
+        import uuid
+
+        return uuid.uuid4().hex
+    return _check_name("message id", message_id)
+
+
+def _ended(run_id: str, status: str) -> RunEnded:
+    return RunEnded(f"run {run_id!r} has ended (status {status!r}): no wait of it will read a message")
