@@ -126,3 +126,69 @@ def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates)
     for index, data in enumerate(history):
         sense = pure if index % 2 == 0 else compiled
         assert run_on(sense, _resumed, (spec, data), loop_name) == record, f"checkpoint {index}"
+
+
+async def _plain_documents_checked(sense: SenseCopy, job: tuple[dict, bool]) -> int:
+    """The checkpointed run, with every document the plain path writes compared with the general
+    path's text of the same state; how many the plain path wrote."""
+    capture = sense.sub("durable.snapshots.capture")
+    plain_document = capture._plain_document
+    written = [0]
+
+    def compared(interp: Any, outline: Any, codec: Any, blobs: list, durable: Any = None) -> Any:
+        found = plain_document(interp, outline, codec, blobs, durable)
+        if found is not None:
+            general_blobs: list = []
+            state, parked = capture._capture(interp, outline, codec, general_blobs, with_pools=True)
+            text = capture._document_text(state, codec, capture.anchors_text(outline, state), None, durable)
+            assert found == (capture._status(interp, state["position"], state["ptr"], parked), text)
+            assert blobs == general_blobs
+            written[0] += 1
+        return found
+
+    capture._plain_document = compared
+    try:
+        await _checkpointed(sense, job)
+    finally:
+        capture._plain_document = plain_document
+    return written[0]
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+@settings(
+    max_examples=max(EXAMPLES // 2, 5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(spec=st.one_of(PROGRAMS, RAW_PROGRAMS), gates=st.booleans())
+def test_the_plain_snapshot_path_writes_what_the_general_one_writes(cores, loop_name, spec, gates):
+    for sense in cores:
+        try:
+            run_on(sense, _plain, spec, loop_name)
+        except Exception:  # noqa: BLE001 - a spec the builder refuses
+            assume(False)
+        run_on(sense, _plain_documents_checked, (spec, gates), loop_name)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_chain_between_its_nodes_takes_the_plain_path(cores, loop_name):
+    spec = {"driver": "chain"}
+    for sense in cores:
+
+        async def chain(sense: SenseCopy, _: Any) -> int:
+            capture = sense.sub("durable.snapshots.capture")
+            api = sense.sub("runtime.workflow")
+            node = sense.sub("node.wrapper").Node
+            graph = sense.sub("node.core").NodeCompose(*(node()(lambda: None) for _ in range(3))).render()
+            interp = api.WorkflowInterpreter(graph)
+            store = sense.sub("durable").MemoryCheckpointStore()
+            interp.checkpointing = sense.sub("durable").Checkpointing(store, "run", codec=pickle)
+            plain_document, taken = capture._plain_document, []
+            capture._plain_document = lambda *args: taken.append(plain_document(*args)) or taken[-1]
+            try:
+                await interp.run()
+            finally:
+                capture._plain_document = plain_document
+            return [found is not None for found in taken]
+
+        assert run_on(sense, chain, spec, loop_name) == [True] * 3  # after each node (the last: at the end)

@@ -155,3 +155,26 @@ def test_several_processes_write_one_database(tmp_path):
     versions = {r.run_id: r.version for r in store.list()}
     assert versions == {"shared": 101, "p0": 25, "p1": 25, "p2": 25, "p3": 25}
     assert all(inspect_snapshot(store.load(run).data).status == "halted" for run in versions)
+
+
+def test_records_keep_their_origin_whichever_store_instance_saved_before(tmp_path):
+    """A save the store can answer without reading the row back (it knows the run's creation time and
+    fork origin) gives the record a read-back would, and another instance's changes are still seen."""
+    from amrita_sense.durable import CheckpointConflict
+
+    path = tmp_path / "runs.db"
+    with SQLiteCheckpointStore(path) as one, SQLiteCheckpointStore(path) as other:
+        first = one.save("r", HALTED, expected_version=0)
+        again = other.save("r", HALTED, expected_version=1)  # another instance: it reads the row back
+        third = one.save("r", FINISHED, expected_version=2)
+        assert {first.created_at, again.created_at, third.created_at} == {first.created_at}
+        assert third == one.load("r").record
+        other.save("r", HALTED, expected_version=3, history=True)
+        forked = one.fork("r", 4, "f")
+        assert one.save("f", HALTED, expected_version=1).forked_from == forked.forked_from == "r@4"
+        assert other.save("f", HALTED, expected_version=2).forked_from == "r@4"
+        other.delete("r")
+        made_again = other.save("r", HALTED, expected_version=0)
+        with pytest.raises(CheckpointConflict):
+            one.save("r", HALTED, expected_version=4)  # the run it knew is gone: the save says so
+        assert one.save("r", FINISHED, expected_version=1).created_at == made_again.created_at

@@ -286,10 +286,14 @@ def _our_store(work: DurableWork, place: Optional[dict], folder: Folder) -> tupl
             f"psycopg is not installed here (pip install 'amrita-sense-turbo[postgres]'): {exc}"
         ) from None
     PostgresCheckpointStore = need("amrita_sense.durable", "PostgresCheckpointStore")
-    store = PostgresCheckpointStore(server["dsn"])
+    # a direct connection to the server, as the peers' drivers have (psycopg prepares a statement it
+    # runs often by default; the store only when told, since PgBouncer's transaction mode may not)
+    prepare = "prepare" in inspect.signature(PostgresCheckpointStore).parameters
+    store = PostgresCheckpointStore(server["dsn"], **({"prepare": True} if prepare else {}))
     return (
         store,
-        "PostgresCheckpointStore(dsn): its defaults (a pool of 1-4; a connection idle for a second or more checked)",
+        f"PostgresCheckpointStore(dsn{', prepare=True' if prepare else ''}): a pool of 1-4, statements prepared "
+        "on the server (a direct connection, as the floor's); a connection idle for a second or more checked",
         store.close,
     )
 
@@ -488,7 +492,7 @@ async def durable_floor(work_name: str, place: Optional[dict] = None) -> Durable
             "CREATE TABLE IF NOT EXISTS floor (run_id text PRIMARY KEY, version integer NOT NULL, data bytea NOT NULL)"
         )
         execute, upsert, select = conn.execute, _POSTGRES_UPSERT, "SELECT version, data FROM floor WHERE run_id = %s"
-        note = "floor: a plain psycopg connection, autocommit (one round trip and commit per save)"
+        note = "floor: a plain psycopg connection, autocommit, its defaults (one round trip and commit per save; a statement run 5 times is prepared)"
 
     async def serve(x: int) -> int:
         run_id = new_id()

@@ -77,7 +77,7 @@ from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
 from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.durable.snapshots import node_state
 from amrita_sense.durable.snapshots.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
-from amrita_sense.durable.snapshots.migrate import anchors_text
+from amrita_sense.durable.snapshots.migrate import anchors_text, pointer_anchors_text
 from amrita_sense.durable.snapshots.panic import encode_exception, type_name
 from amrita_sense.runtime import observe as _observe
 
@@ -90,12 +90,16 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
     blobs: list[bytes] = []
     outline = _outline(interp)
-    state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
     durable = _durable_document(interp)
-    document = _document_text(state, codec, anchors_text(outline, state), carrier, durable)
-    status = _status(interp, state["position"], state["ptr"], parked)
+    plain = None if carrier else _plain_document(interp, outline, codec, blobs, durable)
+    if plain is not None:
+        status, document = plain
+    else:
+        state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
+        document = _document_text(state, codec, anchors_text(outline, state), carrier, durable)
+        status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
 
 
@@ -106,6 +110,62 @@ def _durable_document(interp: Any) -> dict | None:
     if not steps and wait is None:
         return None
     return {"steps": int(steps), "wait": None if wait is None else [wait[0], wait[1]]}
+
+
+def _plain_document(
+    interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes], durable: dict | None = None
+) -> tuple[str, bytes] | None:
+    """`(status, engine document)` of a run with nothing on its stacks (no return address, context,
+    panic, node state or step in flight: a chain between its nodes), written straight as text;
+    None for any other run. The text is exactly the one `_capture` and `_document_text` write
+    (tests/test_durable_snapshot.py compares them)."""
+    if (
+        interp._ret_addr_stack.stack
+        or interp._context_stack.stack
+        or interp._panic_exc is not None
+        or outline.memo_rows
+        or outline.attempt_rows
+    ):
+        return None
+    position = position_of(interp)
+    if position == NESTED:
+        return None
+    ptr, flags, ends = _pointer_and_flags(interp)
+    if ends:
+        position = IDLE
+    tag = interp._parked_tag
+    pools = _pools_blob(interp, codec, blobs) if codec is not None else None
+    text = "".join(
+        (
+            '{"interp":{"id":',
+            fmt.json_text(interp.id),
+            ',"position":"',
+            position,
+            '","parked":',
+            "null" if tag is None else fmt.json_text(tag),
+            ',"ptr":[',
+            ",".join(map(str, ptr)),
+            '],"flags":',
+            str(flags),
+            ',"stop":',
+            "true" if interp._pending_stop else "false",
+            ',"ret":{"limit":',
+            str(int(interp._ret_addr_stack.ovf)),
+            ',"items":[]},"ctx":{"limit":',
+            str(int(interp._context_stack.ovf)),
+            ',"items":[]},"stacks":[],"exc_ignored":',
+            _class_names_text(interp._exc_ignored),
+            ',"panic":null,"pools":',
+            "null" if pools is None else str(pools),
+            ',"memo":[],"attempts":[],"children":null},"codec":',
+            fmt.json_text(_codec_name(codec)),
+            ',"identity":',
+            pointer_anchors_text(outline, ptr),
+            "" if durable is None else ',"durable":' + fmt.json_text(durable),
+            "}",
+        )
+    )
+    return _status(interp, position, ptr, tag is not None), text.encode()
 
 
 def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None, durable: dict | None = None) -> bytes:
@@ -241,18 +301,28 @@ def _attempts(outline: GraphOutline, interp: Any) -> list[list]:
     return node_state.capture_attempts(outline.program, rows, interp) if rows else []
 
 
-_NAMES: dict[tuple, list[str]] = {}
-"""The names of the pass-through class tuples seen (a run keeps the same one: saves name it once)."""
+_NAMES: dict[tuple, tuple[list[str], str]] = {}
+"""The names of the pass-through class tuples seen, and as JSON text (a run keeps the same one:
+saves name it once)."""
 
 
 def _class_names(classes: Any) -> list[str]:
+    return list(_class_names_and_text(classes)[0])
+
+
+def _class_names_text(classes: Any) -> str:
+    return _class_names_and_text(classes)[1]
+
+
+def _class_names_and_text(classes: Any) -> tuple[list[str], str]:
     key = tuple(classes)
-    names = _NAMES.get(key)
-    if names is None:
+    found = _NAMES.get(key)
+    if found is None:
         if len(_NAMES) > 256:
             _NAMES.clear()
-        names = _NAMES[key] = [type_name(cls) for cls in key]
-    return list(names)
+        names = [type_name(cls) for cls in key]
+        found = _NAMES[key] = (names, fmt.json_text(names))
+    return found
 
 
 def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:

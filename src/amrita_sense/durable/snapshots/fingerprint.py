@@ -45,6 +45,9 @@ from amrita_sense.node.core import program_of
 
 _CACHE_SIZE = 64
 _cache: OrderedDict[int, tuple[Any, GraphOutline]] = OrderedDict()
+_last: tuple[Any, GraphOutline | None] = (None, None)
+"""The table asked for last and its outline (one tuple, replaced whole: a thread reads a pair that
+belongs together): a run's saves ask for the same table again and again."""
 # threads: idempotent, no lock: every operation on `_cache` is one OrderedDict call (atomic), a race on
 # eviction is tolerated, and two threads missing at once build equal outlines (the last store wins). No
 # lock on purpose: a snapshot runs inside a run, where a KeyboardInterrupt from a signal can land right
@@ -183,6 +186,16 @@ def outline_of(graph: Any) -> GraphOutline:
 
 
 def outline_of_program(prog: Any) -> GraphOutline:
+    global _last
+    last_prog, last_outline = _last
+    if last_prog is prog and last_outline is not None:
+        return last_outline
+    outline = _cached_outline(prog)
+    _last = (prog, outline)
+    return outline
+
+
+def _cached_outline(prog: Any) -> GraphOutline:
     key = id(prog)
     hit = _cache.get(key)
     if hit is not None and hit[0] is prog:

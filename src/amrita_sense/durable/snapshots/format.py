@@ -42,7 +42,7 @@ import json
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from amrita_sense.durable.errors import (
     CorruptSnapshot,
@@ -98,8 +98,9 @@ MAX_ELEMENTS = 500_000
 """The most JSON values (counted by their separators) a reader parses."""
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
+    """A snapshot's header, as `read_header` found it (a named tuple: every save reads one)."""
+
     version: int
     status: str
     fingerprint: str

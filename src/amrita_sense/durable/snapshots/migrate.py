@@ -165,22 +165,33 @@ _ANCHOR_TEXTS_KEPT = 1024
 
 def anchors_text(outline: GraphOutline, state: dict) -> str:
     """`anchors_of(outline, state)` as JSON text, kept per graph by the addresses it names."""
-    key = tuple(map(tuple, _addresses(state)))
+    return _kept_anchors_text(outline, tuple(map(tuple, _addresses(state))))
+
+
+def pointer_anchors_text(outline: GraphOutline, ptr: list[int]) -> str:
+    """`anchors_text` of a state whose only address is its pointer `ptr` (nothing on its stacks)."""
+    return _kept_anchors_text(outline, (tuple(ptr),))
+
+
+def _kept_anchors_text(outline: GraphOutline, addresses: tuple[tuple[int, ...], ...]) -> str:
     kept = outline.anchor_texts
-    text = kept.get(key)
+    text = kept.get(addresses)
     if text is None:
         if len(kept) >= _ANCHOR_TEXTS_KEPT:
             kept.clear()
-        text = kept[key] = fmt.json_text(anchors_of(outline, state))
+        text = kept[addresses] = fmt.json_text(_anchors(outline, addresses))
     return text
 
 
 def anchors_of(outline: GraphOutline, state: dict) -> list[list]:
     """The ANCHOR of every distinct address of `state` that lands on `outline`'s graph."""
+    return _anchors(outline, map(tuple, _addresses(state)))
+
+
+def _anchors(outline: GraphOutline, addresses: Any) -> list[list]:
     anchors: list[list] = []
     seen: set[tuple] = set()
-    for addr in _addresses(state):
-        key = tuple(addr)
+    for key in addresses:
         if not key or key in seen:
             continue
         seen.add(key)

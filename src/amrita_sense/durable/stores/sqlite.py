@@ -127,6 +127,11 @@ _NEW_VERSION = " RETURNING version, created_at, forked_from"
 _SAVE_ANY = _INSERT + "DO UPDATE SET " + _UPDATE + _NEW_VERSION
 _SAVE_NEW = _INSERT + "DO NOTHING" + _NEW_VERSION
 _SAVE_OVER = "UPDATE sense_checkpoints SET " + _UPDATE + " WHERE run_id = ?5 AND version = ?6" + _NEW_VERSION
+_SAVE_FIRST = _INSERT + "DO NOTHING"
+_SAVE_NEXT = "UPDATE sense_checkpoints SET " + _UPDATE + " WHERE run_id = ?5 AND version = ?6"
+"""`_SAVE_NEW` and `_SAVE_OVER` without `RETURNING` (a fifth cheaper: SQLite runs them without a
+result row): for a run whose creation time and fork origin the store knows (`_origins`)."""
+_ORIGINS_KEPT = 4096
 _COLUMNS = "run_id, version, status, fingerprint, coalesce(size, length(data)), created_at, updated_at, forked_from"
 _HISTORY_COLUMNS = (
     "h.run_id, h.version, h.status, h.fingerprint, coalesce(h.size, length(h.data)), c.created_at, h.saved_at, "
@@ -213,6 +218,11 @@ class SQLiteCheckpointStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         self._bases = deltas.Bases()
+        self._origins: dict[str, tuple[float, str | None]] = {}
+        """`(created_at, forked_from)` of the runs this store created, saved or loaded lately: what a
+        save's record needs besides what the save knows, so that it can skip `RETURNING`. Neither
+        changes while a run exists; a run deleted elsewhere and made again is found at its next save
+        (expecting a version it does not have: a conflict) unless it reached that version again."""
         self.read_only = bool(read_only)
         if self.read_only:
             sqlite_reader.check_schema(self.path, _SCHEMA_VERSION, self._timeout)
@@ -337,16 +347,26 @@ class SQLiteCheckpointStore:
         """A save without history: one conditional statement (its own transaction: the connection
         autocommits), which returns the new version, or nothing when the expected one was not there.
         With delivered messages, the statement and their update are one transaction."""
-        statement = _SAVE_ANY if expected_version is None else _SAVE_NEW if expected_version == 0 else _SAVE_OVER
         params = (header.status, header.fingerprint, now, data, run_id, expected_version or None, *waits)
         with self._lock:
+            origin = (now, None) if expected_version == 0 else self._origins.get(run_id)
+            known = expected_version is not None and origin is not None
+            if expected_version is None:
+                statement = _SAVE_ANY
+            elif expected_version == 0:
+                statement = _SAVE_FIRST if known else _SAVE_NEW
+            else:
+                statement = _SAVE_NEXT if known else _SAVE_OVER
             try:
                 conn = self._connection()
                 if marked:
                     conn.execute("BEGIN IMMEDIATE")
                 try:
-                    # fetchall: the statement runs to its end, which ends (commits) its transaction
-                    rows = conn.execute(statement, params).fetchall()
+                    if known and expected_version is not None and origin is not None:
+                        written = conn.execute(statement, params).rowcount == 1
+                        rows = [(expected_version + 1, *origin)] if written else []
+                    else:  # fetchall: the statement runs to its end, which ends (commits) its transaction
+                        rows = conn.execute(statement, params).fetchall()
                     if not rows:
                         found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
                         current = (found.fetchone() or (0,))[0]
@@ -360,10 +380,18 @@ class SQLiteCheckpointStore:
                     conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise CheckpointError(f"saving a checkpoint failed in {self.path!r}: {exc}") from exc
-        if not rows:
-            raise _conflict(run_id, expected_version or 0, current)
-        version, created, forked = rows[0]
+            if not rows:
+                self._origins.pop(run_id, None)
+                raise _conflict(run_id, expected_version or 0, current)
+            version, created, forked = rows[0]
+            self._remember_origin(run_id, created, forked)
         return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
+
+    def _remember_origin(self, run_id: str, created: float, forked: str | None) -> None:
+        origins = self._origins
+        if run_id not in origins and len(origins) >= _ORIGINS_KEPT:
+            origins.clear()  # the runs saving now come back at their next save
+        origins[run_id] = (created, forked)
 
     def _save_framed(
         self,
@@ -473,6 +501,8 @@ class SQLiteCheckpointStore:
             raise CheckpointNotFound(f"no checkpoint for run {run_id!r} in {self.path!r}")
         if version is None or rows[0][1] == version:
             record, data = CheckpointRecord(*rows[0][:8]), rows[0][8]
+            with self._lock:  # a resumed run's saves need no RETURNING
+                self._remember_origin(run_id, record.created_at, record.forked_from)
             if not data:  # the latest is stored as frames
                 data = self._rebuild(run_id, record.version, latest=True)
             return Checkpoint(record, _checked_data(run_id, record.version, data))
@@ -527,6 +557,7 @@ class SQLiteCheckpointStore:
             )
             # the new run does not wait, has no messages and no lease; it belongs to the same graph
             self._write(conn, record, source.data, True, (None, None, found[0] if found else None))
+            self._remember_origin(new_run_id, now, record.forked_from)
         return record
 
     def prune(self, run_id: str | None = None) -> int:
@@ -564,6 +595,7 @@ class SQLiteCheckpointStore:
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_messages WHERE run_id = ?", (run_id,))
             self._bases.forget(run_id)
+            self._origins.pop(run_id, None)
             return True
         conn.execute("UPDATE sense_history SET listed = 0 WHERE run_id = ?", (run_id,))
         _drop_unneeded_frames(conn, run_id)  # the latest's own frames stay when it is stored as frames
@@ -603,6 +635,7 @@ class SQLiteCheckpointStore:
             conn.execute("DELETE FROM sense_history WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM sense_messages WHERE run_id = ?", (run_id,))
             self._bases.forget(run_id)
+            self._origins.pop(run_id, None)
         return row is not None
 
     # ----- waits, messages, leases (amrita_sense.durable.stores.waiting) ------------------------------
