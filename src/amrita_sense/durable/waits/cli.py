@@ -4,7 +4,7 @@ Serves a `Waker` over STORE until SIGTERM or SIGINT (Ctrl-C): it resumes the wai
 graphs named with `--graph` as they become due, and stops cleanly (the runs it is resuming run
 until they wait again or end, then it exits with 0). STORE is an SQLite file path, or a Postgres
 connection string (a `postgresql://` / `postgres://` URL or a libpq `key=value` string;
-`--schema` for its schema).
+`--schema` for its schema). Options::
 
     --graph NAME=module:factory   a graph runs were started with (`Checkpointing(..., graph=NAME)`);
                                   `module:attribute` is a rendered graph or a zero-argument factory
