@@ -1,20 +1,23 @@
-"""Human in the loop across a restart: a workflow waits for a person, the process exits, another resumes it.
+"""Human in the loop across a restart: a workflow waits for a person, the process exits, a waker in
+another process resumes it when the answer arrives.
 
-    PYTHONPATH=src python examples/durable_approval.py                       # the whole story, two processes
+    PYTHONPATH=src python examples/durable_approval.py                       # the whole story, four processes
     PYTHONPATH=src python examples/durable_approval.py start runs.db exp-7 420
     PYTHONPATH=src python examples/durable_approval.py list runs.db
     PYTHONPATH=src python examples/durable_approval.py answer runs.db exp-7 approve
+    PYTHONPATH=src python examples/durable_approval.py wake runs.db
 
-An expense report is a workflow: `draft` it, `await_decision` from a person,
-`settle` it. `start` runs it with automatic checkpoints into an SQLite file and
-asks the stream to park the run at `await_decision`; the checkpointer saves the
-run as it parks there, and the process exits: nobody has to stay up waiting.
-When the person answers (maybe days later, from another machine sharing the
-file), `answer` restores the run from the store in a fresh process, hands it the
-answer through the stream's reverse channel, and runs it to its end.
+An expense report is a workflow: `draft` it, `WAIT` for a decision, `settle` it. `start` runs it
+with checkpoints into an SQLite file under the graph name "approval"; at the WAIT the run is saved
+as "waiting" and `run()` returns: the process exits, nobody stays up waiting. `answer` (maybe days
+later, from another machine sharing the file) sends the decision to the run: `store.send`, one
+line. A waker (`wake` here; in a deployment `python -m amrita_sense worker --store runs.db --graph
+approval=durable_approval:build_graph --codec pickle --keys-env APPROVAL_KEYS`) finds the run due,
+resumes it from its checkpoint with the decision injected as a `Message`, and runs it to its end,
+exactly once however many wakers share the file.
 
-The report itself (an injected `Expense` object) travels with the checkpoint
-through the `pickle` codec, so its log shows both processes at work.
+The report itself (an injected `Expense` object) travels with the checkpoints through the `pickle`
+codec, signed with the deployment's keys, so its log shows the processes at work.
 """
 
 from __future__ import annotations
@@ -29,15 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amrita_sense import Node, NodeCompose, WorkflowInterpreter
-from amrita_sense.durable import Checkpointing, Keyring, SQLiteCheckpointStore
-from amrita_sense.streaming import SuspendObjectStream
+from amrita_sense.durable import WAIT, Checkpointing, Keyring, Message, SQLiteCheckpointStore, Waker
 
-DECISION_POINT = "NodeSuspend::await_decision"
+GRAPH = "approval"
 
 
 def keyring() -> Keyring:
-    """The keys every process of the deployment signs and checks its checkpoints with: from
-    APPROVAL_KEYS (`id:base64-secret`, the current key first), else a demo key for this example only."""
+    """The keys every process of the deployment signs and checks its checkpoints and messages with:
+    from APPROVAL_KEYS (`id:base64-secret`, the current key first), else a demo key for this example only."""
     if os.environ.get("APPROVAL_KEYS"):
         return Keyring.from_env("APPROVAL_KEYS")
     return Keyring({"demo": b"a demo key: set APPROVAL_KEYS in a deployment"})
@@ -61,50 +63,45 @@ def draft(expense: Expense) -> None:
     expense.note(f"drafted a report of {expense.amount}")
 
 
-@Node()
-async def await_decision(expense: Expense, pc: WorkflowInterpreter) -> None:
-    answers = pc.object_io.drain_producer_input()
-    decision = answers[-1] if answers else "reject"
-    expense.status = "approved" if decision == "approve" else "rejected"
-    expense.note(f"decision: {decision}")
+@Node(wrap_to_async=False)
+def decide(expense: Expense, decision: Message) -> None:
+    expense.status = "approved" if decision.payload == "approve" else "rejected"
+    expense.note(f"decision: {decision.payload}")
 
 
 @Node(wrap_to_async=False)
-def settle(expense: Expense) -> None:
+def settle(expense: Expense, pc: WorkflowInterpreter) -> None:
     expense.note("paid out" if expense.status == "approved" else "closed without payment")
+    print(f"{pc.checkpointing.run_id}: {expense.status}")
+    for line in expense.log:
+        print("  " + line)
 
 
 def build_graph():
     """The same source renders the same graph (same fingerprint) in every process."""
-    return NodeCompose(draft, await_decision, settle).render()
+    return NodeCompose(draft, WAIT("decision"), decide, settle).render()
 
 
 async def start(database: str, run_id: str, amount: int) -> None:
-    """Run a new report until it waits for the person, then leave (the checkpoint keeps it)."""
-    stream = SuspendObjectStream[str]()
-    interp = WorkflowInterpreter(build_graph(), object_io=stream, extra_args=(Expense(amount),))
-    interp.checkpointing = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle, keyring=keyring())
-    parked = asyncio.ensure_future(stream.wait_to_suspend(DECISION_POINT))
-    await asyncio.sleep(0)
-    run = asyncio.ensure_future(interp.run())
-    await asyncio.wait({parked, run}, return_when=asyncio.FIRST_COMPLETED)
-    run.cancel()  # the process is about to exit; the saved checkpoint is the run now
-    await asyncio.gather(run, return_exceptions=True)
+    """Run a new report until it waits for the person; `run()` returns once it is saved there."""
+    interp = WorkflowInterpreter(build_graph(), extra_args=(Expense(amount),))
+    store = SQLiteCheckpointStore(database)
+    interp.checkpointing = Checkpointing(store, run_id, codec=pickle, keyring=keyring(), graph=GRAPH)
+    await interp.run()
     print(f"{run_id}: waiting for a decision (saved)")
 
 
-async def answer(database: str, run_id: str, decision: str) -> Expense:
-    """Resume the report in this process with the person's decision and run it to its end."""
-    stream = SuspendObjectStream[str]()
-    await stream.send_to_producer(decision)  # read by await_decision when it runs
-    policy = Checkpointing(SQLiteCheckpointStore(database), run_id, codec=pickle, keyring=keyring())
-    interp = await policy.resume(build_graph(), object_io=stream)
-    await interp.run()
-    expense = interp._ava_args[1]
-    print(f"{run_id}: {expense.status}")
-    for line in expense.log:
-        print("  " + line)
-    return expense
+def answer(database: str, run_id: str, decision: str) -> None:
+    """Send the person's decision to the run (kept in the store until a waker delivers it)."""
+    SQLiteCheckpointStore(database).send(run_id, "decision", decision, keyring=keyring())
+    print(f"{run_id}: decision sent")
+
+
+async def wake(database: str) -> None:
+    """A waker: resume every run that is due (the report, once its decision arrived)."""
+    waker = Waker(SQLiteCheckpointStore(database), {GRAPH: build_graph}, codec=pickle, keyring=keyring())
+    resumed = await waker.run_once()
+    print(f"woke {resumed} run(s)")
 
 
 def list_runs(database: str) -> None:
@@ -113,11 +110,18 @@ def list_runs(database: str) -> None:
 
 
 def demo() -> None:
-    """Start a report in one process, answer it in another."""
+    """Start a report in one process, answer it from a second, let a waker in a third finish it."""
     with tempfile.TemporaryDirectory() as folder:
         database = str(Path(folder) / "runs.db")
         me = [sys.executable, __file__]
-        for step in (["start", database, "exp-7", "420"], ["list", database], ["answer", database, "exp-7", "approve"]):
+        steps = (
+            ["start", database, "exp-7", "420"],
+            ["list", database],
+            ["answer", database, "exp-7", "approve"],
+            ["wake", database],
+            ["list", database],
+        )
+        for step in steps:
             print(f"$ durable_approval.py {step[0]} ...")
             subprocess.run([*me, *step], check=True)
 
@@ -128,7 +132,9 @@ def main(argv: list[str]) -> None:
     elif argv[0] == "start":
         asyncio.run(start(argv[1], argv[2], int(argv[3])))
     elif argv[0] == "answer":
-        asyncio.run(answer(argv[1], argv[2], argv[3]))
+        answer(argv[1], argv[2], argv[3])
+    elif argv[0] == "wake":
+        asyncio.run(wake(argv[1]))
     elif argv[0] == "list":
         list_runs(argv[1])
     else:
@@ -136,4 +142,9 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    # Run as the module `durable_approval`, not `__main__`: a graph's fingerprint names its nodes'
+    # module, so every process (and `python -m amrita_sense worker --graph
+    # approval=durable_approval:build_graph`) must import the nodes under the same name.
+    import importlib
+
+    importlib.import_module("durable_approval").main(sys.argv[1:])

@@ -78,10 +78,15 @@ IMPORTS_INSIDE_FUNCTIONS = {
     ): "the interpreter's durable entry points: durable is above it",
     ("runtime/workflow.py", "durable/snapshots/restore.py"): "the same (WorkflowInterpreter.restore)",
     ("runtime/workflow.py", "durable/snapshots/capture.py"): "the same (WorkflowInterpreter.snapshot)",
+    ("runtime/workflow.py", "durable/errors.py"): "the same (WorkflowInterpreter.step_key)",
     (
         "durable/__init__.py",
         "durable/stores/postgres.py",
     ): "the Postgres stores need psycopg (extra [postgres]): on first use",
+    (
+        "durable/waits/cli.py",
+        "durable/stores/postgres.py",
+    ): "the same, for `python -m amrita_sense worker --store postgresql://...`",
 }
 """Every package import inside a function, and why it cannot be at module level."""
 

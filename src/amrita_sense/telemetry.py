@@ -152,8 +152,8 @@ def _outcome(interp: Any, outcome: BaseException | None) -> str:
         return "halted" if interp._flag_bits & _core.FLAG_HLT else "finished"
     if isinstance(outcome, InterruptKeepContext):
         return "halted"
-    if isinstance(outcome, InterruptNotice):
-        return "interrupted"
+    if isinstance(outcome, InterruptNotice):  # a WAIT / SLEEP parks the run with one (durable.waits)
+        return "waiting" if getattr(interp, "_durable_wait", None) is not None else "interrupted"
     if isinstance(outcome, asyncio.CancelledError):
         return "cancelled"
     return "panicked" if isinstance(outcome, Exception) else "aborted"

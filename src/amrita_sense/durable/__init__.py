@@ -23,13 +23,15 @@ passes, and decoded only by a codec the restoring caller passes.
 Stores: `SQLiteCheckpointStore`, `MemoryCheckpointStore`, `PostgresCheckpointStore` /
 `AsyncPostgresCheckpointStore` (extra `[postgres]`); each can keep a run's history
 (`Checkpointing(..., history=True)`, `store.history`, `store.load(run_id, version=V)`,
-`store.fork`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
+`store.fork`). Runs that wait: `WAIT` / `SLEEP` / `SLEEP_UNTIL` park a run started with
+`Checkpointing(..., graph=name)`; `store.send` keeps a message for it; a `Waker` resumes it when it
+is due (`amrita_sense.durable.waits`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
 (`plan_migration` is its dry run, see `amrita_sense.durable.snapshots.migrate`).
 
 The package is laid out in rooms, in the order a save flows through them; each imports only the
 rooms before it: `errors`; `snapshots` (capture, the byte format, restore, fingerprints and
 migration, codecs); `stores` (the protocol and one module per backend); `checkpointing` (when a
-run saves). This module is the front door: import from here.
+run saves); `waits` (waits in the graph, the waker). This module is the front door: import from here.
 
 Not in a snapshot: the stream (`object_io`) and what is queued in it, open
 workflow-scoped dependencies (a restored run opens them again), state your
@@ -52,14 +54,18 @@ from amrita_sense.durable.errors import (
     EncryptedSnapshot,
     ForeignSnapshot,
     GraphMismatch,
+    LeaseLost,
     RestoredPanic,
     RestoreError,
+    RunEnded,
     SnapshotFormatError,
     SnapshotUnavailable,
     TamperedSnapshot,
     TruncatedSnapshot,
     UnsupportedSnapshotVersion,
     UntrustedSnapshot,
+    WaitError,
+    WaitTimeout,
 )
 from amrita_sense.durable.snapshots.codecs import Fresh, PartialPickle
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
@@ -76,6 +82,8 @@ from amrita_sense.durable.stores import (
     MemoryCheckpointStore,
     SQLiteCheckpointStore,
 )
+from amrita_sense.durable.stores.waiting import Claim, StoredMessage, Wait, WaitingStore
+from amrita_sense.durable.waits import SLEEP, SLEEP_UNTIL, WAIT, Message, Waker
 
 _POSTGRES_NAMES = ("AsyncPostgresCheckpointStore", "PostgresCheckpointStore")
 
@@ -95,7 +103,7 @@ class SnapshotInfo:
 
     version: int
     status: str
-    """One of `STATUSES`: ready, running, suspended, halted, panicked, finished."""
+    """One of `STATUSES`: ready, running, suspended, halted, panicked, finished, waiting."""
     fingerprint: str
     position: str
     """idle, between, gate, step or nested (see `amrita_sense.durable.snapshots.capture`)."""
@@ -142,7 +150,10 @@ def _parked_tag(state: dict) -> str | None:
 
 __all__ = [
     "FORMAT_VERSION",
+    "SLEEP",
+    "SLEEP_UNTIL",
     "STATUSES",
+    "WAIT",
     "AsyncPostgresCheckpointStore",
     "Checkpoint",
     "CheckpointConflict",
@@ -150,6 +161,7 @@ __all__ = [
     "CheckpointNotFound",
     "CheckpointRecord",
     "CheckpointStore",
+    "Claim",
     "Checkpointing",
     "CodecError",
     "CorruptSnapshot",
@@ -160,20 +172,29 @@ __all__ = [
     "GraphMismatch",
     "HistoryStore",
     "Keyring",
+    "LeaseLost",
+    "Message",
     "MemoryCheckpointStore",
     "MigrationPlan",
     "RestoreError",
     "RestoredPanic",
+    "RunEnded",
     "PartialPickle",
     "PostgresCheckpointStore",
     "SQLiteCheckpointStore",
     "SnapshotFormatError",
     "SnapshotInfo",
     "SnapshotUnavailable",
+    "StoredMessage",
     "TamperedSnapshot",
     "TruncatedSnapshot",
     "UnsupportedSnapshotVersion",
     "UntrustedSnapshot",
+    "Wait",
+    "WaitError",
+    "WaitTimeout",
+    "Waker",
+    "WaitingStore",
     "graph_fingerprint",
     "inspect_snapshot",
     "plan_migration",

@@ -23,7 +23,7 @@ COLUMNS = (
     ("created", "Started"),
 )
 """The sortable columns of the run list: (sort key, heading)."""
-STATUS_FILTERS = ("finished", "suspended", "halted", "panicked", "running", "ready")
+STATUS_FILTERS = ("finished", "waiting", "suspended", "halted", "panicked", "running", "ready")
 
 
 def esc(value: Any) -> str:

@@ -124,7 +124,15 @@ def _flag_bits(value: Any, name: str) -> int:
 class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
-    __slots__ = ("__weakref__", "_checkpoints", "_node_calls", "_parked_tag", "_stepped")
+    __slots__ = (
+        "__weakref__",
+        "_checkpoints",
+        "_durable_steps",
+        "_durable_wait",
+        "_node_calls",
+        "_parked_tag",
+        "_stepped",
+    )
 
     def __init__(
         self,
@@ -159,6 +167,11 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         self._parked_tag: str | None = None
         self._stepped = False
         self._checkpoints = None
+        # Durable waits (`amrita_sense.durable.waits`): the wait the run is parked at, as
+        # (topic or None, due_at or None), and the main-loop steps a checkpointed run completed
+        # (`step_key`); both travel with the snapshot.
+        self._durable_wait: tuple[str | None, float | None] | None = None
+        self._durable_steps = 0
         if parent_interpreter is not None:
             self._attach_to_tree(parent_interpreter)
 
@@ -454,6 +467,33 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         if policy is not None and not callable(getattr(policy, "run", None)):
             raise InvalidOperand("checkpointing takes an amrita_sense.durable.Checkpointing policy or None")
         self._checkpoints = policy
+
+    @property
+    def step_key(self) -> str:
+        """An idempotency key for the main-loop step running now: ``"<run id>#<n>"``.
+
+        The same for one step of one checkpointed run when a crash makes the restored run execute
+        that step again, different for every other step (every iteration of a loop too), so a node
+        that charges a card or sends an email can pass it downstream and make its effect happen
+        once. `n` counts the run's completed main-loop steps (plus one), and travels with its
+        checkpoints. A node of a Try body, an IF condition or another sub-call gets the key of the
+        main-loop step it runs in. Raises `amrita_sense.durable.WaitError` in a run without a
+        `Checkpointing` policy (no run id, nothing persists the count) and in a FUN_BLOCK /
+        BATCH_RUN sub-interpreter (its steps are not the run's).
+        """
+        from amrita_sense.durable.errors import WaitError
+
+        if self._top_interpreter is not None:
+            raise WaitError(
+                "step_key is not available in a FUN_BLOCK / BATCH_RUN sub-interpreter: use it in the main run"
+            )
+        policy = self._checkpoints
+        run_id = getattr(policy, "run_id", None)
+        if not isinstance(run_id, str):
+            raise WaitError(
+                "step_key needs a checkpointed run: set interp.checkpointing = Checkpointing(store, run_id, ...)"
+            )
+        return f"{run_id}#{self._durable_steps + 1}"
 
     # ----- navigation -----------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from typing import Any
 from amrita_sense.durable.checkpointing.writer import SaveWriter
 from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, CodecError, SnapshotUnavailable
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
+from amrita_sense.durable.stores.waiting import WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
@@ -59,6 +60,14 @@ DURABILITY_MODES = ("sync", "async", "exit")
 
 async def _settle(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+class Parked(InterruptNotice):
+    """Raised by a WAIT / SLEEP (`amrita_sense.durable.waits`) to park a checkpointed run: the run
+    ends keeping its state with the pointer on the main-loop step that waits (no halt: the next run
+    starts at that step again), and the policy saves it with its wait. Not an
+    `InterruptKeepContext`: the blocks it passes through (Try, loops) leave the pointer on their
+    own step, as for a reset, and the policy's hooks, not the interpreter, end the run."""
 
 
 class Checkpointing:
@@ -84,6 +93,9 @@ class Checkpointing:
             what `resume` reads before anything is decoded.
         allow_unsigned: let `resume` decode an unsigned checkpoint with a codec that can run code
             (pickle): only for a store nobody but you can write (see the security page of the docs).
+        graph: the name of the graph the run belongs to, recorded with every save: a run that waits
+            (WAIT / SLEEP, `amrita_sense.durable.waits`) needs it, so that a `Waker` given that name
+            can resume it. The store must keep waits (`WaitingStore`; TypeError otherwise).
     """
 
     def __init__(
@@ -102,6 +114,7 @@ class Checkpointing:
         durability: str = "sync",
         keyring: Any = None,
         allow_unsigned: bool = False,
+        graph: str | None = None,
     ) -> None:
         if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
@@ -120,8 +133,17 @@ class Checkpointing:
                 f"history=True needs a store that keeps history (history/fork/prune, save(..., history=True)); "
                 f"{type(store).__name__} does not"
             )
+        if graph is not None:
+            if not isinstance(graph, str) or not graph:
+                raise ValueError(f"graph must be None or a non-empty string (the graph's name), not {graph!r}")
+            if not all(callable(getattr(store, name, None)) for name in WAITING_METHODS):
+                raise TypeError(
+                    f"graph={graph!r} needs a store that keeps waits (WaitingStore: {', '.join(WAITING_METHODS)}); "
+                    f"{type(store).__name__} does not"
+                )
         self.store = store
         self.run_id = run_id
+        self.graph = graph
         self.every_nodes = every_nodes
         self.every_seconds = every_seconds
         self.at_suspend = at_suspend
@@ -138,6 +160,16 @@ class Checkpointing:
         self._store_awaits = inspect.iscoroutinefunction(store.save)
         self._unacknowledged: tuple[int | None, bytes] | None = None
         """The save in flight (the version it expected, its data), kept when something cut it short."""
+        self._inbox: list[Any] = []
+        """Messages a waker handed over for the run's WAITs (`amrita_sense.durable.Message`)."""
+        self._delivered: list[str] = []
+        """Ids of the messages a WAIT consumed, not yet marked delivered by a durable save."""
+        self._watchdog = False
+        """Set by a `Waker` resuming the run under a lease: saves between nodes record a timer due
+        at once, so that when the waker dies mid-run and its lease expires, another waker claims
+        the run and resumes it from its last checkpoint."""
+        self._fence: BaseException | None = None
+        """Set (a `LeaseLost`) when the waker resuming the run lost its lease: every save raises it."""
 
     def __repr__(self) -> str:
         return (
@@ -151,7 +183,7 @@ class Checkpointing:
         if self._writer is not None:
             await self._writer.flush()
         started = time.perf_counter() if _observe.current is not None else 0.0
-        return await self._write(self._snapshot(interp), interp, started)
+        return await self._write(self._snapshot(interp), interp, started, marks=self._wait_marks(interp))
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -159,7 +191,7 @@ class Checkpointing:
             await self.save(interp)
             return
         started = time.perf_counter() if _observe.current is not None else 0.0
-        self._writer.submit((self._snapshot(interp), interp, started))
+        self._writer.submit((self._snapshot(interp), interp, started, self._wait_marks(interp)))
 
     async def flush(self) -> None:
         """Wait until every save taken is written (`async`; at once in the other modes); raises the
@@ -167,22 +199,40 @@ class Checkpointing:
         if self._writer is not None:
             await self._writer.flush()
 
-    async def _write_submitted(self, item: tuple[bytes, Any, float]) -> None:
-        data, interp, started = item
-        await self._write(data, interp, started, offload=not self._store_awaits)
+    async def _write_submitted(self, item: tuple[bytes, Any, float, Any]) -> None:
+        data, interp, started, marks = item
+        await self._write(data, interp, started, offload=not self._store_awaits, marks=marks)
 
-    async def _write(self, data: bytes, interp: Any, started: float, offload: bool = False) -> CheckpointRecord:
+    def _wait_marks(self, interp: Any) -> tuple[Any, tuple[str, ...]] | None:
+        """What a save of a run with a graph name records besides its data, taken with the
+        snapshot: the wait it is parked at (None: not waiting) and the ids of the messages
+        consumed and not yet acknowledged by a durable save. None for a policy without a graph."""
+        if self.graph is None:
+            return None
+        wait = getattr(interp, "_durable_wait", None)
+        if interp.is_running:  # saved between nodes of a resumed run: it is not parked any more
+            wait = (None, time.time()) if self._watchdog else None
+        return (None if wait is None else Wait(wait[0], wait[1]), tuple(self._delivered))
+
+    async def _write(
+        self, data: bytes, interp: Any, started: float, offload: bool = False, marks: Any = None
+    ) -> CheckpointRecord:
         """Store `data` over `version` (a save cut short before it was acknowledged is found and
         followed); the new record, reported to the observer and `on_saved`."""
+        if self._fence is not None:
+            raise self._fence
         cut = self._unacknowledged
         stored = self._signed(data)
         self._unacknowledged = (self.version, stored)
         try:
-            record = await self._store(stored, offload)
+            record = await self._store(stored, offload, marks)
         except CheckpointConflict:
             if cut is None or not await self._landed(cut):
                 raise
-            record = await self._store(self._signed(data), offload)  # signed for the version after it
+            record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
+        if marks is not None and marks[1]:
+            acknowledged = set(marks[1])
+            self._delivered = [mid for mid in self._delivered if mid not in acknowledged]
         if self.version is not None:
             self.version = record.version
         self._unacknowledged = None
@@ -222,12 +272,16 @@ class Checkpointing:
             also.append((source, int(version)))
         return self.keyring.bound_to(record.run_id, record.version, *also)
 
-    async def _store(self, data: bytes, offload: bool = False) -> CheckpointRecord:
-        """One save into the store (with `offload`, a blocking store's call runs in a worker thread)."""
+    async def _store(self, data: bytes, offload: bool = False, marks: Any = None) -> CheckpointRecord:
+        """One save into the store (with `offload`, a blocking store's call runs in a worker thread);
+        `marks` (`_wait_marks`) adds the wait, the graph name and the delivered messages."""
         save = self.store.save
         arguments: dict[str, Any] = {"expected_version": self.version}
         if self.history:
             arguments["history"] = True
+        if marks is not None:
+            arguments["wait"], arguments["delivered"] = marks
+            arguments["graph"] = self.graph
         try:
             if offload:
                 call = functools.partial(save, self.run_id, data, **arguments)
@@ -284,6 +338,12 @@ class Checkpointing:
         interp.checkpointing = self
         return interp
 
+    def deliver(self, message: Any) -> None:
+        """Hand `message` (an `amrita_sense.durable.Message`) to the run's WAIT on its topic: the
+        WAIT consumes it when the run reaches it, and the next save marks it delivered. A `Waker`
+        calls this; so can code that resumes a waiting run itself."""
+        self._inbox.append(message)
+
     # ----- hooks the interpreter calls ----------------------------------------------------------
 
     async def before_gate(self, top: Any, gated: Any, tag: str | None) -> None:
@@ -320,6 +380,12 @@ class Checkpointing:
         finally:
             await steps.aclose()  # what cut the loop short (a KeyboardInterrupt here) ends the run too
 
+    def _count_end(self, interp: Any, outcome: BaseException | None) -> None:
+        """The step that ended the run counts as completed (`step_key`), unless it parked at a
+        wait (the resumed run executes that step again) or the run finished."""
+        if isinstance(outcome, InterruptNotice) and not isinstance(outcome, Parked):
+            interp._durable_steps += 1
+
     def _saves_after(self, outcome: BaseException | None) -> bool:
         if outcome is None or isinstance(outcome, InterruptNotice):
             return True
@@ -346,6 +412,7 @@ class _CheckpointSteps(StepHooks):
         self.last_save = self.last_yield = time.monotonic()
 
     async def after_step(self, interp: Any) -> None:
+        interp._durable_steps += 1
         self.since_save += 1
         self.steps += 1
         if self.policy._due(self.since_save, self.last_save):
@@ -356,9 +423,12 @@ class _CheckpointSteps(StepHooks):
             self.last_yield = time.monotonic()
 
     def absorbs(self, interp: Any, exc: BaseException) -> bool:
+        if isinstance(exc, Parked):
+            return True  # a WAIT / SLEEP parked the run: no halt, the next run starts at that step
         return not isinstance(exc, CheckpointError) and interp._absorbs(exc)
 
     async def after_run(self, interp: Any, outcome: BaseException | None) -> None:
+        self.policy._count_end(interp, outcome)
         if self.policy._saves_after(outcome):
             await self.policy.save(interp)
         else:

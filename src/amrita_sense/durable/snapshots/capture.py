@@ -24,7 +24,12 @@ progress, an external `call_sub(..., interrupt=True)` holds the lock)
 The engine document (format version 1) is a JSON object::
 
     {"interp": STATE, "codec": name of the codec or null, "trace": TRACE (optional),
-     "identity": [ANCHOR, ...] (optional)}
+     "identity": [ANCHOR, ...] (optional), "durable": DURABLE (optional)}
+
+    DURABLE = {"steps": int (the main-loop steps the checkpointed run completed: `step_key`),
+               "wait": [topic or null, due_at or null] or null (the WAIT / SLEEP the run is
+               parked at, `amrita_sense.durable.waits`)}: written when either is set (readers
+               that predate it ignore the key)
 
     ANCHOR: per distinct address of the root STATE, the row of the graph it hangs on, named
             without its address, so that the run can be moved onto an edited graph (written
@@ -87,17 +92,29 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     outline = _outline(interp)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
-    plain = None if carrier else _plain_document(interp, outline, codec, blobs)
+    durable = _durable_document(interp)
+    plain = None if carrier else _plain_document(interp, outline, codec, blobs, durable)
     if plain is not None:
         status, document = plain
     else:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
-        document = _document_text(state, codec, anchors_text(outline, state), carrier)
+        document = _document_text(state, codec, anchors_text(outline, state), carrier, durable)
         status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
 
 
-def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes]) -> tuple[str, bytes] | None:
+def _durable_document(interp: Any) -> dict | None:
+    """DURABLE of the root interpreter, or None when it has no step count and no wait."""
+    steps = getattr(interp, "_durable_steps", 0)
+    wait = getattr(interp, "_durable_wait", None)
+    if not steps and wait is None:
+        return None
+    return {"steps": int(steps), "wait": None if wait is None else [wait[0], wait[1]]}
+
+
+def _plain_document(
+    interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes], durable: dict | None = None
+) -> tuple[str, bytes] | None:
     """`(status, engine document)` of a run with nothing on its stacks (no return address, context,
     panic, node state or step in flight: a chain between its nodes), written straight as text;
     None for any other run. The text is exactly the one `_capture` and `_document_text` write
@@ -144,13 +161,14 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             fmt.json_text(_codec_name(codec)),
             ',"identity":',
             pointer_anchors_text(outline, ptr),
+            "" if durable is None else ',"durable":' + fmt.json_text(durable),
             "}",
         )
     )
     return _status(interp, position, ptr, tag is not None), text.encode()
 
 
-def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None) -> bytes:
+def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None, durable: dict | None = None) -> bytes:
     """The engine document as JSON text; `identity` comes already encoded (it is kept per graph)."""
     parts = [
         '{"interp":',
@@ -162,6 +180,8 @@ def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None)
     ]
     if carrier:
         parts += [',"trace":', fmt.json_text(carrier)]
+    if durable is not None:
+        parts += [',"durable":', fmt.json_text(durable)]
     parts.append("}")
     return "".join(parts).encode()
 
@@ -177,6 +197,8 @@ def _status(interp: Any, position: str, ptr: list[int], parked: bool) -> str:
         return "panicked"
     if parked:
         return "suspended"
+    if position == IDLE and getattr(interp, "_durable_wait", None) is not None:
+        return "waiting"  # parked at a WAIT / SLEEP (amrita_sense.durable.waits)
     if position != IDLE:
         return "running"  # even with an empty pointer (a jump to nowhere): the run goes on at [0]
     if interp._flag_bits & _core.FLAG_HLT:

@@ -54,14 +54,16 @@ from amrita_sense.durable.errors import (
 
 MAGIC = b"ASRS"
 FORMAT_VERSION = 2
-STATUSES = ("ready", "running", "suspended", "halted", "panicked", "finished")
-"""Status codes 0-5: what the run was doing when the snapshot was taken.
+STATUSES = ("ready", "running", "suspended", "halted", "panicked", "finished", "waiting")
+"""Status codes 0-6: what the run was doing when the snapshot was taken.
 
 ready: not running, nothing pending (never run, or stopped between nodes);
 running: in a run, between two nodes (or in a middleware, before its node);
 suspended: in a run, parked at a suspend gate; halted: stopped by SUSPEND /
 `InterruptKeepContext`, the next run steps past the halting node; panicked:
-stopped by an exception, the next run recovers; finished: the run ended.
+stopped by an exception, the next run recovers; finished: the run ended;
+waiting: parked at a WAIT / SLEEP (`amrita_sense.durable.waits`), the next run
+continues at that wait, once a waker delivers its message or its timer is due.
 """
 
 _HEADER = struct.Struct("<4sHBB16sIIII")

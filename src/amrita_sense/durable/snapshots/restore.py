@@ -97,6 +97,11 @@ def restore_interpreter(
     lenient = accept_passed_edits and not moved  # moved addresses are exact: what they name must be there
     plan = _plan_state(interp._prog, root, ignored, codec, blobs, lenient, pools_migration)
     plan.apply(interp, keep_id=True)
+    durable = _check_durable(decoded.document.get("durable"))
+    if durable is not None:
+        interp._durable_steps = durable["steps"]
+        wait = durable["wait"]
+        interp._durable_wait = None if wait is None else (wait[0], wait[1])
     trace = _check_trace(decoded.document.get("trace"))
     observer = _observe.current
     if trace and observer is not None:
@@ -231,6 +236,24 @@ def _check_trace(trace: Any) -> dict[str, str] | None:
     if type(trace) is not dict or not all(type(k) is str and type(v) is str for k, v in trace.items()):
         raise _fail("trace", "expected an object of strings")
     return trace
+
+
+def _check_durable(durable: Any) -> dict | None:
+    """The optional DURABLE object (step count, the wait the run is parked at)."""
+    if durable is None:
+        return None
+    if type(durable) is not dict or type(durable.get("steps")) is not int or durable["steps"] < 0:
+        raise _fail("durable", "expected an object with a count of steps")
+    wait = durable.get("wait")
+    if wait is not None:
+        if type(wait) is not list or len(wait) != 2:
+            raise _fail("durable.wait", "expected [topic, due_at]")
+        topic, due_at = wait
+        if topic is not None and type(topic) is not str:
+            raise _fail("durable.wait", "the topic is a string or null")
+        if due_at is not None and type(due_at) not in (int, float):
+            raise _fail("durable.wait", "due_at is a number or null")
+    return durable
 
 
 def _check_attempts(attempts: Any, where: str) -> None:

@@ -1,0 +1,351 @@
+"""The waker: a service that resumes the runs that wait, when they are due, exactly once.
+
+    waker = Waker(store, graphs={"approval": build_graph}, codec=pickle, keyring=keys)
+    async with waker:             # serves in the background (or: await waker.serve())
+        ...                       # the application's own work
+    # or one round, from code that schedules it itself:
+    resumed = await waker.run_once()
+
+A round (`run_once`) claims the due runs of the waker's graphs (`store.claim_due`: a run whose
+timer passed or that has a message on its wait's topic, leased to this waker by a conditional
+write), and resumes each: it restores the run from the claimed checkpoint
+(`Checkpointing(store, run_id, graph=name, expected_version=<claimed version>, ...).resume(graph)`),
+hands it the decoded message, and runs it until it waits again or ends; then it releases the
+lease. While a run runs, a task renews its lease every third of `lease_seconds`; when a renewal
+fails (the lease expired and maybe another waker took the run) the run stops at its next step
+boundary and saves nothing more (`LeaseLost`, logged). The claimed version fences every save: a
+waker that lost its lease can never write over a newer checkpoint (`CheckpointConflict`).
+
+A run a waker resumes records, with each save between its nodes, a timer due at once: held by the
+lease, it is claimable only once the lease expired, so when the waker dies mid-run (SIGKILL, a lost
+machine) another waker takes the run from its last checkpoint after `lease_seconds`.
+
+Exactly once: a message is marked delivered in the same transaction as the first checkpoint after
+its wait. A waker that dies before that save leaves the run to another waker (after the lease
+expires), which resumes it from the same checkpoint and delivers the message again: the nodes
+after the wait run again (at least once, as after any crash), the message is delivered once.
+
+Refusals (logged; the run stays as it is, its lease released, nothing is lost): a run of a graph
+the waker was not given, a run whose graph changed (its fingerprint; with `migrate=True` the run is
+moved onto the new graph, as `restore(..., migrate=True)` does), a payload that does not decode or
+verify. Errors of one run never stop the waker; `failures` keeps the latest ones.
+
+A store's blocking methods (SQLite, the threaded Postgres store) run in a worker thread
+(`asyncio.to_thread`); an async store's are awaited. `serve` sleeps between rounds until the
+store's `next_due`, at most `poll_interval`, or until the store signals a wake-up
+(`wait_for_wakeup`, when it has one: the memory store, Postgres `LISTEN/NOTIFY`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from amrita_sense.durable.checkpointing.policy import Checkpointing
+from amrita_sense.durable.errors import CheckpointError, GraphMismatch, LeaseLost, WaitError
+from amrita_sense.durable.snapshots.messages import decode_payload
+from amrita_sense.durable.stores.waiting import WAITING_METHODS
+from amrita_sense.durable.waits.graph import Message
+from amrita_sense.logging import logger
+from amrita_sense.node.abc_base import is_rendered_compose
+
+_FAILURES_KEPT = 100
+_MIN_PAUSE = 0.02
+
+
+def _positive(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise ValueError(f"{what} is a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+class Waker:
+    """Resumes the waiting runs of the graphs it is given, when they are due (see the module).
+
+    Args:
+        store: a store that keeps waits (`WaitingStore`: every shipped backend).
+        graphs: graph name -> the rendered graph, or a zero-argument callable that builds it (called
+            once, on first use). The names are those runs were started with
+            (`Checkpointing(..., graph=name)`).
+        codec: decodes the runs' injection pools and message payloads (`pickle`, ...); None: the runs
+            keep no pools and payloads are plain JSON data.
+        keyring: checks (and signs) the runs' checkpoints and checks message payloads
+            (`amrita_sense.durable.Keyring`).
+        allow_unsigned: decode unsigned checkpoints / payloads with a codec that can run code.
+        migrate: move a run parked on an older version of its graph onto the given one (else it is
+            refused with `WaitError`).
+        lease_seconds: how long a claim holds a run; renewed while the run runs.
+        poll_interval: the longest `serve` sleeps between two rounds.
+        concurrency: the most runs one round claims and runs at once.
+        owner: this waker's name in the leases (default: host, pid and a random part).
+        restore_kwargs: more arguments of `WorkflowInterpreter.restore` for every run
+            (`extra_args`, `object_io`, `middleware`, ...; a callable `(run_id, graph_name) -> dict`
+            makes them per run).
+        policy_options: more arguments of the `Checkpointing` policy a resumed run saves with
+            (`every_nodes`, `durability`, `history`, `on_saved`, ...; the store, run id, codec,
+            keyring, graph name and expected version are the waker's).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        graphs: Mapping[str, Any],
+        *,
+        codec: Any = None,
+        keyring: Any = None,
+        allow_unsigned: bool = False,
+        migrate: bool = False,
+        lease_seconds: float = 30.0,
+        poll_interval: float = 1.0,
+        concurrency: int = 8,
+        owner: str | None = None,
+        restore_kwargs: Any = None,
+        policy_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        missing = [name for name in WAITING_METHODS if not callable(getattr(store, name, None))]
+        if missing:
+            raise TypeError(
+                f"Waker needs a store that keeps waits (WaitingStore); {type(store).__name__} lacks {missing}"
+            )
+        if not isinstance(graphs, Mapping) or not graphs:
+            raise TypeError("graphs is a non-empty mapping of graph name -> rendered graph or zero-argument factory")
+        for name, graph in graphs.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a graph name is a non-empty string, not {name!r}")
+            if not is_rendered_compose(graph) and not callable(graph):
+                raise TypeError(
+                    f"graphs[{name!r}] is a rendered graph or a zero-argument factory, not {type(graph).__name__}"
+                )
+        if codec is not None and not all(callable(getattr(codec, n, None)) for n in ("dumps", "loads")):
+            raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
+        if type(concurrency) is not int or concurrency < 1:
+            raise ValueError(f"concurrency is an int >= 1, not {concurrency!r}")
+        if owner is not None and (not isinstance(owner, str) or not owner):
+            raise ValueError(f"owner is None or a non-empty string, not {owner!r}")
+        if restore_kwargs is not None and not (isinstance(restore_kwargs, Mapping) or callable(restore_kwargs)):
+            raise TypeError("restore_kwargs is a mapping or a callable (run_id, graph_name) -> mapping")
+        managed = {"store", "run_id", "codec", "keyring", "allow_unsigned", "graph", "expected_version"}
+        if policy_options is not None and (not isinstance(policy_options, Mapping) or managed & set(policy_options)):
+            raise TypeError(f"policy_options is a mapping of Checkpointing options other than {sorted(managed)}")
+        self.policy_options = dict(policy_options or {})
+        self.store = store
+        self.codec = codec
+        self.keyring = keyring
+        self.allow_unsigned = bool(allow_unsigned)
+        self.migrate = bool(migrate)
+        self.lease_seconds = _positive(lease_seconds, "lease_seconds")
+        self.poll_interval = _positive(poll_interval, "poll_interval")
+        self.concurrency = concurrency
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.restore_kwargs = restore_kwargs
+        self.failures: deque[tuple[str, BaseException]] = deque(maxlen=_FAILURES_KEPT)
+        """The latest errors of runs this waker resumed or refused: (run id, error)."""
+        self._sources = dict(graphs)
+        self._built: dict[str, Any] = {}
+        self._stop = asyncio.Event()
+        self._serving: asyncio.Task | None = None
+
+    def __repr__(self) -> str:
+        return f"Waker({type(self.store).__name__}, graphs={sorted(self._sources)}, owner={self.owner!r})"
+
+    @property
+    def graph_names(self) -> list[str]:
+        """The names of the graphs this waker resumes runs of."""
+        return list(self._sources)
+
+    # ----- serving ------------------------------------------------------------------------------
+
+    async def run_once(self) -> int:
+        """One round: claim the due runs of this waker's graphs and resume each until it waits again
+        or ends; how many were resumed (refused ones not counted)."""
+        claims = await self._call(
+            self.store.claim_due,
+            self.owner,
+            lease_seconds=self.lease_seconds,
+            limit=self.concurrency,
+            graphs=self.graph_names,
+        )
+        if not claims:
+            return 0
+        results = await asyncio.gather(*(self._resume(claim) for claim in claims))
+        return sum(results)
+
+    async def serve(self) -> None:
+        """Run rounds until `stop()`: after a round that resumed nothing, sleep until the store's
+        `next_due`, a wake-up from the store, or `poll_interval`, whichever is first."""
+        self._stop.clear()
+        while not self._stop.is_set():
+            try:
+                if await self.run_once():
+                    continue
+                await self._sleep(await self._pause())
+            except Exception as exc:  # the store went away for a moment: retry at the next poll
+                logger.error(f"waker {self.owner}: a round failed: {exc!r}")
+                self.failures.append(("", exc))
+                await self._sleep(self.poll_interval)
+
+    def stop(self) -> None:
+        """Make `serve` return after its current round (the runs it is resuming run until they wait or end)."""
+        self._stop.set()
+
+    async def __aenter__(self) -> Waker:
+        self._serving = asyncio.get_running_loop().create_task(self.serve())
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.stop()
+        task, self._serving = self._serving, None
+        if task is not None:
+            await task
+
+    async def _pause(self) -> float:
+        due = await self._call(self.store.next_due, graphs=self.graph_names)
+        if due is None:
+            return self.poll_interval
+        # a due time already passed belongs to a run another waker holds (or one just released):
+        # look again soon, without spinning
+        return min(self.poll_interval, max(_MIN_PAUSE, due - time.time()))
+
+    async def _sleep(self, seconds: float) -> None:
+        if seconds <= 0 or self._stop.is_set():
+            return
+        stopped = asyncio.ensure_future(self._stop.wait())
+        waits: set[asyncio.Future] = {stopped}
+        wakeup = getattr(self.store, "wait_for_wakeup", None)
+        if callable(wakeup):
+            waits.add(asyncio.ensure_future(self._call(wakeup, seconds)))
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                if not waiting.done():
+                    waiting.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+
+    # ----- one run ------------------------------------------------------------------------------
+
+    async def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A store method: awaited when it is a coroutine function, else run in a worker thread."""
+        if inspect.iscoroutinefunction(method):
+            return await method(*args, **kwargs)
+        result = await asyncio.to_thread(method, *args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    def _graph(self, name: str | None, run_id: str) -> Any:
+        if name not in self._sources:
+            raise WaitError(f"run {run_id!r} belongs to graph {name!r}, which this waker was not given")
+        assert name is not None
+        graph = self._built.get(name)
+        if graph is None:
+            source = self._sources[name]
+            graph = source if is_rendered_compose(source) else source()
+            if not is_rendered_compose(graph):
+                raise WaitError(f"the factory of graph {name!r} returned {type(graph).__name__}, not a rendered graph")
+            self._built[name] = graph
+        return graph
+
+    def _restore_kwargs(self, run_id: str, name: str) -> dict[str, Any]:
+        given = self.restore_kwargs
+        if given is None:
+            return {}
+        return dict(given(run_id, name) if callable(given) else given)
+
+    async def _resume(self, claim: Any) -> bool:
+        """Resume one claimed run; True when it ran. Never raises (errors are logged and kept)."""
+        run_id = claim.run_id
+        try:
+            return await self._resume_claimed(claim)
+        except Exception as exc:
+            logger.error(f"waker {self.owner}: run {run_id!r}: {type(exc).__name__}: {exc}")
+            self.failures.append((run_id, exc))
+            return False
+        finally:
+            try:
+                await self._call(self.store.release, run_id, self.owner)
+            except Exception as exc:  # the lease expires on its own
+                logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
+
+    async def _resume_claimed(self, claim: Any) -> bool:
+        run_id, name = claim.run_id, claim.graph
+        graph = self._graph(name, run_id)
+        message = self._message(claim)  # before anything runs: a bad payload refuses the run
+        policy = Checkpointing(
+            self.store,
+            run_id,
+            codec=self.codec,
+            keyring=self.keyring,
+            allow_unsigned=self.allow_unsigned,
+            graph=name,
+            expected_version=claim.record.version,
+            **self.policy_options,
+        )
+        kwargs = self._restore_kwargs(run_id, name)
+        if self.migrate:
+            kwargs.setdefault("migrate", True)
+        try:
+            interp = await policy.resume(graph, **kwargs)
+        except GraphMismatch as exc:
+            raise WaitError(
+                f"run {run_id!r} was parked on another version of graph {name!r} ({exc.detail}): "
+                f"resume it with a waker given that version, or pass migrate=True"
+            ) from exc
+        if policy.last is None or policy.last.version != claim.record.version:
+            raise LeaseLost(f"run {run_id!r} was saved again after this waker claimed it: another waker has it")
+        if message is not None:
+            policy.deliver(message)
+        policy._watchdog = True  # dies mid-run: another waker takes the run once the lease expired
+        renewer = asyncio.ensure_future(self._renew(run_id, interp, policy))
+        try:
+            await interp.run()
+        except CheckpointError:
+            raise
+        except Exception as exc:  # the run's own panic (saved with on_panic): it ran, and ended so
+            logger.warning(f"waker {self.owner}: run {run_id!r} panicked: {type(exc).__name__}: {exc}")
+            self.failures.append((run_id, exc))
+        finally:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+        return True
+
+    def _message(self, claim: Any) -> Message | None:
+        stored = claim.message
+        if stored is None:
+            return None
+        payload = decode_payload(
+            stored.payload,
+            codec=self.codec,
+            keyring=self.keyring,
+            allow_unsigned=self.allow_unsigned,
+            run_id=stored.run_id,
+            topic=stored.topic,
+            message_id=stored.message_id,
+        )
+        return Message(stored.topic, payload, stored.message_id, stored.sent_at)
+
+    async def _renew(self, run_id: str, interp: Any, policy: Checkpointing) -> None:
+        """Renew the lease while the run runs; when it is lost, fence the policy (no more saves) and
+        stop the run at its next step boundary."""
+        every = self.lease_seconds / 3
+        while True:
+            await asyncio.sleep(every)
+            try:
+                held = await self._call(self.store.renew, run_id, self.owner, self.lease_seconds)
+            except Exception as exc:  # the store is away: try again, the lease may still hold
+                logger.warning(f"waker {self.owner}: renewing the lease of run {run_id!r} failed: {exc!r}")
+                continue
+            if not held:
+                lost = LeaseLost(f"waker {self.owner} lost its lease on run {run_id!r}: the run stops unsaved")
+                logger.error(str(lost))
+                policy._fence = lost
+                interp._pending_stop = True
+                return
+
+
+__all__ = ["Waker"]
