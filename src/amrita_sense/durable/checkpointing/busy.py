@@ -25,6 +25,8 @@ A *start request* is a run started under a run id with a new policy,
     nothing more. The old run notices at its next save: after its current node with
     ``durability="sync"`` and ``every_nodes=1``; with ``"async"``, at the next save it writes; with
     ``"exit"``, at its next park or its end (its nodes until then run, their results are not saved).
+    A finished run whose queued starts have not run has nothing running to interrupt: the start
+    takes the run id over without the marker (outcome ``"started"``), the queued starts run after it.
 
 - a finished run with nothing queued: with `on_busy` given, the run id is free: the start writes over
   the finished checkpoint (outcome ``"started"``, history kept when the store keeps it); with
@@ -154,6 +156,8 @@ async def start_request(policy: Any, interp: Any) -> BusyOutcome:
             outcome = BusyOutcome(run_id, on_busy, "enqueued", status)
             await interp.object_io.send_to_producer(outcome)
             return outcome
+        elif status in ENDED_STATUSES:  # finished, with queued starts: nothing runs to interrupt
+            outcome = BusyOutcome(run_id, on_busy, "started", status)
         else:
             outcome = BusyOutcome(run_id, on_busy, "interrupted", status)
         try:

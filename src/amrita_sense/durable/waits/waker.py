@@ -286,10 +286,10 @@ class Waker:
                 logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
 
     async def _resume_claimed(self, claim: Any) -> bool:
+        if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
+            return claim.message is not None and await self._start_queued(claim)
         run_id, name = claim.run_id, claim.graph
         graph = self._graph(name, run_id)
-        if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
-            return claim.message is not None and await self._start_queued(claim, graph)
         message = self._message(claim)  # before anything runs: a bad payload refuses the run
         policy = self._policy(run_id, name, claim.record.version)
         kwargs = self._restore_kwargs(run_id, name)
@@ -320,15 +320,17 @@ class Waker:
             **self.policy_options,
         )
 
-    async def _start_queued(self, claim: Any, graph: Any) -> bool:
+    async def _start_queued(self, claim: Any) -> bool:
         """Start the run's oldest queued start (`on_busy="enqueue"`) over its finished checkpoint: its
         first save, over the claimed version, takes the run id and marks the queued start delivered."""
-        run_id, name, stored = claim.run_id, claim.graph, claim.message
+        run_id, stored = claim.run_id, claim.message
         payload = decode_payload(  # plain JSON, checked against the keyring before it is read
             stored.payload, keyring=self.keyring, run_id=run_id, topic=stored.topic, message_id=stored.message_id
         )
         data = queued_snapshot(payload, run_id)
-        assert name is not None  # `_graph` knows it
+        name = payload.get("graph")  # the queued start's graph (the finished run's may differ)
+        name = name if isinstance(name, str) else claim.graph
+        graph = self._graph(name, run_id)
         kwargs = self._restore_kwargs(run_id, name)
         if self.migrate:
             kwargs.setdefault("migrate", True)
