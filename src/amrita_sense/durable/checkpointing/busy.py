@@ -66,8 +66,8 @@ class BusyOutcome:
     on_busy: str
     """The policy's `on_busy` ("reject" for the default)."""
     outcome: str
-    """"started" (the run runs now), "enqueued" (it runs after the active run) or "interrupted" (it
-    took the run id over from an active run, which stops at its next save)."""
+    """One of `OUTCOMES`: "started" (the run runs now), "enqueued" (it runs after the active run) or
+    "interrupted" (it took the run id over from an active run, which stops at its next save)."""
     previous_status: str | None
     """The status of the run the start found under the run id (None: there was none)."""
 
