@@ -16,7 +16,8 @@ A *start request* is a run started under a run id with a new policy,
     A `Waker` given the policy's graph name starts it once the active run has finished (its status
     ``"finished"``): it takes the run id over from the finished checkpoint and runs the queued start
     from its snapshot; its first save marks the queued start delivered, so it starts exactly once.
-    Queued starts run one after the other, in the order they were queued;
+    Queued starts run one after the other, in the order they were queued (the finishing save of a run
+    with a graph name makes them due: a run without one leaves them for the next that has one);
   - ``"interrupt"``: the start takes the run id over at once: it sends the marker message
     ``interrupt@<version>`` (`INTERRUPT_TOPIC`) and writes its first checkpoint over the version it
     found, marking the marker delivered in the same save. The old run's next save then fails
