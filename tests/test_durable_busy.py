@@ -8,6 +8,7 @@ run of an interrupt in a process of its own as well.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import pickle
 import subprocess
@@ -34,6 +35,7 @@ from amrita_sense.durable import (
     Waker,
     graph_fingerprint,
 )
+from amrita_sense.durable.snapshots.messages import decode_payload
 from amrita_sense.durable.stores.waiting import START_TOPIC
 from support.runtime_path import RUNTIME_DIR
 
@@ -263,6 +265,38 @@ async def test_a_start_queues_behind_a_finished_run_whose_queued_starts_have_not
         ("bye", "I"),
         ("hello", "A", [("started", "finished")]),
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_queued_start_is_encrypted_as_checkpoints_are_and_only_its_keyring_starts_it():
+    pytest.importorskip("cryptography")
+    store, sealed = MemoryCheckpointStore(), Keyring({"k1": b"a test key of the busy suite....."}, encrypt=True)
+    first = WorkflowInterpreter(WAITING, extra_args=(Who("first"),))
+    first.checkpointing = Checkpointing(store, "chat", codec=pickle, keyring=sealed, graph="g")
+    await first.run()
+    queued = WorkflowInterpreter(PLAIN, extra_args=(Who("a-very-private-name"),))
+    queued.checkpointing = Checkpointing(store, "chat", codec=pickle, keyring=sealed, graph="g2", on_busy="enqueue")
+    await queued.run()
+    (kept,) = store.messages("chat", topic=START_TOPIC)
+    payload = decode_payload(kept.payload, keyring=sealed, run_id="chat", topic=START_TOPIC, message_id=kept.message_id)
+    assert b"a-very-private-name" not in base64.b64decode(payload["snapshot"])
+    store.send("chat", "go", "1", message_id="m-1", keyring=sealed)
+    other = Keyring({"k2": b"another key, not the run's one..."})
+    plain = Waker(store, {"g": WAITING, "g2": PLAIN}, codec=pickle, keyring=other)
+    for _ in range(3):
+        await plain.run_once()
+    assert TRACE == [("hello", "first", [])] and store.load("chat").record.status == "waiting"
+    waker = Waker(store, {"g": WAITING, "g2": PLAIN}, codec=pickle, keyring=sealed)
+    for _ in range(400):
+        await waker.run_once()
+        if TRACE[-1] == ("bye", "a-very-private-name"):
+            break
+    assert TRACE[1:] == [
+        ("bye", "first"),
+        ("hello", "a-very-private-name", [("started", "finished")]),
+        ("bye", "a-very-private-name"),
+    ]
+    assert not waker.failures and store.messages("chat", topic=START_TOPIC) == []
 
 
 @pytest.mark.asyncio

@@ -11,8 +11,8 @@ A *start request* is a run started under a run id with a new policy,
   - ``"reject"`` (also the default, None): `RunBusy`, naming the run and its status; nothing ran,
     nothing was written;
   - ``"enqueue"``: the start's first snapshot (its pools through the codec, as any checkpoint) is
-    kept in the store as a message on the reserved topic `START_TOPIC`, signed with the policy's
-    keyring; `run()` returns at once with the run queued (``policy.outcome.outcome == "enqueued"``).
+    kept in the store as a message on the reserved topic `START_TOPIC` (the message and the
+    snapshot signed, and the snapshot encrypted as checkpoints are, with the policy's keyring); `run()` returns at once with the run queued (``policy.outcome.outcome == "enqueued"``).
     A `Waker` given the policy's graph name starts it once the active run has finished (its status
     ``"finished"``): it takes the run id over from the finished checkpoint and runs the queued start
     from its snapshot; its first save marks the queued start delivered, so it starts exactly once.
@@ -56,6 +56,9 @@ OUTCOMES = ("started", "enqueued", "interrupted")
 _TRIES = 32
 """How many times a start reads the store again when the run id changed under it (a save, a delete)."""
 _QUEUED_FORMAT = 1
+QUEUED_VERSION = -1
+"""The version a queued start's snapshot is signed (and, with `Keyring(encrypt=True)`, encrypted)
+for: no checkpoint has it, so a queued snapshot is never valid as a checkpoint, nor the other way."""
 
 
 @dataclass(frozen=True)
@@ -143,12 +146,15 @@ async def start_request(policy: Any, interp: Any) -> BusyOutcome:
                 status=status,
             )
         elif on_busy == "enqueue":
+            snapshot = policy._snapshot(interp)
+            if policy.keyring is not None:
+                snapshot = policy.keyring.bound_to(run_id, QUEUED_VERSION).sign_own(snapshot)
             try:
                 await _settle(
                     store.send(
                         run_id,
                         START_TOPIC,
-                        queued_payload(policy._snapshot(interp), policy.graph),
+                        queued_payload(snapshot, policy.graph),
                         keyring=policy.keyring,
                     )
                 )
@@ -190,4 +196,12 @@ async def _take_over(policy: Any, interp: Any, version: int, *, marked: bool) ->
         policy._taking_over = None
 
 
-__all__ = ["ON_BUSY", "OUTCOMES", "BusyOutcome", "interrupt_marker", "queued_payload", "queued_snapshot"]
+__all__ = [
+    "ON_BUSY",
+    "OUTCOMES",
+    "QUEUED_VERSION",
+    "BusyOutcome",
+    "interrupt_marker",
+    "queued_payload",
+    "queued_snapshot",
+]

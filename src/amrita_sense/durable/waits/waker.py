@@ -56,7 +56,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from amrita_sense.durable.checkpointing.busy import BusyOutcome, queued_snapshot
+from amrita_sense.durable.checkpointing.busy import QUEUED_VERSION, BusyOutcome, queued_snapshot
 from amrita_sense.durable.checkpointing.policy import Checkpointing
 from amrita_sense.durable.errors import CheckpointError, GraphMismatch, LeaseLost, RunInterrupted, WaitError
 from amrita_sense.durable.snapshots.messages import decode_payload
@@ -335,9 +335,8 @@ class Waker:
         if self.migrate:
             kwargs.setdefault("migrate", True)
         kwargs.setdefault("codec", self.codec)
-        # the snapshot is unsigned inside a message the keyring verified (it could not be signed for a
-        # version nobody knew when it was queued): it is as trusted as that message
-        kwargs.setdefault("allow_unsigned", self.allow_unsigned or self.keyring is not None)
+        kwargs.setdefault("keyring", None if self.keyring is None else self.keyring.bound_to(run_id, QUEUED_VERSION))
+        kwargs.setdefault("allow_unsigned", self.allow_unsigned)
         try:
             interp = WorkflowInterpreter.restore(graph, data, **kwargs)
         except GraphMismatch as exc:
