@@ -11,8 +11,8 @@ as `Keyring.from_env` reads it), SLEEP_UNTIL's time in CHAOS_UNTIL (epoch second
 must see the same). Every node appends `<node> <run> <pid>` to the file CHAOS_TRACE names (when set):
 the executions, which may repeat after a kill.
 
-A graph `sleep<ms>x<k>` (or `untilx<k>`): `mark` (the time before the timer), SLEEP(ms / 1000) (or
-SLEEP_UNTIL(CHAOS_UNTIL)), `woke` (the time after it), then k times WAIT("m") + a node appending the
+A graph `sleep<ms>x<k>` (or `untilx<k>`, `waitx1`): `mark` (the time before the timer),
+SLEEP(ms / 1000) (or SLEEP_UNTIL(CHAOS_UNTIL), or no timer), `woke` (the time after it), then k times WAIT("m") + a node appending the
 delivered message id, then `done`. The run's `State` (injected, checkpointed with codec=pickle and
 the keyring) is the durable truth the test checks. `worker` starts the same CLI worker as
 `python -m amrita_sense worker` (its `main`), on the asyncio loop or on uvloop.
@@ -38,8 +38,10 @@ SLEEPS_MS = (100, 300, 700, 1500, 3000)
 GRAPHS: dict[str, tuple[float | None, int]] = {
     **{f"sleep{ms}x{k}": (ms / 1000, k) for ms in SLEEPS_MS for k in (1, 2)},
     **{f"untilx{k}": (None, k) for k in (1, 2)},
+    "waitx1": (0.0, 1),
 }
-"""graph name -> (SLEEP seconds, or None for SLEEP_UNTIL(CHAOS_UNTIL); how many messages it waits for)."""
+"""graph name -> (SLEEP seconds, None for SLEEP_UNTIL(CHAOS_UNTIL), 0 for no timer; how many
+messages it waits for)."""
 
 
 class State:
@@ -112,8 +114,10 @@ def until() -> float:
 def build(name: str) -> Any:
     """Graph `name` of `GRAPHS` (the same source renders the same graph in every process)."""
     seconds, waits = GRAPHS[name]
-    timer = SLEEP_UNTIL(until()) if seconds is None else SLEEP(seconds)
-    steps: list[Any] = [mark, timer, woke]
+    steps: list[Any] = [mark]
+    if seconds != 0:
+        steps.append(SLEEP_UNTIL(until()) if seconds is None else SLEEP(seconds))
+    steps.append(woke)
     for taker in (got1, got2)[:waits]:
         steps += [WAIT("m"), taker]
     return NodeCompose(*steps, done).render()
