@@ -45,7 +45,8 @@ LEASE = "1"
 SEND_WITHIN = 4.0
 """Messages are sent at random times within this many seconds of the wakers' start."""
 KILLS_WITHIN = 6.0
-"""Wakers are killed (and started again) at random moments within this many seconds."""
+"""Wakers are killed (and started again) at random moments within this many seconds, and on until
+every run finished."""
 
 
 def chaos_env(keys: str, until: float, trace: Path) -> dict[str, str]:
@@ -174,11 +175,16 @@ def test_parked_runs_survive_wakers_killed_at_random_and_get_every_message_once_
                 kills += 1
         waiting = [run_id for run_id, _ in spec]
         deadline = time.monotonic() + 120 + RUNS * 0.1
-        while waiting:
+        next_kill = time.monotonic() + rng.uniform(0.3, 1.5)
+        while waiting:  # the kills go on at random moments until every run finished
             waiting = [run_id for run_id in waiting if store.load(run_id).record.status != "finished"]
             if waiting and time.monotonic() > deadline:
                 raise AssertionError(f"{len(waiting)} runs never finished, e.g. {waiting[:5]}:\n{wakers.logs()}")
-            time.sleep(0.2)
+            if waiting and time.monotonic() > next_kill:
+                wakers.kill_and_restart(rng.randrange(2))
+                kills += 1
+                next_kill = time.monotonic() + rng.uniform(0.3, 1.5)
+            time.sleep(0.1)
     finally:
         codes = wakers.stop()
     assert codes == [0, 0], wakers.logs()
