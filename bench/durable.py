@@ -20,7 +20,22 @@ throwaway local cluster, or `--dsn`):
   `claim_due` every 50 ms on SQLite, wakes on `LISTEN/NOTIFY` on Postgres), per wake-up;
 - `resume / <store> / <C> claimers`: N parked runs whose timers passed, resumed by C threads that
   claim them (`claim_due`, 8 at a time), save each one's next checkpoint (fenced by the claimed
-  version, the wait cleared) and release it, per run (runs per second = 1 / that).
+  version, the wait cleared) and release it, per run (runs per second = 1 / that);
+- the waker rows, with real worker processes (`python -m amrita_sense worker`, the graphs of
+  tests/support/waits_chaos.py, codec=pickle and a keyring; SQLite wakers poll every 50 ms, Postgres
+  ones wake on `LISTEN/NOTIFY` and their timers):
+  - `waker wake / <store>`: a message sent to a run parked at its WAIT until the run's next node
+    runs, one waker, one message at a time: p50 / p99;
+  - `waker resume / <store> / <W> wakers`: N runs due at one time T (a SLEEP_UNTIL, their message
+    already sent), W waker processes: runs per second from T until the last run took its message
+    (each run is resumed twice: for its timer, restore + a node + the parking save; for its message,
+    restore + deliver + two nodes + the final save);
+  - `waker lateness / <store>`: the fault test's load without kills (N runs, timers of 0.1-3 s, one
+    or two messages at random times, two wakers): how late each timer's run resumed (woke - due),
+    p50 / p99 (the issue's targets: p99 under 1 s on SQLite, under 200 ms on Postgres);
+- `chain10 checkpointed / node` and `... graph= / node`: a checkpointed 10-node chain (memory store)
+  without and with `Checkpointing(graph=...)`, measured interleaved: a graph without waits runs no
+  extra code (the core's loop knows nothing of waits), so the two are the same within noise.
 
 Every number is the best of several timed runs (this is a shared machine); read
 them as orders of magnitude and ratios within one run.
@@ -40,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
-from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure_best
+from amrita_sense.bench.scenarios import Plan, expect, format_seconds, measure, measure_best
 from amrita_sense.durable import Checkpointing, Keyring, MemoryCheckpointStore, SQLiteCheckpointStore
 from amrita_sense.durable.snapshots.fingerprint import _build_outline
 from amrita_sense.durable.stores.waiting import Wait
@@ -294,6 +309,274 @@ def waits_rows(quick: bool, dsn: str | None) -> list[tuple[str, int, Plan]]:
     return found
 
 
+# ----- the waker rows: real CLI worker processes (`python -m amrita_sense worker`) --------------------
+
+SUPPORT = Path(__file__).resolve().parents[1] / "tests" / "support"
+"""Where `waits_chaos` (the graphs, the run starter and the state reader these rows share with the
+fault test) lives."""
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+class WakerScenario:
+    """Runs of `waits_chaos` graphs on one store, served by `wakers` CLI worker processes (no kills).
+
+    `target` is `(the worker's --store options, the helper processes' DATABASE, the store opened here)`.
+    """
+
+    def __init__(self, target: tuple[list[str], str, Any], wakers: int, until: float | None = None) -> None:
+        import base64
+        import os
+        import secrets
+
+        import amrita_sense
+
+        self.options, self.database, self.store = target
+        self.wakers = wakers
+        self.folder = Path(tempfile.mkdtemp(prefix="sense-bench-wakers-"))
+        self.keys = f"bench:{base64.b64encode(secrets.token_bytes(32)).decode()}"
+        runtime = str(Path(amrita_sense.__file__).resolve().parents[1])
+        self.env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join([runtime, str(SUPPORT)]),
+            CHAOS_KEYS=self.keys,
+            CHAOS_UNTIL=repr(time.time() + 3600 if until is None else until),
+        )
+        self.keyring = Keyring.from_env("CHAOS_KEYS", {"CHAOS_KEYS": self.keys})
+        self.processes: list[Any] = []
+        self.serving_at: float | None = None
+
+    def helper(self, *args: str) -> None:
+        import subprocess
+
+        command = [sys.executable, str(SUPPORT / "waits_chaos.py"), *args]
+        done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0:
+            raise RuntimeError(f"waits_chaos {args[0]} failed: {done.stderr[-2000:]}")
+
+    def start_runs(self, spec: list[list[str]]) -> None:
+        self.spec = spec
+        (self.folder / "spec.json").write_text(json.dumps(spec))
+        self.helper("start", self.database, "asyncio", str(self.folder / "spec.json"))
+
+    def send(self, run_id: str, message_id: str) -> None:
+        self.store.send(run_id, "m", {"id": message_id}, message_id=message_id, codec=pickle, keyring=self.keyring)
+
+    def start_wakers(self) -> None:
+        """Start the wakers; return once each says it is serving."""
+        import subprocess
+
+        sys.path.insert(0, str(SUPPORT))
+        import waits_chaos
+
+        logs = []
+        for n in range(self.wakers):
+            command = [sys.executable, "-m", "amrita_sense", "worker", *self.options, *waits_chaos.graph_options()]
+            command += ["--codec", "pickle", "--keys-env", "CHAOS_KEYS", "--owner", f"bench-{n}"]
+            log = self.folder / f"waker-{n}.log"
+            with open(log, "w") as out:
+                self.processes.append(subprocess.Popen(command, env=self.env, stdout=out, stderr=subprocess.STDOUT))
+            logs.append(log)
+        deadline = time.monotonic() + 120
+        while not all("serving" in log.read_text() for log in logs):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes):
+                raise RuntimeError("a waker did not start: " + " | ".join(log.read_text()[-500:] for log in logs))
+            time.sleep(0.02)
+        self.serving_at = time.time()
+
+    def finish(self, timeout: float = 600) -> dict[str, Any]:
+        """Wait until every run finished, stop the wakers, and read each run's checkpointed state."""
+        waiting = [run_id for run_id, _ in self.spec]
+        deadline = time.monotonic() + timeout
+        try:
+            while waiting:
+                waiting = [run_id for run_id in waiting if self.store.load(run_id).record.status != "finished"]
+                if waiting and time.monotonic() > deadline:
+                    raise RuntimeError(f"{len(waiting)} runs never finished")
+                time.sleep(0.1)
+        finally:
+            for process in self.processes:
+                process.terminate()
+            for process in self.processes:
+                process.wait(60)
+        self.helper("report", self.database, "asyncio", str(self.folder / "spec.json"), str(self.folder / "r.json"))
+        found = json.loads((self.folder / "r.json").read_text())
+        states = {run_id: run["state"] for run_id, run in found.items()}
+        expect("every run finished", {run["status"] for run in found.values()}, {"finished"})
+        return states
+
+
+def waker_wakeup(target: Any, runs: int) -> dict[str, float]:
+    """A message to a run parked at its WAIT until the run's next node runs, one waker, one message
+    at a time (100 ms apart): p50 / p99 of `got_at - sent_at`."""
+    scenario = WakerScenario(target, 1)
+    scenario.start_runs([[f"wake-{n}", "waitx1"] for n in range(runs)])
+    scenario.start_wakers()
+    for n in range(runs):
+        scenario.send(f"wake-{n}", f"wake-{n}-m0")
+        time.sleep(0.1)
+    states = scenario.finish()
+    latencies = [state["got_at"][0] - state["sent_at"][0] for state in states.values()]
+    return {"p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99)}
+
+
+def waker_throughput(target: Any, runs: int, wakers: int) -> dict[str, float]:
+    """`runs` runs parked at SLEEP_UNTIL(T) whose message is already sent, `wakers` wakers serving
+    before T: each run is resumed twice (the timer: restore, a node, the parking save; the message:
+    restore, deliver, two nodes, the final save); runs per second from T to the last message taken."""
+    until = time.time() + 3 + runs * 0.01  # after the runs started and the wakers serve
+    scenario = WakerScenario(target, wakers, until)
+    scenario.start_runs([[f"tp-{n}", "untilx1"] for n in range(runs)])
+    for n in range(runs):
+        scenario.send(f"tp-{n}", f"tp-{n}-m0")
+    scenario.start_wakers()
+    assert scenario.serving_at is not None
+    if scenario.serving_at > until:
+        print(f"  (the wakers served {scenario.serving_at - until:.2f} s after T: the row counts from then)")
+    states = scenario.finish()
+    began = max(until, scenario.serving_at)
+    seconds = max(state["got_at"][0] for state in states.values()) - began
+    return {"seconds": seconds, "runs/s": runs / seconds, "resumes/s": 2 * runs / seconds}
+
+
+def waker_lateness(target: Any, runs: int, seed: int = 46) -> dict[str, float]:
+    """The fault test's load without kills: `runs` runs of random `waits_chaos` graphs (timers of
+    0.1-3 s, one or two messages sent at random times within 4 s of their start), started while
+    two wakers serve; timer lateness
+    p50 / p99 (`woke_at - due`; due = `parked_at` + the SLEEP, or the SLEEP_UNTIL time)."""
+    import random
+
+    sys.path.insert(0, str(SUPPORT))
+    import waits_chaos
+
+    rng = random.Random(seed)
+    until = time.time() + rng.uniform(0.1, 3.0) + runs * 0.005
+    scenario = WakerScenario(target, 2, until)
+    names = sorted(name for name, (seconds, _) in waits_chaos.GRAPHS.items() if seconds != 0)
+    spec = [[f"late-{n}", rng.choice(names)] for n in range(runs)]
+    scenario.start_wakers()  # serving before the first timer starts
+    scenario.start_runs(spec)
+    sends = sorted(
+        (rng.uniform(0, 4.0), run_id, f"{run_id}-m{k}")
+        for run_id, name in spec
+        for k in range(waits_chaos.GRAPHS[name][1])
+    )
+    began = time.monotonic()
+    order: dict[str, int] = {}
+    for at, run_id, _ in sends:
+        pause = began + at - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        k = order[run_id] = order.get(run_id, -1) + 1
+        scenario.send(run_id, f"{run_id}-m{k}")  # in send order per run
+    states = scenario.finish()
+    late = []
+    for run_id, name in spec:
+        seconds, waits = waits_chaos.GRAPHS[name]
+        state = states[run_id]
+        expect(f"{run_id}'s messages", state["got"], [f"{run_id}-m{k}" for k in range(waits)])
+        # SLEEP_UNTIL a time already passed (a run started late) resumes at once: due when parked
+        due = max(until, state["parked_at"]) if seconds is None else state["parked_at"] + seconds
+        late.append(state["woke_at"] - due)
+    expect("no timer woke early", min(late) >= 0, True)
+    return {"p50": _percentile(late, 0.5), "p99": _percentile(late, 0.99)}
+
+
+def waker_targets(dsn: str | None) -> dict[str, Any]:
+    """name -> a zero-argument opener of `(worker --store options, DATABASE, store)`: a new SQLite
+    file or Postgres schema each time."""
+    folder = tempfile.mkdtemp(prefix="sense-bench-waker-stores-")
+    counter = [0]
+
+    def sqlite() -> tuple[list[str], str, Any]:
+        counter[0] += 1
+        path = str(Path(folder) / f"wakers-{counter[0]}.db")
+        return ["--store", path, "--poll", str(WAKE_POLL)], path, SQLiteCheckpointStore(path)
+
+    found: dict[str, Any] = {"sqlite": sqlite}
+    if dsn is not None:
+        from amrita_sense.durable import PostgresCheckpointStore
+
+        def postgres() -> tuple[list[str], str, Any]:
+            schema = f"bench_wakers_{time.monotonic_ns()}"
+            store = PostgresCheckpointStore(dsn, schema=schema, max_size=4)
+            return ["--store", dsn, "--schema", schema], f"{dsn}|{schema}", store
+
+        found["postgres"] = postgres
+    return found
+
+
+def waker_rows(quick: bool, dsn: str | None, sizes: dict[str, int] | None = None) -> list[dict]:
+    """The waker rows (real CLI worker processes) on SQLite and, with `dsn`, Postgres; printed as they come."""
+    sizes = sizes or ({"wake": 20, "runs": 200, "late": 200} if quick else {"wake": 100, "runs": 1000, "late": 2000})
+    results = []
+
+    def row(name: str, size: int, values: dict[str, float]) -> None:
+        results.append({"scenario": name, "size": size, **values})
+        shown = "  ".join(
+            f"{key} {format_seconds(value) if key in ('p50', 'p99', 'seconds') else f'{value:,.0f}'}"
+            for key, value in values.items()
+        )
+        print(f"{name:<40} {size:>6}  {shown}", flush=True)
+
+    for name, opener in waker_targets(dsn).items():
+        row(f"waker wake / {name}", sizes["wake"], waker_wakeup(opener(), sizes["wake"]))
+        for wakers in (1, 2):
+            row(
+                f"waker resume / {name} / {wakers} wakers",
+                sizes["runs"],
+                waker_throughput(opener(), sizes["runs"], wakers),
+            )
+        row(f"waker lateness / {name}", sizes["late"], waker_lateness(opener(), sizes["late"]))
+    return results
+
+
+def plans_no_wait_cost(length: int = 10) -> list[tuple[str, int, Plan]]:
+    """A checkpointed chain of `length` nodes (memory store) without and with `graph=` set: a graph
+    without waits runs the same code either way (the core's loop knows nothing of waits)."""
+
+    def plan(graph: str | None) -> Plan:
+        tally = [0]
+        chain = NodeCompose(*distinct_nodes(length, tally)).render()
+        state: dict = {}
+
+        def prepare() -> None:
+            tally[0] = 0
+            interp = WorkflowInterpreter(chain)
+            interp.checkpointing = Checkpointing(MemoryCheckpointStore(), "run", graph=graph)
+            state["interp"] = interp
+
+        async def timed() -> None:
+            await state["interp"].run()
+
+        def check() -> None:
+            expect("nodes run", tally[0], length)
+
+        return Plan(ops=length, timed=timed, prepare=prepare, check=check)
+
+    return [
+        (f"chain{length} checkpointed / node", length, plan(None)),
+        (f"chain{length} checkpointed graph= / node", length, plan("chain")),
+    ]
+
+
+async def measure_interleaved(plans: list[tuple[str, int, Plan]], rounds: int) -> list[dict]:
+    """Each plan measured once per round, the plans alternating; the best of the rounds each."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name, _, plan in plans:
+            value = await measure(plan)
+            best[name] = min(best.get(name, value), value)
+    results = []
+    for name, size, _ in plans:
+        results.append({"scenario": name, "size": size, "seconds": best[name], "runs": rounds})
+        print(f"{name:<40} {size:>6}  {format_seconds(best[name]):>10}  ({rounds} interleaved)", flush=True)
+    return results
+
+
 async def measure_waits(plans: list[tuple[str, int, Plan]], quick: bool) -> list[dict]:
     results = []
     for name, size, plan in plans:
@@ -332,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
 
         with postgres(args.dsn) as dsn:
             results = asyncio.run(measure_waits(waits_rows(args.quick, dsn), args.quick))
+            results += waker_rows(args.quick, dsn)
+        results += asyncio.run(measure_interleaved(plans_no_wait_cost(), 20 if args.quick else 200))
     else:
         results = asyncio.run(measure_all(rows(args.quick), args.quick))
     if args.json:

@@ -12,7 +12,7 @@ history on request with retention, `load(version=)`, `fork`, `prune`.
 
 Tables, in `schema` (created on first use under a transaction-scoped advisory lock, so processes
 starting together do not race; a `meta` row carries the schema version, and a schema newer than
-this code knows is refused):
+this code knows is refused)::
 
     checkpoints   the latest checkpoint of each run, one row per run id, rewritten by each save (with
                   the run's graph name, its wait and the lease of the waker resuming it)

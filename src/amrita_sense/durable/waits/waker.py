@@ -1,5 +1,7 @@
 """The waker: a service that resumes the runs that wait, when they are due, exactly once.
 
+It serves beside the application's own work, or runs one round when the application says so::
+
     waker = Waker(store, graphs={"approval": build_graph}, codec=pickle, keyring=keys)
     async with waker:             # serves in the background (or: await waker.serve())
         ...                       # the application's own work
