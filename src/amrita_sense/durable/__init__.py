@@ -25,7 +25,8 @@ Stores: `SQLiteCheckpointStore`, `MemoryCheckpointStore`, `PostgresCheckpointSto
 (`Checkpointing(..., history=True)`, `store.history`, `store.load(run_id, version=V)`,
 `store.fork`). Runs that wait: `WAIT` / `SLEEP` / `SLEEP_UNTIL` park a run started with
 `Checkpointing(..., graph=name)`; `store.send` keeps a message for it; a `Waker` resumes it when it
-is due (`amrita_sense.durable.waits`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
+is due (`amrita_sense.durable.waits`). A start under a run id still in use is rejected (`RunBusy`),
+queued or takes the id over (`Checkpointing(..., on_busy=...)`, `amrita_sense.durable.checkpointing.busy`). A parked run moves onto an edited graph with `restore(..., migrate=True)`
 (`plan_migration` is its dry run, see `amrita_sense.durable.snapshots.migrate`).
 
 The package is laid out in rooms, in the order a save flows through them; each imports only the
@@ -43,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from amrita_sense.durable.checkpointing.busy import BusyOutcome
 from amrita_sense.durable.checkpointing.policy import Checkpointing
 from amrita_sense.durable.errors import (
     CheckpointConflict,
@@ -57,7 +59,9 @@ from amrita_sense.durable.errors import (
     LeaseLost,
     RestoredPanic,
     RestoreError,
+    RunBusy,
     RunEnded,
+    RunInterrupted,
     SnapshotFormatError,
     SnapshotUnavailable,
     TamperedMessage,
@@ -157,6 +161,7 @@ __all__ = [
     "STATUSES",
     "WAIT",
     "AsyncPostgresCheckpointStore",
+    "BusyOutcome",
     "Checkpoint",
     "CheckpointConflict",
     "CheckpointError",
@@ -180,7 +185,9 @@ __all__ = [
     "MigrationPlan",
     "RestoreError",
     "RestoredPanic",
+    "RunBusy",
     "RunEnded",
+    "RunInterrupted",
     "PartialPickle",
     "PostgresCheckpointStore",
     "SQLiteCheckpointStore",

@@ -14,6 +14,8 @@
     `-- CheckpointError          the checkpoint store failed
         |-- CheckpointNotFound       no checkpoint under that run id (also a LookupError)
         |-- CheckpointConflict       another writer saved the run first
+        |   |-- RunBusy                  a start found the run id active (on_busy="reject")
+        |   `-- RunInterrupted           a start took the run id over (on_busy="interrupt")
         |-- RunEnded                 a message was sent to a run that has ended
         `-- LeaseLost                a waker's lease on a run expired or was taken over
     WaitError                    a run cannot wait (no durable policy, no graph name, unknown graph)
@@ -117,6 +119,27 @@ class CheckpointNotFound(CheckpointError, LookupError):
 
 class CheckpointConflict(CheckpointError):
     """A save expected a version of the run that another writer has replaced."""
+
+
+class RunBusy(CheckpointConflict):
+    """A start request (`Checkpointing(..., on_busy="reject")`, the default) found a run under its run id
+    that has not finished: nothing ran and nothing was written. `run_id` and `status` name it."""
+
+    def __init__(self, message: str, *, run_id: str, status: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.status = status
+
+
+class RunInterrupted(CheckpointConflict):
+    """Raised from the `run()` of a run whose run id another start took over
+    (`Checkpointing(..., on_busy="interrupt")`): the run stopped at its next save and wrote nothing
+    after the takeover. `run_id` names it, `version` is the version it found replaced."""
+
+    def __init__(self, message: str, *, run_id: str, version: int) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.version = version
 
 
 class RunEnded(CheckpointError):

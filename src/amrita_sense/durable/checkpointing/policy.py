@@ -45,10 +45,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from amrita_sense.durable.checkpointing import busy
 from amrita_sense.durable.checkpointing.writer import SaveWriter
-from amrita_sense.durable.errors import CheckpointConflict, CheckpointError, CodecError, SnapshotUnavailable
+from amrita_sense.durable.errors import (
+    CheckpointConflict,
+    CheckpointError,
+    CodecError,
+    RunInterrupted,
+    SnapshotUnavailable,
+)
+from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
-from amrita_sense.durable.stores.waiting import WAITING_METHODS, Wait
+from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
@@ -96,6 +104,19 @@ class Checkpointing:
         graph: the name of the graph the run belongs to, recorded with every save: a run that waits
             (WAIT / SLEEP, `amrita_sense.durable.waits`) needs it, so that a `Waker` given that name
             can resume it. The store must keep waits (`WaitingStore`; TypeError otherwise).
+        on_busy: what a start (this policy with `expected_version=0`, its first `run()`) does when
+            the store holds a run under `run_id` that has not finished, checked before any node runs
+            (`amrita_sense.durable.checkpointing.busy`): "reject" (`RunBusy`, nothing runs),
+            "enqueue" (the start is kept in the store and `run()` returns at once; a `Waker` given
+            `graph` starts it once the active run has finished; needs `graph`), or "interrupt" (the
+            start takes the run id over; the old run raises `RunInterrupted` at its next save).
+            None (the default) rejects as "reject" does and also keeps a finished run's id taken
+            (`CheckpointConflict` before any node runs); with `on_busy` given, a finished run's id is
+            free. The outcome is kept as `outcome` (a `BusyOutcome`) and, when a run was found,
+            sent into the run's `object_io` reverse channel before its first node.
+
+    Attributes:
+        outcome: the `BusyOutcome` of the start check (None before it, or for a policy that resumes).
     """
 
     def __init__(
@@ -115,6 +136,7 @@ class Checkpointing:
         keyring: Any = None,
         allow_unsigned: bool = False,
         graph: str | None = None,
+        on_busy: str | None = None,
     ) -> None:
         if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
@@ -141,8 +163,18 @@ class Checkpointing:
                     f"graph={graph!r} needs a store that keeps waits (WaitingStore: {', '.join(WAITING_METHODS)}); "
                     f"{type(store).__name__} does not"
                 )
+        if on_busy is not None and on_busy not in busy.ON_BUSY:
+            raise ValueError(f"on_busy is None or one of {', '.join(map(repr, busy.ON_BUSY))}, not {on_busy!r}")
+        if on_busy == "enqueue" and graph is None:
+            raise ValueError(
+                f"run {run_id!r}: on_busy='enqueue' needs graph=NAME (a Waker given NAME starts the queued run)"
+            )
         self.store = store
         self.run_id = run_id
+        self.on_busy = on_busy
+        self.outcome: busy.BusyOutcome | None = None
+        self._taking_over: tuple[str, ...] | None = None
+        """The interrupt marker a takeover's save marks delivered (`busy`), while it saves."""
         self.graph = graph
         self.every_nodes = every_nodes
         self.every_seconds = every_seconds
@@ -183,7 +215,8 @@ class Checkpointing:
         if self._writer is not None:
             await self._writer.flush()
         started = time.perf_counter() if _observe.current is not None else 0.0
-        return await self._write(self._snapshot(interp), interp, started, marks=self._wait_marks(interp))
+        data = self._snapshot(interp)
+        return await self._write(data, interp, started, marks=self._wait_marks(interp, data))
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -191,7 +224,8 @@ class Checkpointing:
             await self.save(interp)
             return
         started = time.perf_counter() if _observe.current is not None else 0.0
-        self._writer.submit((self._snapshot(interp), interp, started, self._wait_marks(interp)))
+        data = self._snapshot(interp)
+        self._writer.submit((data, interp, started, self._wait_marks(interp, data)))
 
     async def flush(self) -> None:
         """Wait until every save taken is written (`async`; at once in the other modes); raises the
@@ -203,16 +237,20 @@ class Checkpointing:
         data, interp, started, marks = item
         await self._write(data, interp, started, offload=not self._store_awaits, marks=marks)
 
-    def _wait_marks(self, interp: Any) -> tuple[Any, tuple[str, ...]] | None:
+    def _wait_marks(self, interp: Any, data: bytes) -> tuple[Any, tuple[str, ...]] | None:
         """What a save of a run with a graph name records besides its data, taken with the
-        snapshot: the wait it is parked at (None: not waiting) and the ids of the messages
-        consumed and not yet acknowledged by a durable save. None for a policy without a graph."""
+        snapshot: the wait it is parked at (None: not waiting; a finished run waits for its queued
+        starts on `START_TOPIC`) and the ids of the messages consumed and not yet acknowledged by a
+        durable save. None for a policy without a graph (but for a takeover's interrupt marker)."""
+        taking = self._taking_over or ()
         if self.graph is None:
-            return None
+            return (None, taking) if taking else None
         wait = getattr(interp, "_durable_wait", None)
         if interp.is_running:  # saved between nodes of a resumed run: it is not parked any more
             wait = (None, time.time()) if self._watchdog else None
-        return (None if wait is None else Wait(wait[0], wait[1]), tuple(self._delivered))
+        elif wait is None and read_header(data).status in ENDED_STATUSES:
+            wait = (START_TOPIC, None)  # a start queued behind this run (on_busy="enqueue") runs now
+        return (None if wait is None else Wait(wait[0], wait[1]), (*self._delivered, *taking))
 
     async def _write(
         self, data: bytes, interp: Any, started: float, offload: bool = False, marks: Any = None
@@ -226,9 +264,12 @@ class Checkpointing:
         self._unacknowledged = (self.version, stored)
         try:
             record = await self._store(stored, offload, marks)
-        except CheckpointConflict:
+        except CheckpointConflict as exc:
             if cut is None or not await self._landed(cut):
-                raise
+                interrupted = await self._interruption()
+                if interrupted is None:
+                    raise
+                raise interrupted from exc
             record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
         if marks is not None and marks[1]:
             acknowledged = set(marks[1])
@@ -295,6 +336,27 @@ class Checkpointing:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
             raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    async def _interruption(self) -> RunInterrupted | None:
+        """After a conflict: `RunInterrupted` when a start took the run id over at the version this
+        policy expected (its marker is delivered, `busy`), else None (another writer: the conflict)."""
+        version = self.version
+        if version is None or self._taking_over is not None or not busy.keeps_waits(self.store):
+            return None
+        marker = busy.interrupt_marker(version)
+        try:
+            kept = await _settle(self.store.messages(self.run_id, topic=INTERRUPT_TOPIC, pending=False))
+            pending = await _settle(self.store.messages(self.run_id, topic=INTERRUPT_TOPIC, pending=True))
+        except Exception:  # the store is away: the conflict stands
+            return None
+        if not any(m.message_id == marker for m in kept) or any(m.message_id == marker for m in pending):
+            return None
+        return RunInterrupted(
+            f"run {self.run_id!r} was interrupted: a start took its run id over at version {version} "
+            f"(on_busy='interrupt'); this run stopped at its next save and wrote nothing after the takeover",
+            run_id=self.run_id,
+            version=version,
+        )
 
     async def _landed(self, cut: tuple[int | None, bytes]) -> bool:
         """True when the save that `cut` names reached the store although nothing acknowledged it
@@ -372,7 +434,12 @@ class Checkpointing:
 
     async def run(self, interp: Any) -> None:
         """`interp.run()` with checkpoints (see the module docstring): the general step loop with
-        this policy's hooks."""
+        this policy's hooks. A start request (`expected_version=0`, first run) checks the run id
+        first (`on_busy`); an enqueued start returns here without running."""
+        if self.version == 0 and self.last is None and self.outcome is None:
+            self.outcome = await busy.start_request(self, interp)
+            if self.outcome.outcome == "enqueued":
+                return
         steps = step_loop(interp, _CheckpointSteps(self))
         try:
             async for _ in steps:

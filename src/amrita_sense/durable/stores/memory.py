@@ -28,7 +28,6 @@ from amrita_sense.durable.stores.base import (
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, page_of
 from amrita_sense.durable.stores.waiting import (
-    ENDED_STATUSES,
     Claim,
     StoredMessage,
     Wait,
@@ -41,6 +40,7 @@ from amrita_sense.durable.stores.waiting import (
     _check_wait,
     _ended,
     _message_id,
+    _refuses,
 )
 
 
@@ -262,7 +262,7 @@ class MemoryCheckpointStore:
         _check_name("topic", topic)
         message_id = _message_id(message_id)
         with self._lock:
-            self._check_open(run_id)
+            self._check_open(run_id, topic)
             found = next((m for m in self._messages.get(run_id, ()) if m.message_id == message_id), None)
             if found is not None:
                 return found
@@ -270,7 +270,7 @@ class MemoryCheckpointStore:
             payload, codec=codec, keyring=keyring, run_id=run_id, topic=topic, message_id=message_id
         )
         with self._lock:
-            self._check_open(run_id)  # it may have ended while the payload was encoded
+            self._check_open(run_id, topic)  # it may have ended while the payload was encoded
             kept = self._messages.setdefault(run_id, [])
             found = next((m for m in kept if m.message_id == message_id), None)
             if found is not None:
@@ -281,11 +281,11 @@ class MemoryCheckpointStore:
             self._wake()
         return message
 
-    def _check_open(self, run_id: str) -> None:
+    def _check_open(self, run_id: str, topic: str) -> None:
         found = self._runs.get(run_id)
         if found is None:
             raise CheckpointNotFound(f"no checkpoint for run {run_id!r}: a message cannot be sent to it")
-        if found.record.status in ENDED_STATUSES:
+        if _refuses(found.record.status, topic):
             raise _ended(run_id, found.record.status)
 
     def _pending(self, run_id: str, topic: str | None) -> builtins.list[StoredMessage]:

@@ -91,7 +91,6 @@ from amrita_sense.durable.stores.base import (
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
 from amrita_sense.durable.stores.waiting import (
-    ENDED_STATUSES,
     WAKE_CHANNEL,
     Claim,
     StoredMessage,
@@ -105,6 +104,7 @@ from amrita_sense.durable.stores.waiting import (
     _check_wait,
     _ended,
     _message_id,
+    _refuses,
 )
 
 try:
@@ -912,7 +912,7 @@ class _PostgresStore:
         rows = yield self._sql["lock_for_send"], {"run_id": run_id}
         if not rows:
             raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}: a message cannot be sent")
-        if rows[0][0] in ENDED_STATUSES:
+        if _refuses(rows[0][0], params["topic"]):
             raise _ended(run_id, rows[0][0])
         made = yield self._sql["put_message"], params
         if not made:  # the same message id was sent before: that message stays

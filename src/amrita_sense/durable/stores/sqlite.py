@@ -33,7 +33,6 @@ from amrita_sense.durable.stores.base import (
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
 from amrita_sense.durable.stores.waiting import (
-    ENDED_STATUSES,
     Claim,
     StoredMessage,
     Wait,
@@ -46,6 +45,7 @@ from amrita_sense.durable.stores.waiting import (
     _check_wait,
     _ended,
     _message_id,
+    _refuses,
 )
 
 _SCHEMA_VERSION = 4
@@ -663,7 +663,7 @@ class SQLiteCheckpointStore:
             row = conn.execute("SELECT status FROM sense_checkpoints WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise CheckpointNotFound(f"no checkpoint for run {run_id!r} in {self.path!r}: a message cannot be sent")
-            if row[0] in ENDED_STATUSES:
+            if _refuses(row[0], topic):
                 raise _ended(run_id, row[0])
             sql = f"SELECT {_MESSAGE_COLUMNS} FROM sense_messages WHERE run_id = ? AND message_id = ?"
             kept = conn.execute(sql, (run_id, message_id)).fetchone()

@@ -14,7 +14,8 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   a message for the run (sent before its wait, or while it runs, it waits in the store). The payload is
   encoded by `codec` (None: plain JSON data) and signed with `keyring` (`durable.snapshots.messages`);
   the store never decodes it. The same `message_id` twice for one run keeps the first message only.
-  `CheckpointNotFound` for a run id the store does not have, `RunEnded` for a finished run.
+  `CheckpointNotFound` for a run id the store does not have, `RunEnded` for a finished run (except on
+  `START_TOPIC`: a start may queue behind a finished run whose queued starts have not run yet).
 - `claim_due(owner, *, lease_seconds, limit=..., graphs=None, now=None) -> list[Claim]`: the waiting
   runs that are due (their `due_at` passed, or an undelivered message on their wait's topic is kept)
   and whose lease is free or expired, each leased to `owner` by a conditional write: two wakers never
@@ -58,6 +59,16 @@ from amrita_sense.durable.stores.base import CheckpointRecord
 WAITING_METHODS = ("send", "claim_due", "renew", "release", "messages", "next_due")
 ENDED_STATUSES = ("finished",)
 """The statuses of a run that will never wait again: `send` to it is `RunEnded`."""
+START_TOPIC = "amrita_sense.start"
+"""The reserved topic of queued starts (`Checkpointing(..., on_busy="enqueue")`): a message on it holds
+the snapshot of a start waiting for the run id's active run to finish. `send` on this topic is also
+accepted for a finished run (a start queued behind queued ones), and every finishing save of a run
+with a graph name records a wait on it, so `claim_due` hands a `Waker` the oldest queued start once
+the run has finished."""
+INTERRUPT_TOPIC = "amrita_sense.interrupt"
+"""The reserved topic of takeovers (`on_busy="interrupt"`): the message `interrupt@<version>`, marked
+delivered by the takeover's save, tells the replaced run that its conflict is an interruption."""
+RESERVED_TOPICS = (START_TOPIC, INTERRUPT_TOPIC)
 WAKE_CHANNEL = "amrita_sense_wake"
 """The Postgres `NOTIFY` channel of wake-ups (payload: the run id)."""
 
@@ -197,6 +208,11 @@ def _message_id(message_id: Any) -> str:
 
         return uuid.uuid4().hex
     return _check_name("message id", message_id)
+
+
+def _refuses(status: str, topic: str) -> bool:
+    """True when `send` refuses a message on `topic` to a run of `status` (it has ended)."""
+    return status in ENDED_STATUSES and topic != START_TOPIC
 
 
 def _ended(run_id: str, status: str) -> RunEnded:

@@ -27,6 +27,14 @@ its wait. A waker that dies before that save leaves the run to another waker (af
 expires), which resumes it from the same checkpoint and delivers the message again: the nodes
 after the wait run again (at least once, as after any crash), the message is delivered once.
 
+Queued starts (`Checkpointing(..., on_busy="enqueue")`): a finished run with a start queued behind
+it is due as well (its finishing save records a wait on the reserved topic `START_TOPIC`). The
+waker claims it, takes the run id over from the finished checkpoint (the claimed version fences it)
+and runs the queued start from its snapshot, the message marked delivered by the new run's first
+save: each queued start runs once, in the order they were queued. A run whose run id a start took
+over (`on_busy="interrupt"`) stops at its next save with `RunInterrupted`: the waker logs it and
+releases the lease.
+
 Refusals (logged; the run stays as it is, its lease released, nothing is lost): a run of a graph
 the waker was not given, a run whose graph changed (its fingerprint; with `migrate=True` the run is
 moved onto the new graph, as `restore(..., migrate=True)` does), a payload that does not decode or
@@ -50,13 +58,15 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from amrita_sense.durable.checkpointing.busy import QUEUED_VERSION, BusyOutcome, queued_snapshot
 from amrita_sense.durable.checkpointing.policy import Checkpointing
-from amrita_sense.durable.errors import CheckpointError, GraphMismatch, LeaseLost, WaitError
+from amrita_sense.durable.errors import CheckpointError, GraphMismatch, LeaseLost, RunInterrupted, WaitError
 from amrita_sense.durable.snapshots.messages import decode_payload
-from amrita_sense.durable.stores.waiting import WAITING_METHODS
+from amrita_sense.durable.stores.waiting import START_TOPIC, WAITING_METHODS
 from amrita_sense.durable.waits.graph import Message
 from amrita_sense.logging import logger
 from amrita_sense.node.abc_base import is_rendered_compose
+from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 _FAILURES_KEPT = 100
 _MIN_PAUSE = 0.02
@@ -264,6 +274,9 @@ class Waker:
         run_id = claim.run_id
         try:
             return await self._resume_claimed(claim)
+        except RunInterrupted as exc:  # a start took the run id over: the run stopped, as it should
+            logger.info(f"waker {self.owner}: {exc}")
+            return True
         except Exception as exc:
             logger.error(f"waker {self.owner}: run {run_id!r}: {type(exc).__name__}: {exc}")
             self.failures.append((run_id, exc))
@@ -275,19 +288,12 @@ class Waker:
                 logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
 
     async def _resume_claimed(self, claim: Any) -> bool:
+        if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
+            return claim.message is not None and await self._start_queued(claim)
         run_id, name = claim.run_id, claim.graph
         graph = self._graph(name, run_id)
         message = self._message(claim)  # before anything runs: a bad payload refuses the run
-        policy = Checkpointing(
-            self.store,
-            run_id,
-            codec=self.codec,
-            keyring=self.keyring,
-            allow_unsigned=self.allow_unsigned,
-            graph=name,
-            expected_version=claim.record.version,
-            **self.policy_options,
-        )
+        policy = self._policy(run_id, name, claim.record.version)
         kwargs = self._restore_kwargs(run_id, name)
         if self.migrate:
             kwargs.setdefault("migrate", True)
@@ -302,6 +308,53 @@ class Waker:
             raise LeaseLost(f"run {run_id!r} was saved again after this waker claimed it: another waker has it")
         if message is not None:
             policy.deliver(message)
+        return await self._run_claimed(run_id, interp, policy)
+
+    def _policy(self, run_id: str, name: str | None, version: int) -> Checkpointing:
+        return Checkpointing(
+            self.store,
+            run_id,
+            codec=self.codec,
+            keyring=self.keyring,
+            allow_unsigned=self.allow_unsigned,
+            graph=name,
+            expected_version=version,
+            **self.policy_options,
+        )
+
+    async def _start_queued(self, claim: Any) -> bool:
+        """Start the run's oldest queued start (`on_busy="enqueue"`) over its finished checkpoint: its
+        first save, over the claimed version, takes the run id and marks the queued start delivered."""
+        run_id, stored = claim.run_id, claim.message
+        payload = decode_payload(  # plain JSON, checked against the keyring before it is read
+            stored.payload, keyring=self.keyring, run_id=run_id, topic=stored.topic, message_id=stored.message_id
+        )
+        data = queued_snapshot(payload, run_id)
+        name = payload.get("graph")  # the queued start's graph (the finished run's may differ)
+        name = name if isinstance(name, str) else claim.graph
+        graph = self._graph(name, run_id)
+        kwargs = self._restore_kwargs(run_id, name)
+        if self.migrate:
+            kwargs.setdefault("migrate", True)
+        kwargs.setdefault("codec", self.codec)
+        kwargs.setdefault("keyring", None if self.keyring is None else self.keyring.bound_to(run_id, QUEUED_VERSION))
+        kwargs.setdefault("allow_unsigned", self.allow_unsigned)
+        try:
+            interp = WorkflowInterpreter.restore(graph, data, **kwargs)
+        except GraphMismatch as exc:
+            raise WaitError(
+                f"the start queued for run {run_id!r} was made on another version of graph {name!r} "
+                f"({exc.detail}): start it with a waker given that version, or pass migrate=True"
+            ) from exc
+        policy = self._policy(run_id, name, claim.record.version)
+        policy.outcome = BusyOutcome(run_id, "enqueue", "started", claim.record.status)
+        policy._delivered.append(stored.message_id)
+        interp.checkpointing = policy
+        await interp.object_io.send_to_producer(policy.outcome)
+        return await self._run_claimed(run_id, interp, policy)
+
+    async def _run_claimed(self, run_id: str, interp: Any, policy: Checkpointing) -> bool:
+        """Run a claimed run under its lease (renewed meanwhile) until it waits again or ends."""
         policy._watchdog = True  # dies mid-run: another waker takes the run once the lease expired
         renewer = asyncio.ensure_future(self._renew(run_id, interp, policy))
         try:
