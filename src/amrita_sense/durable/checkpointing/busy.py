@@ -2,13 +2,15 @@
 
 A *start request* is a run started under a run id with a new policy,
 `interp.checkpointing = Checkpointing(store, run_id, ..., on_busy=...)` then `await interp.run()`
-(`expected_version=0`, the default). Before any node runs, the policy reads the store:
+(`expected_version=0`, the default). With `on_busy` given, before any node runs, the policy reads
+the store (without it, the default, a start reads nothing: a run id the store holds makes its first
+save fail with `CheckpointConflict`, after its first node, as before):
 
 - no run under the id: the run starts (outcome ``"started"``);
 - a run that has not finished (running, waiting, suspended, halted, panicked, or a finished run whose
   queued starts have not run yet): the id is *active*, and `on_busy` decides:
 
-  - ``"reject"`` (also the default, None): `RunBusy`, naming the run and its status; nothing ran,
+  - ``"reject"``: `RunBusy`, naming the run and its status; nothing ran,
     nothing was written;
   - ``"enqueue"``: the start's first snapshot (its pools through the codec, as any checkpoint) is
     kept in the store as a message on the reserved topic `START_TOPIC` (the message and the
@@ -29,10 +31,8 @@ A *start request* is a run started under a run id with a new policy,
     A finished run whose queued starts have not run has nothing running to interrupt: the start
     takes the run id over without the marker (outcome ``"started"``), the queued starts run after it.
 
-- a finished run with nothing queued: with `on_busy` given, the run id is free: the start writes over
-  the finished checkpoint (outcome ``"started"``, history kept when the store keeps it); with
-  `on_busy=None` (the default) the id stays taken, as before: `CheckpointConflict` before any node
-  runs (pass `on_busy`, `expected_version=None` or a new run id).
+- a finished run with nothing queued: the run id is free: the start writes over the finished
+  checkpoint (outcome ``"started"``, history kept when the store keeps it).
 
 The stream says which happened: when the store held a run under the id, the start's
 `object_io` receives a `BusyOutcome` in its reverse channel before its first node
@@ -119,7 +119,7 @@ async def start_request(policy: Any, interp: Any) -> BusyOutcome:
     """Check the run id before the run's first node and do what `policy.on_busy` says (module
     docstring); the outcome (also pushed into `interp.object_io` when a run was found)."""
     store, run_id = policy.store, policy.run_id
-    on_busy = policy.on_busy or "reject"
+    on_busy = policy.on_busy
     conflict: CheckpointConflict | None = None
     for _ in range(_TRIES):
         try:
@@ -129,12 +129,6 @@ async def start_request(policy: Any, interp: Any) -> BusyOutcome:
         status = record.status
         queued = await _queued(store, run_id) if status in ENDED_STATUSES else 0
         if status in ENDED_STATUSES and not queued:
-            if policy.on_busy is None:
-                raise CheckpointConflict(
-                    f"run {run_id!r} has finished (version {record.version}) and a new start does not write over "
-                    f"it by default: nothing ran; pass on_busy='reject' / 'enqueue' / 'interrupt' to start it "
-                    f"again, expected_version=None to overwrite it, or use a new run id"
-                )
             outcome = BusyOutcome(run_id, on_busy, "started", status)
         elif on_busy == "reject":
             waiting = f", {queued} queued start(s) not run yet" if queued else ""

@@ -110,10 +110,11 @@ class Checkpointing:
             "enqueue" (the start is kept in the store and `run()` returns at once; a `Waker` given
             `graph` starts it once the active run has finished; needs `graph`), or "interrupt" (the
             start takes the run id over; the old run raises `RunInterrupted` at its next save).
-            None (the default) rejects as "reject" does and also keeps a finished run's id taken
-            (`CheckpointConflict` before any node runs); with `on_busy` given, a finished run's id is
-            free. The outcome is kept as `outcome` (a `BusyOutcome`) and, when a run was found,
-            sent into the run's `object_io` reverse channel before its first node.
+            None (the default) checks nothing before the run (a start costs no read of the store):
+            a run id the store holds makes the start's first save fail with `CheckpointConflict`,
+            after its first node. With `on_busy` given, a finished run's id is free. The outcome is
+            kept as `outcome` (a `BusyOutcome`) and, when a run was found, sent into the run's
+            `object_io` reverse channel before its first node.
 
     Attributes:
         outcome: the `BusyOutcome` of the start check (None before it, or for a policy that resumes).
@@ -436,7 +437,7 @@ class Checkpointing:
         """`interp.run()` with checkpoints (see the module docstring): the general step loop with
         this policy's hooks. A start request (`expected_version=0`, first run) checks the run id
         first (`on_busy`); an enqueued start returns here without running."""
-        if self.version == 0 and self.last is None and self.outcome is None:
+        if self.on_busy is not None and self.version == 0 and self.last is None and self.outcome is None:
             self.outcome = await busy.start_request(self, interp)
             if self.outcome.outcome == "enqueued":
                 return
