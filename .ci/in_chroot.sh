@@ -45,7 +45,7 @@ one_python() {  # one_python VERSION: install, the free-threaded header check, t
         env AMRITA_SENSE_NO_EXTENSIONS="$no_ext" AMRITA_SENSE_REQUIRE_EXTENSIONS="$((1 - no_ext))" \
             AMRITA_SENSE_REQUIRE_POSTGRES=1 AMRITA_SENSE_REQUIRE_REFERENCE_SUITE=1 \
             AMRITA_SENSE_REQUIRE_AMRITA_CORE="$core" AMRITA_SENSE_REF_PYTHON="$venv/bin/python" \
-            "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" tests
+            AMRITA_SENSE_CHAOS_RUNS=60 "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" tests
         echo "--- Python $version, $build build: $((SECONDS - begin)) s"
     done
 }
