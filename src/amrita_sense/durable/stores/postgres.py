@@ -31,10 +31,12 @@ writers expecting the same version exactly one writes and the other finds no row
 
 Waiting runs (`amrita_sense.durable.stores.waiting`): `claim_due` leases due runs in one statement
 that locks them `FOR UPDATE SKIP LOCKED` (wakers never wait for each other, nor for a save); `send`,
-a save that parks a run and the release of a waiting run's lease `NOTIFY amrita_sense_wake` in their
-transaction (payload: the schema and the run id), and `wait_for_wakeup` listens on a connection of
-its own, outside the pool (behind PgBouncer in transaction pooling mode LISTEN is not reliable:
-a waker there relies on its poll interval, as on SQLite). A save that does not wait is the one statement it was.
+a save that parks a run no waker holds, and the release of a waiting run's lease `NOTIFY
+amrita_sense_wake` in their transaction (payload: the schema and the run id), and `wait_for_wakeup`
+listens on a connection of its own, outside the pool (behind PgBouncer in transaction pooling mode
+LISTEN is not reliable: a waker there relies on its poll interval, as on SQLite). A save is one
+statement whether it waits or not: its wait, the messages it marks delivered and its wake-up are in
+it (with history or as frames, one transaction).
 
 Connections come from a psycopg pool (`min_size` .. `max_size`) that checks each connection before
 lending it, unless it came back from an operation less than `FRESH` seconds ago and nothing arrived
@@ -216,6 +218,16 @@ _ENTRY = (
     "size = EXCLUDED.size, saved_at = EXCLUDED.saved_at, data = EXCLUDED.data, base = NULL, listed = true"
 )
 _SAVED = "RETURNING version, created_at, forked_from"
+_SAVED_WAITING = (
+    # a save with its wait and its delivered messages, one statement (one round trip, one transaction):
+    # the messages are marked only when the checkpoint was written; the wakers are woken (at commit)
+    # only when the run parks with no live lease (a waker holding the run releases it, which wakes them)
+    "WITH saved AS ({write} RETURNING version, created_at, forked_from, lease_until), "
+    "marked AS (UPDATE {s}.messages SET delivered = true WHERE run_id = %(run_id)s "
+    "AND message_id = ANY(%(delivered)s::text[]) AND EXISTS (SELECT 1 FROM saved)) "
+    "SELECT version, created_at, forked_from, CASE WHEN %(parks)s AND (lease_until IS NULL OR lease_until <= %(now)s) "
+    "THEN pg_notify(%(channel)s, %(wake)s)::text END FROM saved"
+)
 _SAVED_WITH_HISTORY = (
     "WITH saved AS ({write} RETURNING run_id, version, status, fingerprint, size, created_at, updated_at, "
     "forked_from, data), "
@@ -434,6 +446,7 @@ def _statements(schema: str) -> dict[str, Any]:
     out["fork"] = _FORK.format(s=s, entry=_ENTRY.format(s=s, rows="made"))
     for mode, write in _WRITES.items():
         out[f"save_{mode}"] = f"{write.format(s=s)} {_SAVED}"
+        out[f"save_{mode}_waiting"] = _SAVED_WAITING.format(write=write.format(s=s), s=s)
         entry = _ENTRY.format(s=s, rows="saved")
         out[f"save_{mode}_history"] = _SAVED_WITH_HISTORY.format(write=write.format(s=s), entry=entry)
         pruned = _SAVED_WITH_HISTORY_PRUNED.format(s=s, write=write.format(s=s), entry=entry)
@@ -656,6 +669,10 @@ class _PostgresStore:
             if self._retains():
                 statement += "_pruned"
                 params.update(self._retention(run_id, now))
+        if (wait is not None or marked) and not history:
+            params.update(parks=wait is not None, delivered=list(marked), **self._wake_params(run_id))
+            steps = self._save_steps(self._sql[statement + "_waiting"], params)
+            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
         steps = self._save_steps(self._sql[statement], params)
         if wait is not None or marked:
             # the checkpoint, its delivered messages and the wake-up of a parked run: one transaction
@@ -726,7 +743,7 @@ class _PostgresStore:
         if not rows:  # the condition did not hold: nothing was written
             current = yield self._sql["current_version"], {"run_id": run_id}
             raise _conflict(run_id, params["expected"], current[0][0] if current else 0)
-        version, created_at, forked_from = rows[0]
+        version, created_at, forked_from = rows[0][:3]
         return CheckpointRecord(
             run_id,
             version,

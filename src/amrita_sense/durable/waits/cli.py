@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import pickle
 import signal
@@ -98,11 +99,14 @@ def _keyring(variable: str | None) -> Keyring | None:
 def _store(spec: str, schema: str | None) -> Any:
     if spec.startswith(_POSTGRES) or ("://" not in spec and "=" in spec and not os.path.exists(spec)):
         try:
-            from amrita_sense.durable.stores.postgres import PostgresCheckpointStore
+            from amrita_sense.durable.stores.postgres import AsyncPostgresCheckpointStore
         except ImportError as exc:
             raise BadInput(f"a Postgres store needs the [postgres] extra (psycopg): {exc}") from None
         try:
-            return PostgresCheckpointStore(spec, schema=schema) if schema else PostgresCheckpointStore(spec)
+            # the asyncio store: the runs a waker resumes at once overlap their round trips (a
+            # blocking store's save would hold the loop, and every other run with it)
+            store = AsyncPostgresCheckpointStore
+            return store(spec, schema=schema) if schema else store(spec)
         except Exception as exc:
             raise BadInput(f"cannot open the Postgres store: {type(exc).__name__}") from None
     if "://" in spec:
@@ -143,7 +147,12 @@ async def serve(waker: Waker) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, waker.stop)
     print(f"worker {waker.owner} serving {', '.join(waker.graph_names)}", flush=True)
-    await waker.serve()
+    try:
+        await waker.serve()
+    finally:
+        close = getattr(waker.store, "close", None)
+        if close is not None and inspect.iscoroutinefunction(close):
+            await close()  # an asyncio store's pool belongs to this loop: closed before it ends
     print(f"worker {waker.owner} stopped", flush=True)
 
 
