@@ -11,7 +11,9 @@ outside effect): every node once, the message delivered once.
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import signal
 import time
 from pathlib import Path
 
@@ -110,6 +112,45 @@ def test_the_workers_wakers_resume_every_parked_run_exactly_once(dist, tmp_path)
         names = [entry.rsplit(" ", 1)[0] for entry in entries]
         assert names == ["start", f"message {i * 10}", "end"]
         assert {int(entry.rsplit(" ", 1)[1]) for entry in entries[1:]} <= worker_pids
+
+
+def test_a_worker_that_replaces_a_dead_one_serves_the_wakers_with_the_pools_own_keyring(dist, tmp_path):
+    from amrita_sense.durable import SQLiteCheckpointStore
+
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    sink = tmp_path / "effects.txt"
+    runs = 4
+    with dist.SensePool(
+        1,
+        checkpoint_store=store,
+        checkpoint_options={"codec": pickle},
+        actor_options={"num_cpus": 0},
+        name="wakers-replaced",
+        wakers={"parked": ds.parked_graph},
+        waker_options={"poll_interval": 0.1},
+    ) as pool:
+        keys = pool.keyring  # the pool's own (none was given): the application signs its runs with it
+        _start_parked(store, keys, sink, runs)
+        first = pool.workers()[0]
+        os.kill(first["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while True:  # the replacement is up and its waker serves
+            info = pool.workers()[0]
+            if info["generation"] == 1 and "error" not in info and (info["waker"] or {}).get("serving"):
+                break
+            assert time.monotonic() < deadline, f"no replacement worker with a waker: {info}"
+            time.sleep(0.1)
+        for i in range(runs):
+            store.send(f"parked-{i}", "go", i, keyring=keys, message_id=f"m-{i}")
+        _wait_finished(store, runs)
+        assert pool.wakers_resumed() == 2 * runs
+        replacement = pool.workers()[0]["pid"]
+    assert replacement != first["pid"]
+    lines = [line.split(" ") for line in sink.read_text().splitlines()]
+    assert sorted((int(v), name) for v, name, *_ in lines if name != "start") == sorted(
+        [(i, "message") for i in range(runs)] + [(i, "end") for i in range(runs)]
+    )
+    assert {int(pid) for _, name, *_, pid in lines if name != "start"} == {replacement}
 
 
 def test_a_pool_without_a_checkpoint_store_refuses_wakers(dist):
