@@ -114,7 +114,7 @@ def test_the_workers_wakers_resume_every_parked_run_exactly_once(dist, tmp_path)
         assert {int(entry.rsplit(" ", 1)[1]) for entry in entries[1:]} <= worker_pids
 
 
-def test_a_worker_that_replaces_a_dead_one_serves_the_wakers_with_the_pools_own_keyring(dist, tmp_path):
+def test_a_worker_that_replaces_a_dead_one_serves_the_wakers_with_the_pools_own_keyring(dist, ray_instance, tmp_path):
     from amrita_sense.durable import SQLiteCheckpointStore
 
     store = SQLiteCheckpointStore(tmp_path / "runs.db")
@@ -145,6 +145,9 @@ def test_a_worker_that_replaces_a_dead_one_serves_the_wakers_with_the_pools_own_
         _wait_finished(store, runs)
         assert pool.wakers_resumed() == 2 * runs
         replacement = pool.workers()[0]["pid"]
+        # what close() asks of every worker first: its waker stops serving (nothing of it runs any more)
+        assert ray_instance.get(pool._workers[0].actor.stop_waker.remote(10.0)) is True
+        assert pool.workers()[0]["waker"]["serving"] is False
     assert replacement != first["pid"]
     lines = [line.split(" ") for line in sink.read_text().splitlines()]
     assert sorted((int(v), name) for v, name, *_ in lines if name != "start") == sorted(
