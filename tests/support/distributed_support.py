@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
+from amrita_sense.durable import SLEEP, WAIT, Message
 
 STEPS = 6
 
@@ -226,3 +227,27 @@ def cpu_work(n: int) -> int:
 
 def now() -> float:
     return time.monotonic()
+
+
+# ----- graph "parked": a run that waits for a message, then sleeps (the pool's wakers resume it) -----
+
+
+@Node()
+async def park_start(job: Job) -> None:
+    job.record(f"start {os.getpid()}")
+
+
+@Node()
+async def park_take(job: Job, message: Message) -> None:
+    job.record(f"message {message.payload} {os.getpid()}")
+
+
+@Node()
+async def park_end(job: Job) -> None:
+    job.record(f"end {os.getpid()}")
+
+
+def parked_graph() -> Any:
+    """Graph "parked": starts, waits for a message on "go", takes it, sleeps 0.2 s, ends (a module-level
+    factory: the pool pickles it to its workers by reference)."""
+    return NodeCompose(park_start, WAIT("go"), park_take, SLEEP(0.2), park_end).render()

@@ -19,7 +19,7 @@ import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import ray  # type: ignore[import-not-found,unused-ignore]
@@ -31,7 +31,7 @@ from amrita_sense.distributed.errors import NotPicklable, PoolClosed, RunEnded
 from amrita_sense.distributed.fanout import amap_runs, map_runs
 from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
-from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore
+from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore, Waker
 from amrita_sense.durable.snapshots.codecs import PartialPickle
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
 from amrita_sense.durable.snapshots.signing import Keyring
@@ -43,6 +43,10 @@ STREAM_BUFFER = 16
 """Batches of a streamed run the driver holds before it stops reading (the worker then waits)."""
 CONTROL_SLOTS = 16
 """Actor concurrency kept beyond the run slots for requests (send, suspend, cancel...)."""
+WAKER_STOP_SECONDS = 10.0
+"""At `close`, how long the workers' wakers may take to finish the runs they are resuming (then
+the workers stop anyway: those runs are left to their leases, and another waker takes them)."""
+_WAKER_MANAGED = ("store", "graphs", "codec", "keyring", "owner")
 
 
 class _Worker:
@@ -193,6 +197,41 @@ def _shippable_store(store: Any) -> Any:
     )
 
 
+def _checked_wakers(wakers: Any, options: Any, store: Any, checkpoint_options: dict) -> tuple[bytes, dict]:
+    """The pool's `wakers` (pickled, for the workers) and `waker_options`, checked here as a `Waker` checks them."""
+
+    if store is None:
+        raise TypeError(
+            "SensePool(wakers=...) needs a checkpoint_store: the workers' wakers resume the runs that wait "
+            "in it (an SQLiteCheckpointStore on a path every worker reaches, or a factory of a networked store)"
+        )
+    if not isinstance(wakers, Mapping):
+        raise TypeError(
+            f"wakers is a mapping of graph name -> rendered graph or zero-argument factory, not {type(wakers).__name__}"
+        )
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"waker_options is a mapping of Waker options, not {type(options).__name__}")
+    options = dict(options or {})
+    managed = sorted(set(options) & set(_WAKER_MANAGED))
+    if managed:
+        raise TypeError(
+            f"waker_options {managed} are the pool's: the wakers use its checkpoint store, codec and keyring, "
+            "and each worker's waker has an owner name of its own"
+        )
+    # the same checks as on the workers, here: bad names, graphs or options fail at construction
+    # (a store object is checked as is: it must keep waits; a factory's store is checked on the workers)
+    Waker(
+        store if callable(getattr(store, "save", None)) else MemoryCheckpointStore(),
+        wakers,
+        codec=checkpoint_options.get("codec"),
+        keyring=checkpoint_options.get("keyring"),
+        **options,
+    )
+    blob = pickling.dumps_checked(dict(wakers), "the wakers' graphs (factories must be importable functions)")
+    pickling.dumps_checked(options, "waker_options")
+    return blob, options
+
+
 def _warn_if_unschedulable(workers: int, options: dict) -> None:
     """Say so when the cluster has fewer CPUs than the workers ask for (Ray would leave some pending)."""
 
@@ -254,6 +293,18 @@ class SensePool:
             not start and is not replaced (the error is logged with its traceback); once no worker
             is left, the waiting runs and every later run end with status ``error`` and a
             `RuntimeError` naming it (chained to Ray's error, which holds the traceback).
+        wakers: graph name -> rendered graph or zero-argument factory (a module-level function:
+            it is pickled to the workers): every worker runs an `amrita_sense.durable.Waker` of
+            these graphs on its own event loop, over the pool's checkpoint store, with the pool's
+            codec and keyring, so the runs that wait in the store (`WAIT`, `SLEEP`, started by
+            any process with `Checkpointing(store, run_id, graph=name, codec=..., keyring=...)`:
+            the pool's codec and keyring) are resumed by whichever worker claims them first,
+            exactly once (leases and version fencing, as between any two wakers). Needs a
+            `checkpoint_store` (`TypeError` otherwise). A worker that replaces a dead one starts
+            its own waker; `close` stops them (see `wakers_resumed`, and ``waker`` in `workers()`).
+        waker_options: more `Waker` options for the workers' wakers (`lease_seconds`,
+            `poll_interval`, `concurrency`, `migrate`, `allow_unsigned`, `restore_kwargs`,
+            `policy_options`); picklable. The store, codec, keyring and owner are the pool's.
 
     Telemetry: when `amrita_sense.telemetry` is instrumented in the calling process, each run
     carries the caller's trace context (taken at `submit`) to its worker; a worker instrumented
@@ -278,6 +329,8 @@ class SensePool:
         name: str = "sense-pool",
         worker_init: Callable[[], Any] | None = None,
         keyring: Any = None,
+        wakers: Mapping[str, Any] | None = None,
+        waker_options: Mapping[str, Any] | None = None,
     ) -> None:
         if worker_init is not None:
             if not callable(worker_init):
@@ -307,6 +360,14 @@ class SensePool:
         self._store = _shippable_store(checkpoint_store)
         if callable(getattr(checkpoint_store, "save", None)):  # a store (not a factory): checked here
             Checkpointing(checkpoint_store, "check", **self._checkpoint_options)
+        self._wakers: bytes | None = None
+        self._waker_options: dict = {}
+        if wakers is not None:
+            self._wakers, self._waker_options = _checked_wakers(
+                wakers, waker_options, checkpoint_store, self._checkpoint_options
+            )
+        elif waker_options is not None:
+            raise TypeError("waker_options without wakers: pass wakers={graph name: graph or factory, ...}")
         self._keep = bool(keep_checkpoints)
         self.runs_per_worker = runs_per_worker
         self.max_attempts = max_attempts
@@ -342,13 +403,21 @@ class SensePool:
         worker.generation += 1
         label = f"{self.name} {worker.label}"
         worker.actor = self._actor_class.options(**self._actor_options).remote(
-            label, self._store, self._checkpoint_options, self._keep, self._worker_init
+            label,
+            self._store,
+            self._checkpoint_options,
+            self._keep,
+            self._worker_init,
+            self._wakers,
+            self._waker_options,
         )
         worker.alive = True
         worker.watcher = asyncio.ensure_future(self._watch(worker, worker.generation))
 
     async def _watch(self, worker: _Worker, generation: int) -> None:
         try:
+            if self._wakers is not None:  # every actor (a replacement too) serves the wakers
+                await self._start_waker(worker)
             await worker.actor.watch.remote()
         except RayActorError as exc:
             await self._worker_died(worker, generation, exc)
@@ -371,6 +440,12 @@ class SensePool:
         self._spawn(worker)
         self._dispatch()
 
+    async def _start_waker(self, worker: _Worker) -> None:
+        try:
+            await worker.actor.start_waker.remote()
+        except RayTaskError as exc:  # e.g. the store does not open there: the worker still runs runs
+            logger.error(f"SensePool {self.name!r}: the waker of {worker.label} did not start: {_last_line(exc)}")
+
     def _no_workers_left(self) -> BaseException | None:
         """The error the runs get when every worker failed to start (None while one is live)."""
         if any(w.alive or w.start_error is None for w in self._workers):
@@ -386,6 +461,11 @@ class SensePool:
     def workers(self, timeout: float | None = 60.0) -> list[dict]:
         """What each worker says about itself (label, pid, node, core, runs...), plus its deaths so far."""
         return wait_for(self._bridge.submit(self._worker_infos()), timeout, self._bridge)
+
+    def wakers_resumed(self, timeout: float | None = 60.0) -> int:
+        """How many runs the live workers' wakers resumed so far (a replaced worker's count is gone
+        with it; each resume of a run counts: a run woken at a WAIT and then at a SLEEP counts twice)."""
+        return sum((info.get("waker") or {}).get("resumed", 0) for info in self.workers(timeout) if "error" not in info)
 
     async def _worker_infos(self) -> list[dict]:
         infos = []
@@ -793,6 +873,8 @@ class SensePool:
             self._closed = True
         for state in states:
             state.cancelled = True
+        if self._wakers is not None:
+            await self._stop_wakers()
         for worker in self._workers:
             if worker.watcher is not None:
                 worker.watcher.cancel()
@@ -808,6 +890,24 @@ class SensePool:
         for task in others:
             task.cancel()  # requests still in flight (their Replies raise CancelledError)
         await asyncio.gather(*others, return_exceptions=True)
+
+    async def _stop_wakers(self) -> None:
+        """Stop the workers' wakers before the workers: the runs they are resuming end or park first
+        (for at most `WAKER_STOP_SECONDS`: the rest are left to their leases)."""
+        calls = [
+            asyncio.ensure_future(self._quietly(w.actor.stop_waker.remote(WAKER_STOP_SECONDS)))
+            for w in self._workers
+            if w.alive
+        ]
+        if calls:
+            await asyncio.wait(calls, timeout=WAKER_STOP_SECONDS + 5)
+
+    @staticmethod
+    async def _quietly(call: Any) -> None:
+        try:
+            await call
+        except Exception:  # noqa: BLE001 - a worker that died or is dying stops its waker with it
+            pass
 
     def __enter__(self) -> SensePool:
         return self

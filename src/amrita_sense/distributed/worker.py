@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import socket
 import time
 import traceback
 from collections import OrderedDict
@@ -37,7 +38,7 @@ from amrita_sense.distributed.outcome import (
     Unshippable,
     as_setup,
 )
-from amrita_sense.durable import Checkpointing, CheckpointNotFound
+from amrita_sense.durable import Checkpointing, CheckpointNotFound, Waker
 from amrita_sense.durable.errors import DurableError, RestoredPanic
 from amrita_sense.durable.snapshots.codecs import PartialPickle
 from amrita_sense.durable.snapshots.fingerprint import graph_fingerprint
@@ -132,6 +133,8 @@ class SenseWorker:
         checkpoint_options: dict | None = None,
         keep_checkpoints: bool = False,
         worker_init: Any = None,
+        wakers: bytes | None = None,
+        waker_options: dict | None = None,
     ) -> None:
         if worker_init is not None:  # the pool's `worker_init`: once in this process, before any run
             try:
@@ -153,6 +156,10 @@ class SenseWorker:
         self._arrivals: dict[str, asyncio.Event] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()
         self._early_cancel: set[str] = set()
+        self._wakers = wakers  # the pool's `wakers`, pickled: a `Waker` serves them once `start_waker` ran
+        self._waker_options = dict(waker_options or {})
+        self._waker: Any = None
+        self._serving: asyncio.Future | None = None
 
     # ----- about this worker ------------------------------------------------------------------
 
@@ -171,6 +178,7 @@ class SenseWorker:
             "runs": len(self._runs),
             "workflows": len(self._workflows),
             "cpu_seconds": time.process_time(),
+            "waker": self._waker_info(),
         }
 
     async def watch(self) -> None:
@@ -179,6 +187,49 @@ class SenseWorker:
 
     def _where(self) -> str:
         return f"{self._label} (pid {os.getpid()})"
+
+    # ----- the waker: resumes the store's waiting runs (the pool's `wakers`) ---------------------------
+
+    async def start_waker(self) -> str | None:
+        """Start this worker's `Waker` on its event loop (once; the pool calls it when the worker
+        starts): it serves the pool's `wakers` over the pool's checkpoint store, with the pool's codec
+        and keyring. Its owner name in the leases, or None when the pool has no wakers."""
+        if self._wakers is None:
+            return None
+        if self._waker is None:
+            self._waker = _CountingWaker(
+                self._checkpoint_store(),
+                pickling.loads(self._wakers),
+                codec=self._codec,
+                keyring=self._keyring,
+                owner=f"{self._label} ({socket.gethostname()}:{os.getpid()})",
+                **self._waker_options,
+            )
+            self._serving = asyncio.ensure_future(self._waker.serve())
+        return self._waker.owner
+
+    async def stop_waker(self, timeout: float | None = None) -> bool:
+        """Stop the waker: it takes no more runs; the runs it is resuming go on until they wait again
+        or end, for at most `timeout` seconds (then they are left to their leases). True when it stopped."""
+        waker, serving = self._waker, self._serving
+        if waker is None or serving is None:
+            return True
+        waker.stop()
+        done, _ = await asyncio.wait({serving}, timeout=timeout)
+        return bool(done)
+
+    def _waker_info(self) -> dict | None:
+        waker = self._waker
+        if waker is None:
+            return None
+        serving = self._serving
+        return {
+            "owner": waker.owner,
+            "graphs": waker.graph_names,
+            "resumed": waker.resumed,
+            "failures": [(run_id, f"{type(exc).__name__}: {exc}") for run_id, exc in list(waker.failures)[-10:]],
+            "serving": serving is not None and not serving.done(),
+        }
 
     # ----- the graph, shipped once ----------------------------------------------------------------
 
@@ -488,6 +539,17 @@ class SenseWorker:
         run.cancelled = True
         run.task.cancel()
         return True
+
+
+class _CountingWaker(Waker):
+    """A `Waker` that counts the runs it resumed (`resumed`, for `SenseWorker.info`)."""
+
+    resumed = 0
+
+    async def run_once(self) -> int:
+        count = await super().run_once()
+        self.resumed += count
+        return count
 
 
 def _carry_caller_trace(interp: Any, opts: dict) -> None:
