@@ -169,5 +169,7 @@ def test_a_worker_init_that_raises_ends_the_runs_with_an_error(dist, tmp_path):
             assert "every worker failed to start" in message and "no exporter on this worker" in message
             with pytest.raises(dist.RunFailed, match="worker_init"):
                 outcome.unwrap()
-        assert all("error" in info and info["deaths"] == 0 for info in pool.workers())
+        # not replaced once its worker_init raised; under load Ray may first report the actor's creation
+        # failure as its process dying (the pool then starts it once more, and that one fails to start)
+        assert all("error" in info and info["deaths"] <= 1 for info in pool.workers())
     assert not Path(tmp_path / "never").exists()
