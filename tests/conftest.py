@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 import pytest
 
 import amrita_sense
+from amrita_sense.durable import MemoryCheckpointStore, SQLiteCheckpointStore
 
 CORE = amrita_sense.IMPLEMENTATION
 LOOPS = ["asyncio"] + (["uvloop"] if sys.platform != "win32" else [])
@@ -113,3 +115,43 @@ def postgres_dsn():
 
     with session_cluster() as cluster:
         yield cluster.dsn
+
+
+# ----- stores for the waits tests (tests/test_durable_waits*.py, tests/test_durable_busy.py) -----
+
+
+@pytest.fixture
+def make_store(request, tmp_path):
+    """`make_store(kind)`: a fresh store of that kind (Postgres: a schema of the session's server,
+    dropped after the test)."""
+
+    def make(kind: str) -> Any:
+        if kind == "memory":
+            return MemoryCheckpointStore()
+        if kind == "sqlite":
+            return SQLiteCheckpointStore(str(tmp_path / "runs.db"))
+        from amrita_sense.durable import PostgresCheckpointStore
+        from support.postgres_cluster import drop_schema_after
+
+        dsn = request.getfixturevalue("postgres_dsn")
+        store = PostgresCheckpointStore(dsn, schema=drop_schema_after(request, dsn))
+        request.addfinalizer(store.close)
+        return store
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store(request, tmp_path):
+    """`(what a worker process opens, the same store opened here)`: an SQLite file, or a Postgres schema."""
+    if request.param == "sqlite":
+        path = str(tmp_path / "runs.db")
+        return path, SQLiteCheckpointStore(path)
+    from amrita_sense.durable import PostgresCheckpointStore
+    from support.postgres_cluster import drop_schema_after
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = drop_schema_after(request, dsn)
+    store = PostgresCheckpointStore(dsn, schema=schema)
+    request.addfinalizer(store.close)
+    return f"{dsn}|{schema}", store

@@ -31,7 +31,6 @@ from amrita_sense.durable import (
     RunBusy,
     RunEnded,
     RunInterrupted,
-    SQLiteCheckpointStore,
     Waker,
     graph_fingerprint,
 )
@@ -50,26 +49,6 @@ def fresh_trace():
     TRACE.clear()
     yield
     TRACE.clear()
-
-
-@pytest.fixture
-def make_store(request, tmp_path):
-    """`make_store(kind)`: a fresh store of that kind (Postgres: a schema dropped after the test)."""
-
-    def make(kind: str) -> Any:
-        if kind == "memory":
-            return MemoryCheckpointStore()
-        if kind == "sqlite":
-            return SQLiteCheckpointStore(str(tmp_path / "runs.db"))
-        from amrita_sense.durable import PostgresCheckpointStore
-        from support.postgres_cluster import drop_schema_after
-
-        dsn = request.getfixturevalue("postgres_dsn")
-        store = PostgresCheckpointStore(dsn, schema=drop_schema_after(request, dsn))
-        request.addfinalizer(store.close)
-        return store
-
-    return make
 
 
 @dataclass(frozen=True)
@@ -414,22 +393,6 @@ async def test_an_async_postgres_store_rejects_queues_and_interrupts(request, po
 
 
 # ----- interrupt, the old run in another process ----------------------------------------------------
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def shared_store(request, tmp_path):
-    """`(what the worker opens, the same store opened here)`."""
-    if request.param == "sqlite":
-        path = str(tmp_path / "runs.db")
-        return path, SQLiteCheckpointStore(path)
-    from amrita_sense.durable import PostgresCheckpointStore
-    from support.postgres_cluster import drop_schema_after
-
-    dsn = request.getfixturevalue("postgres_dsn")
-    schema = drop_schema_after(request, dsn)
-    store = PostgresCheckpointStore(dsn, schema=schema)
-    request.addfinalizer(store.close)
-    return f"{dsn}|{schema}", store
 
 
 def new_loop(loop: str) -> asyncio.AbstractEventLoop:

@@ -25,7 +25,6 @@ from amrita_sense.durable import (
     LeaseLost,
     MemoryCheckpointStore,
     Message,
-    SQLiteCheckpointStore,
     WaitError,
     WaitTimeout,
     Waker,
@@ -35,27 +34,6 @@ from amrita_sense.durable.errors import TamperedMessage
 from amrita_sense.instructions import FUN_BLOCK, WHILE, Try
 
 STORES = ["memory", "sqlite", "postgres"]
-
-
-@pytest.fixture
-def make_store(request, tmp_path):
-    """`make_store(kind)`: a fresh store of that kind (Postgres: a schema of the session's server,
-    dropped after the test)."""
-
-    def make(kind: str) -> Any:
-        if kind == "memory":
-            return MemoryCheckpointStore()
-        if kind == "sqlite":
-            return SQLiteCheckpointStore(str(tmp_path / "runs.db"))
-        from amrita_sense.durable import PostgresCheckpointStore
-        from support.postgres_cluster import drop_schema_after
-
-        dsn = request.getfixturevalue("postgres_dsn")
-        store = PostgresCheckpointStore(dsn, schema=drop_schema_after(request, dsn))
-        request.addfinalizer(store.close)
-        return store
-
-    return make
 
 
 class Log:

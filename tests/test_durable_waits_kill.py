@@ -53,22 +53,6 @@ def stop(process: subprocess.Popen) -> int:
     return process.returncode
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def shared_store(request, tmp_path):
-    """`(what the worker opens, the same store opened here)`: an SQLite file, or a Postgres schema."""
-    if request.param == "sqlite":
-        path = str(tmp_path / "runs.db")
-        return path, SQLiteCheckpointStore(path)
-    from amrita_sense.durable import PostgresCheckpointStore
-    from support.postgres_cluster import drop_schema_after
-
-    dsn = request.getfixturevalue("postgres_dsn")
-    schema = drop_schema_after(request, dsn)
-    store = PostgresCheckpointStore(dsn, schema=schema)
-    request.addfinalizer(store.close)
-    return f"{dsn}|{schema}", store
-
-
 def lines(trace: Path) -> list[list[str]]:
     return [line.split() for line in trace.read_text().splitlines()] if trace.exists() else []
 
