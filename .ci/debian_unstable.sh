@@ -33,4 +33,4 @@ git ls-files -z | xargs -0 tar -c | tar -x -C "$ROOT/src/turbo"
 unshare --mount --propagation private bash -c '
     mount -t proc proc "$0/proc"
     exec chroot "$0" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TEST_WORKERS="$1" \
-        bash /src/turbo/.ci/in_chroot.sh' "$ROOT" "${TEST_WORKERS:-2}"
+        TEST_SHARE="$2" bash /src/turbo/.ci/in_chroot.sh' "$ROOT" "${TEST_WORKERS:-2}" "${TEST_SHARE:-1}"

@@ -17,6 +17,7 @@ set -euo pipefail
 cd /src/turbo
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKERS="${TEST_WORKERS:-2}"
+SHARE="${TEST_SHARE:-1}"  # each random test's share of its programs (tests/support/sampling.py)
 
 one_python() {  # one_python VERSION: install, the free-threaded header check, the suite on both builds
     local version="$1" venv="/opt/venv$1" extras="test,bench,plot" core=0 build no_ext begin
@@ -45,7 +46,7 @@ one_python() {  # one_python VERSION: install, the free-threaded header check, t
         env AMRITA_SENSE_NO_EXTENSIONS="$no_ext" AMRITA_SENSE_REQUIRE_EXTENSIONS="$((1 - no_ext))" \
             AMRITA_SENSE_REQUIRE_POSTGRES=1 AMRITA_SENSE_REQUIRE_REFERENCE_SUITE=1 \
             AMRITA_SENSE_REQUIRE_AMRITA_CORE="$core" AMRITA_SENSE_REF_PYTHON="$venv/bin/python" \
-            AMRITA_SENSE_CHAOS_RUNS=60 "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" tests
+            AMRITA_SENSE_CHAOS_RUNS=60 AMRITA_SENSE_TEST_SHARE="$SHARE" "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "$WORKERS" tests
         echo "--- Python $version, $build build: $((SECONDS - begin)) s"
     done
 }

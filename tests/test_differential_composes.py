@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.dual import SenseCopy, run_on, run_program
+from support.sampling import sized
 
 MAX_STEPS = 600
 MAX_RUNS = 4
@@ -299,7 +300,9 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 
 @pytest.mark.parametrize("loop_name", LOOPS)
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=sized(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
@@ -307,7 +310,7 @@ def test_both_cores_agree(cores, loop_name, spec):
     assert run_on(compiled, _drive, spec, loop_name) == run_on(pure, _drive, spec, loop_name)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=sized(30), deadline=None)
 @given(spec=PROGRAMS)
 def test_generated_programs_stay_small(spec):
     assert count_slots(spec["main"]) <= 400

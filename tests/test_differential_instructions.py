@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from support import movers
 from support.dual import Recorder, SenseCopy, run_on, run_program, run_whole
+from support.sampling import sized
 
 MAX_STEPS = 400
 RUN_TIMEOUT = 2.0  # seconds; a program that needs more is looping, and the cores' records then differ
@@ -262,7 +263,9 @@ async def _drive(sense: SenseCopy, spec: dict) -> list:
 
 @pytest.mark.parametrize("loop_name", LOOPS)
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=sized(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(spec=PROGRAMS)
 def test_both_cores_agree(cores, loop_name, spec):
@@ -317,7 +320,7 @@ def test_pointer_moving_nodes_in_every_slot_agree_on_both_cores(cores, loop_name
 
 @pytest.mark.parametrize("loop_name", LOOPS)
 @pytest.mark.parametrize("mode", ["run", "steps"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_programs_with_pointer_moving_nodes_agree_on_both_cores(cores, loop_name, mode, data):
     program = movers.random_program(lambda options: data.draw(st.sampled_from(options)))

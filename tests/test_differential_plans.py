@@ -21,6 +21,7 @@ from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
 from amrita_sense.runtime import workflow
 from support.dual import new_loop
+from support.sampling import sized
 
 LOOPS = ["asyncio", "uvloop"]
 
@@ -175,7 +176,7 @@ async def mismatches(program: tuple) -> list:
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sized(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program=PROGRAM)
 def test_every_node_receives_what_a_fresh_resolution_gives(loop_name, program):
     loop = new_loop(loop_name)

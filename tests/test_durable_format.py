@@ -25,6 +25,7 @@ from amrita_sense.durable.snapshots.fingerprint import outline_of
 from amrita_sense.instructions import FUN_BLOCK
 from amrita_sense.streaming import SuspendObjectStream
 from support.durable_support import abandon, park, rec, reframed, tag
+from support.sampling import sized
 
 
 def halted_graph() -> object:
@@ -163,7 +164,7 @@ NESTED = nested_sample()
 NESTED_PATHS = list(_paths(fmt.decode(NESTED).document))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=sized(300), deadline=None)
 @given(index=st.integers(0, len(NESTED_PATHS) - 1), new=JSON)
 def test_a_crafted_document_restores_or_fails_typed_and_leaves_the_graph_alone(index, new):
     document = _replace(fmt.decode(NESTED).document, NESTED_PATHS[index], new)

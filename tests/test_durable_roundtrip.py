@@ -33,9 +33,10 @@ from support.durable_programs import (
     passthrough,
 )
 from support.durable_support import KEYS
+from support.sampling import sized
 
 LOOPS = ["asyncio", "uvloop"]
-EXAMPLES = int(os.environ.get("AMRITA_SENSE_ROUNDTRIP_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("AMRITA_SENSE_ROUNDTRIP_EXAMPLES") or sized(40))
 MAX_TRACE = 150  # every checkpoint is run to the end: the test is quadratic in the run's length
 
 

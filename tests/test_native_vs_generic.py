@@ -20,6 +20,7 @@ from amrita_sense.exceptions import BreakLoop, InterruptKeepContext
 from amrita_sense.instructions import ALIAS, ARCHIVED_NODES, CALL, DO, FN, IF, INVOKE, JMP, NOP, RET, WHILE, Try
 from amrita_sense.instructions.native import BREAK_LOOP, CONTINUE, NATIVE_DO, NATIVE_IF, NATIVE_WHILE
 from support.movers import MOVERS, PLACES, SLOTS, Api, random_program, record, slot_program
+from support.sampling import sized
 
 leaf = st.tuples(st.just("rec"), st.sampled_from(["sync", "async", "static"]))
 branch = st.tuples(st.just("if"), st.lists(st.booleans(), min_size=1, max_size=3), st.booleans())
@@ -277,7 +278,7 @@ async def run_spec(spec, driver: str):
 
 
 @pytest.mark.asyncio
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spec=program)
 async def test_native_opcodes_match_the_generic_path(spec):
     native = await run_spec(spec, "run")
@@ -303,7 +304,7 @@ async def test_a_node_moving_the_pointer_in_any_slot_gives_what_the_node_functio
 
 
 @pytest.mark.asyncio
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 async def test_random_programs_with_pointer_moving_nodes_give_what_the_node_functions_give(data):
     program = random_program(lambda options: data.draw(st.sampled_from(options)))

@@ -15,9 +15,10 @@ from amrita_sense.pictures import picture_of, to_dot, to_mermaid
 from support.dual import compiled_core_importable
 from support.pictures_support import KIND_PROGRAMS, random_program
 from support.runtime_path import RUNTIME_DIR
+from support.sampling import sized
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
-SEEDS = 150
+SEEDS = sized(150)
 
 SCRIPT = f"""
 import hashlib, json, sys

@@ -26,9 +26,10 @@ from amrita_sense import Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.hook.matcher import Depends
 from support import provider_order
 from support.dual import install_flags
+from support.sampling import sized
 from test_reference_113 import _ENV, reference_python
 
-SEEDS = range(1800)
+SEEDS = range(sized(1800))
 
 
 def reference_programs() -> dict[str, dict]:

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from support import movers
+from support.sampling import sized
 
-SEEDS = range(600)
+SEEDS = range(sized(600))
 REFERENCE_VERSION = "1.1.3"
 CHECKOUT = Path(__file__).resolve().parent.parent
 _ENV = {

@@ -68,7 +68,7 @@ def session_cluster() -> Iterator[PostgresCluster]:
             "no PostgreSQL server binaries (initdb, pg_ctl) in `pg_config --bindir` or /usr/lib/postgresql/*/bin"
         )
     assert bindir is not None
-    cluster = PostgresCluster(bindir)
+    cluster = PostgresCluster(bindir, fsync=False)
     try:
         cluster.init()
         cluster.start()
