@@ -2,7 +2,8 @@
 
 `session_cluster()` (the cluster itself: `amrita_sense.bench.postgres`, which the benchmark shares) finds the server binaries (`pg_config --bindir`, /usr/lib/postgresql/*/bin),
 runs `initdb` into a temporary folder, starts the server on a free loopback port with its socket in
-that folder (trust authentication, loopback only, `fsync` left on) and removes it all at the end.
+that folder (trust authentication, loopback only, `fsync` off: a killed or restarted server still
+loses no commit, only a machine crash could) and removes it all at the end.
 As root (here and in CI) the server's commands run as the `postgres` user (else `nobody`) through
 `runuser`, the folder owned by that user: PostgreSQL refuses to run as root.
 
