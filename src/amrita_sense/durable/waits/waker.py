@@ -41,8 +41,9 @@ moved onto the new graph, as `restore(..., migrate=True)` does), a payload that 
 verify. Errors of one run never stop the waker; `failures` keeps the latest ones.
 
 A store's blocking methods (SQLite, the threaded Postgres store) run in a worker thread
-(`asyncio.to_thread`); an async store's are awaited. `serve` sleeps between rounds until the
-store's `next_due`, at most `poll_interval`, or until the store signals a wake-up
+(`asyncio.to_thread`); an async store's are awaited. `serve` keeps up to `concurrency` runs in
+flight, claiming again as each one ends; with nothing due it sleeps until the store's `next_due`, at
+most `poll_interval`, until one of its runs ends, or until the store signals a wake-up
 (`wait_for_wakeup`, when it has one: the memory store, Postgres `LISTEN/NOTIFY`).
 """
 
@@ -55,7 +56,7 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from amrita_sense.durable.checkpointing.busy import QUEUED_VERSION, BusyOutcome, queued_snapshot
@@ -95,7 +96,8 @@ class Waker:
             refused with `WaitError`).
         lease_seconds: how long a claim holds a run; renewed while the run runs.
         poll_interval: the longest `serve` sleeps between two rounds.
-        concurrency: the most runs one round claims and runs at once.
+        concurrency: the most runs this waker resumes at once (`serve`), or claims in one round
+            (`run_once`).
         owner: this waker's name in the leases (default: host, pid and a random part).
         restore_kwargs: more arguments of `WorkflowInterpreter.restore` for every run
             (`extra_args`, `object_io`, `middleware`, ...; a callable `(run_id, graph_name) -> dict`
@@ -177,34 +179,55 @@ class Waker:
     async def run_once(self) -> int:
         """One round: claim the due runs of this waker's graphs and resume each until it waits again
         or ends; how many were resumed (refused ones not counted)."""
-        claims = await self._call(
-            self.store.claim_due,
-            self.owner,
-            lease_seconds=self.lease_seconds,
-            limit=self.concurrency,
-            graphs=self.graph_names,
-        )
+        claims = await self._claim(self.concurrency)
         if not claims:
             return 0
         results = await asyncio.gather(*(self._resume(claim) for claim in claims))
         return sum(results)
 
     async def serve(self) -> None:
-        """Run rounds until `stop()`: after a round that resumed nothing, sleep until the store's
-        `next_due`, a wake-up from the store, or `poll_interval`, whichever is first."""
+        """Resume due runs until `stop()`, up to `concurrency` at once: whenever a run ends (waits
+        again, ends or fails) its place is claimed again, so a burst of due runs flows through
+        without waiting for the slowest of a round. With nothing due, sleep until the store's
+        `next_due`, a wake-up from the store, a run of this waker ending, or `poll_interval`,
+        whichever is first. On `stop()`, the runs in flight run until they wait or end."""
         self._stop.clear()
-        while not self._stop.is_set():
-            try:
-                if await self.run_once():
+        running: set[asyncio.Future] = set()
+        try:
+            while not self._stop.is_set():
+                running.difference_update([task for task in running if task.done()])
+                if len(running) == self.concurrency:
+                    await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     continue
-                await self._sleep(await self._pause())
-            except Exception as exc:  # the store went away for a moment: retry at the next poll
-                logger.error(f"waker {self.owner}: a round failed: {exc!r}")
-                self.failures.append(("", exc))
-                await self._sleep(self.poll_interval)
+                try:
+                    claims = await self._claim(self.concurrency - len(running))
+                    if claims:
+                        running.update(asyncio.ensure_future(self._resume(claim)) for claim in claims)
+                        continue
+                    pause = await self._pause()
+                except Exception as exc:  # the store went away for a moment: retry at the next poll
+                    logger.error(f"waker {self.owner}: a round failed: {exc!r}")
+                    self.failures.append(("", exc))
+                    pause = self.poll_interval
+                await self._sleep(pause, running)
+        except BaseException:  # cancelled: so are the runs in flight
+            for task in running:
+                task.cancel()
+            raise
+        finally:
+            await asyncio.gather(*running, return_exceptions=True)  # `_resume` itself never raises
+
+    async def _claim(self, limit: int) -> list[Any]:
+        return await self._call(
+            self.store.claim_due,
+            self.owner,
+            lease_seconds=self.lease_seconds,
+            limit=limit,
+            graphs=self.graph_names,
+        )
 
     def stop(self) -> None:
-        """Make `serve` return after its current round (the runs it is resuming run until they wait or end)."""
+        """Make `serve` return (the runs it is resuming run until they wait or end first)."""
         self._stop.set()
 
     async def __aenter__(self) -> Waker:
@@ -225,8 +248,9 @@ class Waker:
         # look again soon, without spinning
         return min(self.poll_interval, max(_MIN_PAUSE, due - time.time()))
 
-    async def _sleep(self, seconds: float) -> None:
-        if seconds <= 0 or self._stop.is_set():
+    async def _sleep(self, seconds: float, running: Collection[asyncio.Future] = ()) -> None:
+        """Up to `seconds`, until `stop()`, a wake-up from the store or one of `running` ending."""
+        if seconds <= 0 or self._stop.is_set() or any(task.done() for task in running):
             return
         stopped = asyncio.ensure_future(self._stop.wait())
         waits: set[asyncio.Future] = {stopped}
@@ -234,7 +258,7 @@ class Waker:
         if callable(wakeup):
             waits.add(asyncio.ensure_future(self._call(wakeup, seconds)))
         try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits | set(running), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiting in waits:
                 if not waiting.done():
