@@ -384,6 +384,63 @@ async def test_serve_resumes_runs_as_they_become_due_and_stops_cleanly():
     assert sorted(item[2] for item in log.items if item[0] == "message") == [0, 1, 2]
 
 
+class Gate:
+    """Holds the run whose message is "slow" until `release` is set; counts the runs in flight."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.done: list[Any] = []
+        self.in_flight = self.most = 0
+
+
+@Node()
+async def gated(gate: Gate, message: Message) -> None:
+    gate.in_flight += 1
+    gate.most = max(gate.most, gate.in_flight)
+    try:
+        if message.payload == "slow":
+            await gate.release.wait()
+        gate.done.append(message.payload)
+    finally:
+        gate.in_flight -= 1
+
+
+async def until(condition: Any, what: str) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.asyncio
+async def test_serve_claims_again_as_each_run_ends_so_a_slow_run_holds_back_no_other(kind, make_store):
+    """`concurrency` runs in flight at most; a run that takes long keeps its own place only."""
+    store, gate = make_store(kind), Gate()
+    graph = NodeCompose(WAIT("t"), gated).render()
+    names = ["slow", "a", "b", "c"]
+    for name in names:
+        interp = WorkflowInterpreter(graph, extra_args=(gate,))
+        interp.checkpointing = Checkpointing(store, name, graph="g")
+        await interp.run()
+    waker = Waker(store, {"g": graph}, restore_kwargs={"extra_args": (gate,)}, concurrency=2, poll_interval=0.05)
+    async with waker:
+        try:
+            store.send("slow", "t", "slow")
+            await until(lambda: gate.in_flight == 1, "the slow run started")
+            for name in names[1:]:
+                store.send(name, "t", name)
+            await until(lambda: sorted(gate.done) == ["a", "b", "c"], "the other runs ended beside the slow one")
+            assert gate.in_flight == 1
+        finally:  # the waker stops only once its runs ended
+            gate.release.set()
+        await until(lambda: store.load("slow").record.status == "finished", "the slow run ended")
+    assert gate.most <= 2 and gate.done[-1] == "slow"
+    assert all(store.load(name).record.status == "finished" for name in names)
+    assert not waker.failures
+
+
 # ----- step keys ----------------------------------------------------------------------------------------
 
 
