@@ -134,6 +134,26 @@ class Decoded:
     blobs: list[bytes]
 
 
+_NOTHING: Any = object()
+_made: tuple[Any, Any] = (_NOTHING, None)
+"""The snapshot this process packed last and its `Header`: a save hands its store the very bytes
+object a snapshot (or its signature) just made, whose framing and checksum are sound by
+construction, so `read_header` of that object returns the header without checking them again
+(bytes are immutable; the slot keeps that one snapshot alive until the next is made)."""
+
+
+def made_header(data: Any) -> Header | None:
+    """The header of `data` when it is the snapshot this process packed last (else None)."""
+    made = _made
+    return made[1] if made[0] is data else None
+
+
+def remember(data: bytes, header: Header) -> None:
+    """`data` (just packed, sound by construction) has `header` (see `_made`)."""
+    global _made
+    _made = (data, header)
+
+
 def json_text(value: Any) -> str:
     """`value` as the engine document writes it (compact JSON, no NaN)."""
     return _JSON.encode(value) if _ONE_SHOT is None else "".join(_ONE_SHOT(value, 0))
@@ -158,7 +178,9 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
         0,
     )[:_CRC_AT]
     crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head))))
-    return b"".join((head, _CRC.pack(crc), engine, outline, user))
+    packed = b"".join((head, _CRC.pack(crc), engine, outline, user))
+    remember(packed, Header(FORMAT_VERSION, status, head[8:24].hex(), len(engine), len(outline), len(user), flags))
+    return packed
 
 
 def with_checksum(head: bytes, *rest: Any) -> bytes:
@@ -186,6 +208,9 @@ def _pack_blobs(blobs: list[bytes]) -> bytes:
 
 def read_header(data: Any) -> Header:
     """Check the framing and the checksum of `data`; the header. Raises a `SnapshotFormatError`."""
+    made = _made
+    if made[0] is data:
+        return made[1]  # the snapshot just packed here: sound by construction
     if type(data) is bytes:
         header = _sound_header(data)
         if header is not None:
