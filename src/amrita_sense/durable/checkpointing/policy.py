@@ -55,6 +55,7 @@ from amrita_sense.durable.errors import (
     SnapshotUnavailable,
 )
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
@@ -301,6 +302,8 @@ class Checkpointing:
         if self.keyring is None:
             return data
         version = 0 if self.version is None else self.version + 1
+        if type(self.keyring) is Keyring:  # the same bytes, without a bound keyring made per save
+            return self.keyring.sign_for(self.run_id, version, data)
         return self.keyring.bound_to(self.run_id, version).sign_own(data)
 
     def _reading_keyring(self, record: CheckpointRecord) -> Any:
