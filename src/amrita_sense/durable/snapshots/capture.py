@@ -92,13 +92,12 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     outline = _outline(interp)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
-    durable = _durable_document(interp)
-    plain = None if carrier else _plain_document(interp, outline, codec, blobs, durable)
+    plain = None if carrier else _plain_document(interp, outline, codec, blobs)
     if plain is not None:
         status, document = plain
     else:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
-        document = _document_text(state, codec, anchors_text(outline, state), carrier, durable)
+        document = _document_text(state, codec, anchors_text(outline, state), carrier, _durable_document(interp))
         status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
 
@@ -112,9 +111,32 @@ def _durable_document(interp: Any) -> dict | None:
     return {"steps": int(steps), "wait": None if wait is None else [wait[0], wait[1]]}
 
 
-def _plain_document(
-    interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes], durable: dict | None = None
-) -> tuple[str, bytes] | None:
+def _durable_text(interp: Any) -> str:
+    """`,"durable":DURABLE` as `_document_text` writes it, or "" when there is none; a run between
+    its nodes (steps counted, no wait) written straight."""
+    steps = interp._durable_steps
+    wait = interp._durable_wait
+    if wait is None and type(steps) is int:
+        return f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
+    durable = _durable_document(interp)
+    return "" if durable is None else ',"durable":' + fmt.json_text(durable)
+
+
+def _string_text(value: str) -> str:
+    """`fmt.json_text(value)` of a string, kept (an interpreter's id, a codec's name: every save
+    of a run writes the same ones)."""
+    text = _STRING_TEXTS.get(value)
+    if text is None:
+        if len(_STRING_TEXTS) >= 1024:
+            _STRING_TEXTS.clear()
+        text = _STRING_TEXTS[value] = fmt.json_text(value)
+    return text
+
+
+_STRING_TEXTS: dict[str, str] = {}
+
+
+def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes]) -> tuple[str, bytes] | None:
     """`(status, engine document)` of a run with nothing on its stacks (no return address, context,
     panic, node state or step in flight: a chain between its nodes), written straight as text;
     None for any other run. The text is exactly the one `_capture` and `_document_text` write
@@ -138,7 +160,7 @@ def _plain_document(
     text = "".join(
         (
             '{"interp":{"id":',
-            fmt.json_text(interp.id),
+            _string_text(interp.id),
             ',"position":"',
             position,
             '","parked":',
@@ -158,10 +180,10 @@ def _plain_document(
             ',"panic":null,"pools":',
             "null" if pools is None else str(pools),
             ',"memo":[],"attempts":[],"children":null},"codec":',
-            fmt.json_text(_codec_name(codec)),
+            "null" if codec is None else _codec_text(codec),
             ',"identity":',
             pointer_anchors_text(outline, ptr),
-            "" if durable is None else ',"durable":' + fmt.json_text(durable),
+            _durable_text(interp),
             "}",
         )
     )
@@ -184,6 +206,11 @@ def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None,
         parts += [',"durable":', fmt.json_text(durable)]
     parts.append("}")
     return "".join(parts).encode()
+
+
+def _codec_text(codec: Any) -> str:
+    name = _codec_name(codec)
+    return "null" if name is None else _string_text(name)
 
 
 def _codec_name(codec: Any) -> str | None:

@@ -165,22 +165,49 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
     flags = 0
     if len(engine) > COMPRESS_ABOVE:
         engine, flags = _compress(engine), _COMPRESSED
-    user = _pack_blobs(blobs) if blobs else b""
-    head = _HEADER.pack(
+    if not blobs:
+        user, blob, user_len = b"", b"", 0
+    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined once, below)
+        blob = blobs[0]
+        user, user_len = _ONE_BLOB.pack(1, len(blob)), 8 + len(blob)
+    else:
+        user, blob = _pack_blobs(blobs), b""
+        user_len = len(user)
+    code = _STATUS_CODES.get(status)
+    raw, hex_fingerprint = _fingerprint(fingerprint)
+    head = _HEAD.pack(
         MAGIC,
         FORMAT_VERSION,
-        STATUSES.index(status),
+        STATUSES.index(status) if code is None else code,
         flags,
-        bytes.fromhex(fingerprint),
+        raw,
         len(engine),
         len(outline),
-        len(user),
-        0,
-    )[:_CRC_AT]
-    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head))))
-    packed = b"".join((head, _CRC.pack(crc), engine, outline, user))
-    remember(packed, Header(FORMAT_VERSION, status, head[8:24].hex(), len(engine), len(outline), len(user), flags))
+        user_len,
+    )
+    crc = zlib.crc32(blob, zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head)))))
+    packed = b"".join((head, _CRC.pack(crc), engine, outline, user, blob))
+    remember(packed, Header(FORMAT_VERSION, status, hex_fingerprint, len(engine), len(outline), user_len, flags))
     return packed
+
+
+_HEAD = struct.Struct("<4sHBB16sIII")
+"""The header without its checksum field."""
+_ONE_BLOB = struct.Struct("<II")
+_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+_FINGERPRINTS: dict[str, tuple[bytes, str]] = {}
+"""A graph fingerprint's 16 bytes and their hex digits as the header holds them, per fingerprint
+seen (a run saves the same one every time)."""
+
+
+def _fingerprint(fingerprint: str) -> tuple[bytes, str]:
+    found = _FINGERPRINTS.get(fingerprint)
+    if found is None:
+        raw = _HEAD.pack(MAGIC, 0, 0, 0, bytes.fromhex(fingerprint), 0, 0, 0)[8:24]  # "16s": cut or padded
+        if len(_FINGERPRINTS) >= 256:
+            _FINGERPRINTS.clear()
+        found = _FINGERPRINTS[fingerprint] = (raw, raw.hex())
+    return found
 
 
 def with_checksum(head: bytes, *rest: Any) -> bytes:
