@@ -29,6 +29,7 @@ from amrita_sense.durable.stores.base import (
     _conflict,
     _fork_conflict,
     _forked_from,
+    _record,
     _version_not_kept,
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
@@ -406,7 +407,7 @@ class SQLiteCheckpointStore:
                 raise _conflict(run_id, expected_version or 0, current)
             version, created, forked = rows[0]
             self._remember_origin(run_id, created, forked)
-        return CheckpointRecord(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
+        return _record(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
     def _remember_origin(self, run_id: str, created: float, forked: str | None) -> None:
         origins = self._origins
