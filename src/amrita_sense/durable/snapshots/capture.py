@@ -157,10 +157,22 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
         position = IDLE
     tag = interp._parked_tag
     pools = _pools_blob(interp, codec, blobs) if codec is not None else None
+    interp_id = interp.id
+    id_text = _STRING_TEXTS.get(interp_id) or _string_text(interp_id)
+    if codec is None:
+        codec_text = "null"
+    else:
+        codec_name = getattr(codec, "__name__", None) or type(codec).__qualname__
+        codec_text = _STRING_TEXTS.get(codec_name) or _string_text(codec_name)
+    steps = interp._durable_steps
+    if interp._durable_wait is None and type(steps) is int:  # `_durable_text`, the run between its nodes
+        durable = f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
+    else:
+        durable = _durable_text(interp)
     text = "".join(
         (
             '{"interp":{"id":',
-            _string_text(interp.id),
+            id_text,
             ',"position":"',
             position,
             '","parked":',
@@ -180,10 +192,10 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             ',"panic":null,"pools":',
             "null" if pools is None else str(pools),
             ',"memo":[],"attempts":[],"children":null},"codec":',
-            "null" if codec is None else _codec_text(codec),
+            codec_text,
             ',"identity":',
             pointer_anchors_text(outline, ptr),
-            _durable_text(interp),
+            durable,
             "}",
         )
     )
@@ -206,11 +218,6 @@ def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None,
         parts += [',"durable":', fmt.json_text(durable)]
     parts.append("}")
     return "".join(parts).encode()
-
-
-def _codec_text(codec: Any) -> str:
-    name = _codec_name(codec)
-    return "null" if name is None else _string_text(name)
 
 
 def _codec_name(codec: Any) -> str | None:
@@ -442,9 +449,11 @@ def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
         blob = codec.dumps(value)
     except Exception as exc:  # noqa: BLE001
         raise CodecError(f"the codec could not encode {what}: {exc!r}") from exc
-    if not isinstance(blob, (bytes, bytearray)):
-        raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
-    blobs.append(bytes(blob))
+    if type(blob) is not bytes:
+        if not isinstance(blob, (bytes, bytearray)):
+            raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
+        blob = bytes(blob)
+    blobs.append(blob)
     return len(blobs) - 1
 
 

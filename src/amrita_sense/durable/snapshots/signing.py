@@ -34,6 +34,7 @@ from amrita_sense.durable.snapshots import format as fmt
 MIN_KEY_BYTES = 16
 _CRC_AT = fmt.HEADER_SIZE - 4
 _CRC = struct.Struct("<I")
+_new_header = tuple.__new__
 _SIGNED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED,)) for flags in range(256))
 _SEALED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED | fmt.ENCRYPTED,)) for flags in range(256))
 """A header's flags byte, signed (and sealed), by its value before."""
@@ -147,7 +148,7 @@ class Keyring:
         signed = b"".join((head, _CRC.pack(crc), sections, trailer))
         made = fmt.made_header(data)
         if made is not None:  # the store's check of what a save hands it finds this header
-            fmt.remember(signed, fmt.Header._make((*made[:6], head[7])))
+            fmt.remember(signed, _new_header(fmt.Header, (*made[:6], head[7])))
         return signed
 
     def open(self, data: Any) -> bytes:
