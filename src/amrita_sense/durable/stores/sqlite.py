@@ -328,11 +328,12 @@ class SQLiteCheckpointStore:
         messages, one more statement only when given)."""
         _check_run_id(run_id)
         _check_expected(expected_version)
-        waits = _wait_params(run_id, wait, graph)
+        waits = _NOT_WAITING if wait is None and graph is None else _wait_params(run_id, wait, graph)
         marked = _check_delivered(run_id, delivered) if delivered else ()
         header = read_header(data)
         now = time.time()
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
         if deltas.as_frames(len(data), history, self._bases.framed(run_id)):
             return self._save_framed(run_id, data, header, now, expected_version, history, waits, marked)
         if not history and _RETURNING:
@@ -406,7 +407,8 @@ class SQLiteCheckpointStore:
                 self._origins.pop(run_id, None)
                 raise _conflict(run_id, expected_version or 0, current)
             version, created, forked = rows[0]
-            self._remember_origin(run_id, created, forked)
+            if not known or expected_version == 0:  # else the origin it used is the one kept
+                self._remember_origin(run_id, created, forked)
         return _record(run_id, version, header.status, header.fingerprint, len(data), created, now, forked)
 
     def _remember_origin(self, run_id: str, created: float, forked: str | None) -> None:
