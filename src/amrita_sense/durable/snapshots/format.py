@@ -154,6 +154,15 @@ def remember(data: bytes, header: Header) -> None:
     _made = (data, header)
 
 
+def remember_signed(data: Any, signed: bytes, flags: int) -> None:
+    """`signed`, just made from `data` with the header flags `flags`, is the snapshot to remember
+    when `data` is (a save's signature: its store then reads `signed`'s header)."""
+    global _made
+    made = _made
+    if made[0] is data:
+        _made = (signed, _new_header(Header, (*made[1][:6], flags)))
+
+
 def json_text(value: Any) -> str:
     """`value` as the engine document writes it (compact JSON, no NaN)."""
     return _JSON.encode(value) if _ONE_SHOT is None else "".join(_ONE_SHOT(value, 0))

@@ -34,7 +34,6 @@ from amrita_sense.durable.snapshots import format as fmt
 MIN_KEY_BYTES = 16
 _CRC_AT = fmt.HEADER_SIZE - 4
 _CRC = struct.Struct("<I")
-_new_header = tuple.__new__
 _SIGNED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED,)) for flags in range(256))
 _SEALED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED | fmt.ENCRYPTED,)) for flags in range(256))
 """A header's flags byte, signed (and sealed), by its value before."""
@@ -134,7 +133,10 @@ class Keyring:
             data = bytes(data)
         head = data[:7] + (_SEALED_FLAG_BYTES if self.encrypt else _SIGNED_FLAG_BYTES)[data[7]] + data[8:_CRC_AT]
         sections: Any = memoryview(data)[fmt.HEADER_SIZE :]  # hashed and joined without a copy
-        context = b"%s%s\0%d\0%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass"), version, signer.key_id)
+        last = signer.last_run  # `_context`, its part before the version kept for the run signed last
+        if last[0] != run_id:
+            last = signer.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
+        context = b"%s%d%s" % (last[1], version, signer.after_version)
         if self.encrypt:
             sections = _seal(self._keys[self.current], context + head, sections)
         inner = signer.inner.copy()  # the HMAC (`_HmacSha256.digest`), inline: a save signs once
@@ -146,9 +148,7 @@ class Keyring:
         trailer = signer.trailer + outer.digest()
         crc = zlib.crc32(trailer, zlib.crc32(sections, zlib.crc32(head)))
         signed = b"".join((head, _CRC.pack(crc), sections, trailer))
-        made = fmt.made_header(data)
-        if made is not None:  # the store's check of what a save hands it finds this header
-            fmt.remember(signed, _new_header(fmt.Header, (*made[:6], head[7])))
+        fmt.remember_signed(data, signed, head[7])  # the store's check of what a save hands it finds its header
         return signed
 
     def open(self, data: Any) -> bytes:
@@ -219,10 +219,10 @@ def _context(purpose: tuple[str, int], key_id: bytes) -> bytes:
 class _HmacSha256:
     """HMAC-SHA256 under one key, its padded-key states computed once (RFC 2104): a MAC of a small
     snapshot costs half of `hmac.digest`'s, which sets them up at every call (and `_hashlib`'s HMAC
-    object, whose copy costs as much). Also the key's id (ASCII) and the trailer's start, its length
-    byte and the id."""
+    object, whose copy costs as much). Also the key's id (ASCII), the trailer's start (its length
+    byte and the id) and the context's end after the version."""
 
-    __slots__ = ("inner", "key_id", "outer", "trailer")
+    __slots__ = ("after_version", "inner", "key_id", "last_run", "outer", "trailer")
 
     def __init__(self, secret: bytes, key_id: str) -> None:
         key = hashlib.sha256(secret).digest() if len(secret) > 64 else secret
@@ -231,6 +231,9 @@ class _HmacSha256:
         self.outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
         self.key_id = key_id.encode("ascii")
         self.trailer = bytes([len(self.key_id)]) + self.key_id
+        self.after_version = b"\0" + self.key_id + b"\0"
+        self.last_run: tuple[str | None, bytes] = (None, b"")
+        """The run id `sign_for` signed for last, and its context's start (`_context`)."""
 
     def digest(self, *parts: bytes | memoryview) -> bytes:
         inner = self.inner.copy()
