@@ -136,9 +136,10 @@ async def _plain_documents_checked(sense: SenseCopy, job: tuple[dict, bool]) -> 
     plain_document = capture._plain_document
     written = [0]
 
-    def compared(interp: Any, outline: Any, codec: Any, blobs: list, durable: Any = None) -> Any:
-        found = plain_document(interp, outline, codec, blobs, durable)
+    def compared(interp: Any, outline: Any, codec: Any, blobs: list) -> Any:
+        found = plain_document(interp, outline, codec, blobs)
         if found is not None:
+            durable = capture._durable_document(interp)
             general_blobs: list = []
             state, parked = capture._capture(interp, outline, codec, general_blobs, with_pools=True)
             text = capture._document_text(state, codec, capture.anchors_text(outline, state), None, durable)

@@ -195,6 +195,21 @@ async def test_rows_of_a_retired_key_still_load_while_the_keyring_holds_it(store
     assert final._ava_args_v[1].number == 3
 
 
+@pytest.mark.asyncio
+async def test_sign_for_signs_as_a_bound_keyring_does_and_its_header_is_the_checked_one():
+    """`Keyring.sign_for` (what a checkpoint policy signs with) writes the bytes `bound_to(...).sign_own`
+    writes, from bytes or a view; the header a save's store reads of them is the one a full check finds."""
+    data = await parked_snapshot(keyring=None)
+    rotated = Keyring({"new": os.urandom(32), "tests": KEYS._keys["tests"]})
+    for keyring in (KEYS, rotated):
+        for run_id, version in (("r\u00e9-\udcff", 3), ("", 0)):
+            signed = keyring.sign_for(run_id, version, data)
+            assert signed == keyring.bound_to(run_id, version).sign_own(data)
+            assert signed == keyring.sign_for(run_id, version, memoryview(data))
+            assert fmt.read_header(signed) == fmt.read_header(bytes(bytearray(signed)))
+            keyring.bound_to(run_id, version).verify(signed)
+
+
 def test_a_keyring_from_the_environment_and_its_refusals():
     secret = base64.b64encode(b"k" * 32).decode()
     keyring = Keyring.from_env(environ={"AMRITA_SENSE_KEYS": f"new:{secret}, old:{secret}"})

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
+import pickle
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,6 +28,7 @@ from amrita_sense.durable import (
     HistoryStore,
     inspect_snapshot,
 )
+from amrita_sense.durable.stores.base import CheckpointRecord, _record
 from support.durable_support import rec
 from support.stores import STORES, sample_snapshots
 
@@ -386,3 +389,20 @@ def test_history_needs_a_store_that_keeps_one():
     Checkpointing(LatestOnly(), "r")
     with pytest.raises(TypeError, match="history"):
         Checkpointing(LatestOnly(), "r", history=True)
+
+
+def test_a_record_made_in_one_step_is_the_dataclass_its_constructor_makes():
+    """`_record` (what a store's save returns) sets every field the dataclass has, as its constructor
+    does: equal, same hash, repr, fields and pickle; `replace` makes a new one from it."""
+    for values in (
+        ("run", 3, "running", "ab" * 16, 600, 1.5, 2.5, None),
+        ("r", 1, "finished", "0" * 32, 0, 1.0, 1.0, "s@2"),
+    ):
+        made, built = _record(*values), CheckpointRecord(*values)
+        assert type(made) is CheckpointRecord
+        assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+        assert vars(made) == vars(built) and list(vars(made)) == [field.name for field in dataclasses.fields(built)]
+        assert pickle.loads(pickle.dumps(made)) == built
+        assert dataclasses.replace(made, version=9) == dataclasses.replace(built, version=9)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.version = 4  # type: ignore[misc]

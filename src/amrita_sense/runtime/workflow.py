@@ -121,6 +121,10 @@ def _flag_bits(value: Any, name: str) -> int:
     return int(value)
 
 
+_durable_capture: list[Any] = [None]
+"""`amrita_sense.durable.snapshots.capture.take_snapshot`, once `snapshot()` imported it (a floor above)."""
+
+
 class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
     """Runs a rendered graph: the program counter, return stack, lock and run loop."""
 
@@ -384,9 +388,12 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
         `pickle`) also stores the injection pools and the panic exception.
         `keyring` (`amrita_sense.durable.Keyring`) signs the snapshot.
         """
-        from amrita_sense.durable.snapshots.capture import take_snapshot
+        take = _durable_capture[0]
+        if take is None:  # imported once: the import statement cost each checkpoint 2 us
+            from amrita_sense.durable.snapshots.capture import take_snapshot
 
-        data = take_snapshot(self, codec)
+            take = _durable_capture[0] = take_snapshot
+        data = take(self, codec)
         return data if keyring is None else keyring.sign_own(data)
 
     @classmethod

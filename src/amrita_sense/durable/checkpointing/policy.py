@@ -55,6 +55,7 @@ from amrita_sense.durable.errors import (
     SnapshotUnavailable,
 )
 from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
@@ -217,7 +218,8 @@ class Checkpointing:
             await self._writer.flush()
         started = time.perf_counter() if _observe.current is not None else 0.0
         data = self._snapshot(interp)
-        return await self._write(data, interp, started, marks=self._wait_marks(interp, data))
+        marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)
+        return await self._write(data, interp, started, marks=marks)
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -301,6 +303,8 @@ class Checkpointing:
         if self.keyring is None:
             return data
         version = 0 if self.version is None else self.version + 1
+        if type(self.keyring) is Keyring:  # the same bytes, without a bound keyring made per save
+            return self.keyring.sign_for(self.run_id, version, data)
         return self.keyring.bound_to(self.run_id, version).sign_own(data)
 
     def _reading_keyring(self, record: CheckpointRecord) -> Any:
@@ -318,18 +322,21 @@ class Checkpointing:
         """One save into the store (with `offload`, a blocking store's call runs in a worker thread);
         `marks` (`_wait_marks`) adds the wait, the graph name and the delivered messages."""
         save = self.store.save
-        arguments: dict[str, Any] = {"expected_version": self.version}
-        if self.history:
-            arguments["history"] = True
-        if marks is not None:
-            arguments["wait"], arguments["delivered"] = marks
-            arguments["graph"] = self.graph
         try:
-            if offload:
-                call = functools.partial(save, self.run_id, data, **arguments)
-                saved = await asyncio.get_running_loop().run_in_executor(None, call)
+            if not offload and marks is None and not self.history:  # most saves: no dict of arguments
+                saved = save(self.run_id, data, expected_version=self.version)
             else:
-                saved = save(self.run_id, data, **arguments)
+                arguments: dict[str, Any] = {"expected_version": self.version}
+                if self.history:
+                    arguments["history"] = True
+                if marks is not None:
+                    arguments["wait"], arguments["delivered"] = marks
+                    arguments["graph"] = self.graph
+                if offload:
+                    call = functools.partial(save, self.run_id, data, **arguments)
+                    saved = await asyncio.get_running_loop().run_in_executor(None, call)
+                else:
+                    saved = save(self.run_id, data, **arguments)
             if type(saved) is CheckpointRecord:
                 return saved
             return await saved if self._store_awaits or inspect.isawaitable(saved) else saved
@@ -483,8 +490,12 @@ class _CheckpointSteps(StepHooks):
         interp._durable_steps += 1
         self.since_save += 1
         self.steps += 1
-        if self.policy._due(self.since_save, self.last_save):
-            await self.policy._save_soon(interp)
+        policy = self.policy
+        if policy._due(self.since_save, self.last_save):
+            if policy._writer is None:  # `_save_soon`, one coroutine less
+                await policy.save(interp)
+            else:
+                await policy._save_soon(interp)
             self.since_save, self.last_save = 0, time.monotonic()
         if self.steps % _CHECK_CLOCK_EVERY == 0 and time.monotonic() - self.last_yield >= interp._yield_interval:
             await asyncio.sleep(0)

@@ -92,13 +92,12 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
     outline = _outline(interp)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
-    durable = _durable_document(interp)
-    plain = None if carrier else _plain_document(interp, outline, codec, blobs, durable)
+    plain = None if carrier else _plain_document(interp, outline, codec, blobs)
     if plain is not None:
         status, document = plain
     else:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
-        document = _document_text(state, codec, anchors_text(outline, state), carrier, durable)
+        document = _document_text(state, codec, anchors_text(outline, state), carrier, _durable_document(interp))
         status = _status(interp, state["position"], state["ptr"], parked)
     return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
 
@@ -112,9 +111,32 @@ def _durable_document(interp: Any) -> dict | None:
     return {"steps": int(steps), "wait": None if wait is None else [wait[0], wait[1]]}
 
 
-def _plain_document(
-    interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes], durable: dict | None = None
-) -> tuple[str, bytes] | None:
+def _durable_text(interp: Any) -> str:
+    """`,"durable":DURABLE` as `_document_text` writes it, or "" when there is none; a run between
+    its nodes (steps counted, no wait) written straight."""
+    steps = interp._durable_steps
+    wait = interp._durable_wait
+    if wait is None and type(steps) is int:
+        return f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
+    durable = _durable_document(interp)
+    return "" if durable is None else ',"durable":' + fmt.json_text(durable)
+
+
+def _string_text(value: str) -> str:
+    """`fmt.json_text(value)` of a string, kept (an interpreter's id, a codec's name: every save
+    of a run writes the same ones)."""
+    text = _STRING_TEXTS.get(value)
+    if text is None:
+        if len(_STRING_TEXTS) >= 1024:
+            _STRING_TEXTS.clear()
+        text = _STRING_TEXTS[value] = fmt.json_text(value)
+    return text
+
+
+_STRING_TEXTS: dict[str, str] = {}
+
+
+def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes]) -> tuple[str, bytes] | None:
     """`(status, engine document)` of a run with nothing on its stacks (no return address, context,
     panic, node state or step in flight: a chain between its nodes), written straight as text;
     None for any other run. The text is exactly the one `_capture` and `_document_text` write
@@ -135,10 +157,22 @@ def _plain_document(
         position = IDLE
     tag = interp._parked_tag
     pools = _pools_blob(interp, codec, blobs) if codec is not None else None
+    interp_id = interp.id
+    id_text = _STRING_TEXTS.get(interp_id) or _string_text(interp_id)
+    if codec is None:
+        codec_text = "null"
+    else:
+        codec_name = getattr(codec, "__name__", None) or type(codec).__qualname__
+        codec_text = _STRING_TEXTS.get(codec_name) or _string_text(codec_name)
+    steps = interp._durable_steps
+    if interp._durable_wait is None and type(steps) is int:  # `_durable_text`, the run between its nodes
+        durable = f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
+    else:
+        durable = _durable_text(interp)
     text = "".join(
         (
             '{"interp":{"id":',
-            fmt.json_text(interp.id),
+            id_text,
             ',"position":"',
             position,
             '","parked":',
@@ -158,10 +192,10 @@ def _plain_document(
             ',"panic":null,"pools":',
             "null" if pools is None else str(pools),
             ',"memo":[],"attempts":[],"children":null},"codec":',
-            fmt.json_text(_codec_name(codec)),
+            codec_text,
             ',"identity":',
             pointer_anchors_text(outline, ptr),
-            "" if durable is None else ',"durable":' + fmt.json_text(durable),
+            durable,
             "}",
         )
     )
@@ -415,9 +449,11 @@ def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
         blob = codec.dumps(value)
     except Exception as exc:  # noqa: BLE001
         raise CodecError(f"the codec could not encode {what}: {exc!r}") from exc
-    if not isinstance(blob, (bytes, bytearray)):
-        raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
-    blobs.append(bytes(blob))
+    if type(blob) is not bytes:
+        if not isinstance(blob, (bytes, bytearray)):
+            raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
+        blob = bytes(blob)
+    blobs.append(blob)
     return len(blobs) - 1
 
 

@@ -134,6 +134,35 @@ class Decoded:
     blobs: list[bytes]
 
 
+_NOTHING: Any = object()
+_made: tuple[Any, Any] = (_NOTHING, None)
+"""The snapshot this process packed last and its `Header`: a save hands its store the very bytes
+object a snapshot (or its signature) just made, whose framing and checksum are sound by
+construction, so `read_header` of that object returns the header without checking them again
+(bytes are immutable; the slot keeps that one snapshot alive until the next is made)."""
+
+
+def made_header(data: Any) -> Header | None:
+    """The header of `data` when it is the snapshot this process packed last (else None)."""
+    made = _made
+    return made[1] if made[0] is data else None
+
+
+def remember(data: bytes, header: Header) -> None:
+    """`data` (just packed, sound by construction) has `header` (see `_made`)."""
+    global _made
+    _made = (data, header)
+
+
+def remember_signed(data: Any, signed: bytes, flags: int) -> None:
+    """`signed`, just made from `data` with the header flags `flags`, is the snapshot to remember
+    when `data` is (a save's signature: its store then reads `signed`'s header)."""
+    global _made
+    made = _made
+    if made[0] is data:
+        _made = (signed, _new_header(Header, (*made[1][:6], flags)))
+
+
 def json_text(value: Any) -> str:
     """`value` as the engine document writes it (compact JSON, no NaN)."""
     return _JSON.encode(value) if _ONE_SHOT is None else "".join(_ONE_SHOT(value, 0))
@@ -145,20 +174,57 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
     flags = 0
     if len(engine) > COMPRESS_ABOVE:
         engine, flags = _compress(engine), _COMPRESSED
-    user = _pack_blobs(blobs) if blobs else b""
-    head = _HEADER.pack(
+    if not blobs:
+        user, blob, user_len = b"", b"", 0
+    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined once, below)
+        blob = blobs[0]
+        user, user_len = _ONE_BLOB.pack(1, len(blob)), 8 + len(blob)
+    else:
+        user, blob = _pack_blobs(blobs), b""
+        user_len = len(user)
+    code = _STATUS_CODES.get(status)
+    raw, hex_fingerprint = _fingerprint(fingerprint)
+    head = _HEAD.pack(
         MAGIC,
         FORMAT_VERSION,
-        STATUSES.index(status),
+        STATUSES.index(status) if code is None else code,
         flags,
-        bytes.fromhex(fingerprint),
+        raw,
         len(engine),
         len(outline),
-        len(user),
-        0,
-    )[:_CRC_AT]
-    crc = zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head))))
-    return b"".join((head, _CRC.pack(crc), engine, outline, user))
+        user_len,
+    )
+    crc = zlib.crc32(blob, zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head)))))
+    packed = b"".join((head, _CRC.pack(crc), engine, outline, user, blob))
+    global _made
+    _made = (
+        packed,
+        _new_header(Header, (FORMAT_VERSION, status, hex_fingerprint, len(engine), len(outline), user_len, flags)),
+    )
+    return packed
+
+
+_new_header = tuple.__new__
+"""`Header(...)` from a tuple of its seven fields, in one C call (`remember` and `encode`, per save)."""
+
+
+_HEAD = struct.Struct("<4sHBB16sIII")
+"""The header without its checksum field."""
+_ONE_BLOB = struct.Struct("<II")
+_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+_FINGERPRINTS: dict[str, tuple[bytes, str]] = {}
+"""A graph fingerprint's 16 bytes and their hex digits as the header holds them, per fingerprint
+seen (a run saves the same one every time)."""
+
+
+def _fingerprint(fingerprint: str) -> tuple[bytes, str]:
+    found = _FINGERPRINTS.get(fingerprint)
+    if found is None:
+        raw = _HEAD.pack(MAGIC, 0, 0, 0, bytes.fromhex(fingerprint), 0, 0, 0)[8:24]  # "16s": cut or padded
+        if len(_FINGERPRINTS) >= 256:
+            _FINGERPRINTS.clear()
+        found = _FINGERPRINTS[fingerprint] = (raw, raw.hex())
+    return found
 
 
 def with_checksum(head: bytes, *rest: Any) -> bytes:
@@ -186,6 +252,9 @@ def _pack_blobs(blobs: list[bytes]) -> bytes:
 
 def read_header(data: Any) -> Header:
     """Check the framing and the checksum of `data`; the header. Raises a `SnapshotFormatError`."""
+    made = _made
+    if made[0] is data:
+        return made[1]  # the snapshot just packed here: sound by construction
     if type(data) is bytes:
         header = _sound_header(data)
         if header is not None:

@@ -23,6 +23,8 @@ import hashlib
 import hmac
 import os
 import secrets
+import struct
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +32,11 @@ from amrita_sense.durable.errors import SnapshotFormatError, TamperedSnapshot, U
 from amrita_sense.durable.snapshots import format as fmt
 
 MIN_KEY_BYTES = 16
+_CRC_AT = fmt.HEADER_SIZE - 4
+_CRC = struct.Struct("<I")
+_SIGNED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED,)) for flags in range(256))
+_SEALED_FLAG_BYTES = tuple(bytes((flags | fmt.SIGNED | fmt.ENCRYPTED,)) for flags in range(256))
+"""A header's flags byte, signed (and sealed), by its value before."""
 _DOMAIN = b"amrita-sense snapshot mac 1\0"
 _UNBOUND = ("", 0)
 """What `interp.snapshot(keyring=)` signs for: no run, no version."""
@@ -54,7 +61,7 @@ class Keyring:
         if not isinstance(keys, Mapping) or not keys:
             raise ValueError("a keyring holds at least one key: {key id: secret bytes}")
         self._keys = {_checked_id(key_id): _checked_secret(key_id, secret) for key_id, secret in keys.items()}
-        self._macs = {key_id: _HmacSha256(secret) for key_id, secret in self._keys.items()}
+        self._macs = {key_id: _HmacSha256(secret, key_id) for key_id, secret in self._keys.items()}
         self.current = next(iter(self._keys)) if current is None else current
         if self.current not in self._keys:
             raise ValueError(f"the current key {self.current!r} is not among the keyring's keys")
@@ -115,17 +122,34 @@ class Keyring:
 
     def sign_own(self, data: bytes) -> bytes:
         """`sign` for an unsigned snapshot this process just took (its bytes are not checked again)."""
-        flagged = bytearray(data[: fmt.HEADER_SIZE - 4])
-        flagged[7] |= fmt.SIGNED | (fmt.ENCRYPTED if self.encrypt else 0)
-        head = bytes(flagged)
+        run_id, version = self._bound[0]
+        return self.sign_for(run_id, version, data)
+
+    def sign_for(self, run_id: str, version: int, data: bytes) -> bytes:
+        """`bound_to(run_id, version).sign_own(data)`, without making the bound keyring (a checkpoint
+        policy signs every save so)."""
+        signer = self._macs[self.current]
+        if type(data) is not bytes:
+            data = bytes(data)
+        head = data[:7] + (_SEALED_FLAG_BYTES if self.encrypt else _SIGNED_FLAG_BYTES)[data[7]] + data[8:_CRC_AT]
         sections: Any = memoryview(data)[fmt.HEADER_SIZE :]  # hashed and joined without a copy
-        key_id = self.current.encode("ascii")
-        secret = self._keys[self.current]
+        last = signer.last_run  # `_context`, its part before the version kept for the run signed last
+        if last[0] != run_id:
+            last = signer.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
+        context = b"%s%d%s" % (last[1], version, signer.after_version)
         if self.encrypt:
-            sections = _seal(secret, _context(self._bound[0], key_id) + head, sections)
-        mac = self._macs[self.current].digest(_context(self._bound[0], key_id), head, sections)
-        trailer = bytes([len(key_id)]) + key_id + mac
-        return fmt.with_checksum(head, sections, trailer)
+            sections = _seal(self._keys[self.current], context + head, sections)
+        inner = signer.inner.copy()  # the HMAC (`_HmacSha256.digest`), inline: a save signs once
+        inner.update(context)
+        inner.update(head)
+        inner.update(sections)
+        outer = signer.outer.copy()
+        outer.update(inner.digest())
+        trailer = signer.trailer + outer.digest()
+        crc = zlib.crc32(trailer, zlib.crc32(sections, zlib.crc32(head)))
+        signed = b"".join((head, _CRC.pack(crc), sections, trailer))
+        fmt.remember_signed(data, signed, head[7])  # the store's check of what a save hands it finds its header
+        return signed
 
     def open(self, data: Any) -> bytes:
         """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
@@ -194,21 +218,28 @@ def _context(purpose: tuple[str, int], key_id: bytes) -> bytes:
 
 class _HmacSha256:
     """HMAC-SHA256 under one key, its padded-key states computed once (RFC 2104): a MAC of a small
-    snapshot costs half of `hmac.digest`'s, which sets them up at every call."""
+    snapshot costs half of `hmac.digest`'s, which sets them up at every call (and `_hashlib`'s HMAC
+    object, whose copy costs as much). Also the key's id (ASCII), the trailer's start (its length
+    byte and the id) and the context's end after the version."""
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("after_version", "inner", "key_id", "last_run", "outer", "trailer")
 
-    def __init__(self, secret: bytes) -> None:
+    def __init__(self, secret: bytes, key_id: str) -> None:
         key = hashlib.sha256(secret).digest() if len(secret) > 64 else secret
         key = key.ljust(64, b"\0")
-        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
-        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+        self.inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+        self.outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+        self.key_id = key_id.encode("ascii")
+        self.trailer = bytes([len(self.key_id)]) + self.key_id
+        self.after_version = b"\0" + self.key_id + b"\0"
+        self.last_run: tuple[str | None, bytes] = (None, b"")
+        """The run id `sign_for` signed for last, and its context's start (`_context`)."""
 
     def digest(self, *parts: bytes | memoryview) -> bytes:
-        inner = self._inner.copy()
+        inner = self.inner.copy()
         for part in parts:
             inner.update(part)
-        outer = self._outer.copy()
+        outer = self.outer.copy()
         outer.update(inner.digest())
         return outer.digest()
 

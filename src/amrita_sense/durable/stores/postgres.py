@@ -89,6 +89,7 @@ from amrita_sense.durable.stores.base import (
     _conflict,
     _fork_conflict,
     _forked_from,
+    _record,
     _version_not_kept,
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
@@ -744,7 +745,7 @@ class _PostgresStore:
             current = yield self._sql["current_version"], {"run_id": run_id}
             raise _conflict(run_id, params["expected"], current[0][0] if current else 0)
         version, created_at, forked_from = rows[0][:3]
-        return CheckpointRecord(
+        return _record(
             run_id,
             version,
             params["status"],
