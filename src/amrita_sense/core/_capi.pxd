@@ -72,6 +72,22 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
+    /* One step of a native coroutine (`PyIter_Send` of None): 1 it returned (*result: its value),
+       0 it suspended (*result: what it yielded), -1 it raised (the exception is set). Unlike an
+       `await` of it from a compiled coroutine, no `__await__` wrapper is made and its return
+       does not go through a StopIteration. */
+    static int amrita_coro_step(PyObject *coro, PyObject **result) {
+        PySendResult status = PyIter_Send(coro, Py_None, result);
+        return status == PYGEN_RETURN ? 1 : (status == PYGEN_NEXT ? 0 : -1);
+    }
+    """
+    int coro_step "amrita_coro_step"(object coro, PyObject **result) except -1
+    bint PyCoro_CheckExact(object)
+    PyObject *PyFunction_GET_CODE(object)
+
+
+cdef extern from *:
+    """
     #ifndef AMRITA_SENSE_DEBUG
     #define AMRITA_SENSE_DEBUG 0
     #endif
@@ -122,6 +138,34 @@ cdef inline object keyword_call(object func, tuple names, Py_ssize_t n, unsigned
     for i in range(n):
         argv[i] = <PyObject *> first if picks & (1u << i) else <PyObject *> other
     return PyObject_Vectorcall(func, argv, 0, <PyObject *> names if n else NULL)
+
+
+cdef inline object picks_call(object func, Py_ssize_t n, unsigned int picks, object first, object other):
+    """`func(*[first if bit i of picks else other for i in range(n)])` (`n <= MAX_STACK_ARGS`), a
+    vectorcall from the C stack: `keyword_call` when the names are `func`'s first parameters."""
+    cdef PyObject *argv[MAX_STACK_ARGS]
+    cdef Py_ssize_t i
+    for i in range(n):
+        argv[i] = <PyObject *> first if picks & (1u << i) else <PyObject *> other
+    return PyObject_Vectorcall(func, argv, n, NULL)
+
+
+cdef inline bint has_code(object func, object code):
+    """Whether the plain function `func` has the code object `code` (`func.__code__ is code`)."""
+    return PyFunction_GET_CODE(func) == <PyObject *> code
+
+
+cdef inline object coro_start(object coro, object resume):
+    """Run the native coroutine `coro` up to its first suspension: None when it returned (its value
+    dropped), else `resume(coro, what it yielded)`, an awaitable that goes on from there; raises what
+    it raised."""
+    cdef PyObject *result = NULL
+    if coro_step(coro, &result):
+        Py_XDECREF(result)
+        return None
+    value = <object> result
+    Py_DECREF(value)  # the step's reference (`value` holds its own)
+    return resume(coro, value)
 
 
 cdef inline int list_push(list items, object item) except -1:
