@@ -55,11 +55,6 @@ cdef list _hook
 cdef Py_ssize_t _PLAN_LIMIT
 
 
-cdef class _Rest:
-    cdef object _coro, _first  # the coroutine; what it yielded, until yielded on
-    cdef bint _yielded
-
-
 cdef object _positional_code(object function, tuple names)
 cdef inline bint _current(_Hook hook, FastPlan plan) except -1
 cdef bint _fits(_Hook hook, FastPlan plan, object event_type) except -1

@@ -39,7 +39,10 @@ else:
         has_code,
         keyword_call,
         picks_call,
+        rest_type_ready,
     )
+
+    rest_type_ready()
     from cython.cimports.amrita_sense.core._structures import _current_task
     from cython.cimports.cpython.pythread import (
         NOWAIT_LOCK,
@@ -496,51 +499,10 @@ def _call(lock: DispatchLock, step: FastStep, event: Any) -> Any:
 
 def _start(awaitable: Any) -> Any:
     """What is left to await of a handler's `awaitable`: compiled, a native coroutine runs here up
-    to its first suspension (None: it returned; else `_Rest`, which goes on from there), as an
+    to its first suspension (None: it returned; else the rest of it, `_capi.coro_start`), as an
     `await` of it would, without the wrapper and the StopIteration such an `await` costs a compiled
     coroutine. Anything else, and in the pure build everything: `awaitable` itself."""
     if cython.compiled:
         if PyCoro_CheckExact(awaitable):
-            return coro_start(awaitable, _Rest)
+            return coro_start(awaitable)
     return awaitable
-
-
-class _Rest:
-    """The rest of a native coroutine that `_start` ran up to a suspension: awaited, it yields what
-    the coroutine yielded, then passes sends, throws and close on to it, as `await` does
-    (compiled only)."""
-
-    __slots__ = ("_coro", "_first", "_yielded")
-
-    def __init__(self, coro: Any, first: Any) -> None:
-        self._coro = coro
-        self._first = first  # what the coroutine yielded, until it is yielded on
-        self._yielded = False
-
-    def __await__(self) -> Any:
-        return self
-
-    def __iter__(self) -> Any:
-        return self
-
-    def __next__(self) -> Any:
-        if not self._yielded:
-            self._yielded = True
-            first, self._first = self._first, None
-            return first
-        return self._coro.send(None)
-
-    def send(self, value: Any) -> Any:
-        if not self._yielded:  # the first send is None's (`__next__`)
-            return self.__next__()
-        return self._coro.send(value)
-
-    def throw(self, *args: Any) -> Any:
-        self._yielded = True
-        self._first = None
-        return self._coro.throw(*args)
-
-    def close(self) -> None:
-        self._yielded = True
-        self._first = None
-        self._coro.close()
