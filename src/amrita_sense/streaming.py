@@ -554,6 +554,8 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             self._request_owner = get_ident()
             self._request_tags = tags
             self._request_fired = False
+            # the step loop skips the gates whose tag the filter excludes, when it alone decides
+            self._suspend_flag.tags = tags if self._gates_by_tags else None
             self._suspend_flag.pending = True
         try:
             if timeout is None:
@@ -571,6 +573,17 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             if self._request is request:
                 self._request = None
                 self._suspend_flag.pending = False
+
+    _gates_by_tags = True
+    """Whether this class's gates park by the request's tag filter alone: its gate methods are
+    `SuspendObjectStream`'s own (set for each subclass as it is made)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._gates_by_tags = (
+            cls._wait_for_continue is SuspendObjectStream._wait_for_continue
+            and cls._request_to_park_for is SuspendObjectStream._request_to_park_for
+        )
 
     def _withdraw(self, request: asyncio.Future, release: bool) -> None:
         """Clear `request` if it is still the current one.

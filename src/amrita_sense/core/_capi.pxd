@@ -72,6 +72,157 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
+    /* One step of a native coroutine (`PyIter_Send` of None): 1 it returned (*result: its value),
+       0 it suspended (*result: what it yielded), -1 it raised (the exception is set). Unlike an
+       `await` of it from a compiled coroutine, no `__await__` wrapper is made and its return
+       does not go through a StopIteration. */
+    static int amrita_coro_step(PyObject *coro, PyObject **result) {
+        PySendResult status = PyIter_Send(coro, Py_None, result);
+        return status == PYGEN_RETURN ? 1 : (status == PYGEN_NEXT ? 0 : -1);
+    }
+
+    /* The rest of a native coroutine that `amrita_coro_step` ran up to a suspension: awaited, it
+       yields what the coroutine yielded (`first`), then passes sends (`am_send`: a compiled
+       coroutine awaiting it sends through this, so the coroutine's return value comes back without
+       a StopIteration), throws and close on to the coroutine, as `await` of it does. */
+    typedef struct {
+        PyObject_HEAD
+        PyObject *coro;
+        PyObject *first; /* until yielded on */
+    } AmritaRest;
+
+    static PySendResult amrita_rest_send_impl(PyObject *self, PyObject *arg, PyObject **result) {
+        AmritaRest *rest = (AmritaRest *)self;
+        if (rest->first != NULL) {
+            *result = rest->first;
+            rest->first = NULL;
+            return PYGEN_NEXT;
+        }
+        return PyIter_Send(rest->coro, arg, result);
+    }
+
+    static PyObject *amrita_rest_result(PySendResult status, PyObject *result) {
+        /* `send`'s and `__next__`'s protocol: the value yielded, else NULL with StopIteration(value) */
+        PyObject *stop;
+        if (status == PYGEN_NEXT) return result;
+        if (status == PYGEN_RETURN) {
+            if (result != Py_None) {
+                stop = PyObject_CallOneArg(PyExc_StopIteration, result);
+                if (stop != NULL) {
+                    PyErr_SetObject(PyExc_StopIteration, stop);
+                    Py_DECREF(stop);
+                }
+            }
+            Py_DECREF(result);
+        }
+        return NULL;
+    }
+
+    static PyObject *amrita_rest_next(PyObject *self) {
+        PyObject *result = NULL;
+        PySendResult status = amrita_rest_send_impl(self, Py_None, &result);
+        return amrita_rest_result(status, result);
+    }
+
+    static PyObject *amrita_rest_send(PyObject *self, PyObject *arg) {
+        PyObject *result = NULL;
+        PySendResult status = amrita_rest_send_impl(self, arg, &result);
+        return amrita_rest_result(status, result);
+    }
+
+    static PyObject *amrita_rest_throw(PyObject *self, PyObject *args) {
+        AmritaRest *rest = (AmritaRest *)self;
+        PyObject *method, *result;
+        Py_CLEAR(rest->first);
+        method = PyObject_GetAttrString(rest->coro, "throw");
+        if (method == NULL) return NULL;
+        result = PyObject_Call(method, args, NULL);
+        Py_DECREF(method);
+        return result;
+    }
+
+    static PyObject *amrita_rest_close(PyObject *self, PyObject *unused) {
+        AmritaRest *rest = (AmritaRest *)self;
+        Py_CLEAR(rest->first);
+        return PyObject_CallMethod(rest->coro, "close", NULL);
+    }
+
+    static PyObject *amrita_rest_await(PyObject *self) {
+        Py_INCREF(self);
+        return self;
+    }
+
+    static int amrita_rest_traverse(PyObject *self, visitproc visit, void *arg) {
+        Py_VISIT(((AmritaRest *)self)->coro);
+        Py_VISIT(((AmritaRest *)self)->first);
+        return 0;
+    }
+
+    static int amrita_rest_clear(PyObject *self) {
+        Py_CLEAR(((AmritaRest *)self)->coro);
+        Py_CLEAR(((AmritaRest *)self)->first);
+        return 0;
+    }
+
+    static void amrita_rest_dealloc(PyObject *self) {
+        PyObject_GC_UnTrack(self);
+        amrita_rest_clear(self);
+        PyObject_GC_Del(self);
+    }
+
+    static PyMethodDef amrita_rest_methods[] = {
+        {"send", (PyCFunction)amrita_rest_send, METH_O, NULL},
+        {"throw", (PyCFunction)amrita_rest_throw, METH_VARARGS, NULL},
+        {"close", (PyCFunction)amrita_rest_close, METH_NOARGS, NULL},
+        {NULL, NULL, 0, NULL}
+    };
+
+    static PyAsyncMethods amrita_rest_async = {amrita_rest_await, 0, 0, amrita_rest_send_impl};
+
+    static PyTypeObject amrita_rest_type = {
+        PyVarObject_HEAD_INIT(NULL, 0)
+        "amrita_sense.core._Rest",                /* tp_name */
+        sizeof(AmritaRest),                        /* tp_basicsize */
+    };
+
+    static CYTHON_UNUSED int amrita_rest_ready(void) {
+        /* at the module's import: the type's slots, then PyType_Ready */
+        if (amrita_rest_type.tp_flags & Py_TPFLAGS_READY) return 0;
+        amrita_rest_type.tp_dealloc = amrita_rest_dealloc;
+        amrita_rest_type.tp_as_async = &amrita_rest_async;
+        amrita_rest_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+        amrita_rest_type.tp_doc = "The rest of a native coroutine run up to its first suspension.";
+        amrita_rest_type.tp_traverse = amrita_rest_traverse;
+        amrita_rest_type.tp_clear = amrita_rest_clear;
+        amrita_rest_type.tp_iter = PyObject_SelfIter;
+        amrita_rest_type.tp_iternext = amrita_rest_next;
+        amrita_rest_type.tp_methods = amrita_rest_methods;
+        return PyType_Ready(&amrita_rest_type);
+    }
+
+    static CYTHON_UNUSED PyObject *amrita_rest_new(PyObject *coro, PyObject *first) {
+        /* steals `first` */
+        AmritaRest *rest = PyObject_GC_New(AmritaRest, &amrita_rest_type);
+        if (rest == NULL) {
+            Py_DECREF(first);
+            return NULL;
+        }
+        Py_INCREF(coro);
+        rest->coro = coro;
+        rest->first = first;
+        PyObject_GC_Track((PyObject *)rest);
+        return (PyObject *)rest;
+    }
+    """
+    int coro_step "amrita_coro_step"(object coro, PyObject **result) except -1
+    object rest_of "amrita_rest_new"(object coro, PyObject *first)
+    int rest_type_ready "amrita_rest_ready"() except -1
+    bint PyCoro_CheckExact(object)
+    PyObject *PyFunction_GET_CODE(object)
+
+
+cdef extern from *:
+    """
     #ifndef AMRITA_SENSE_DEBUG
     #define AMRITA_SENSE_DEBUG 0
     #endif
@@ -122,6 +273,31 @@ cdef inline object keyword_call(object func, tuple names, Py_ssize_t n, unsigned
     for i in range(n):
         argv[i] = <PyObject *> first if picks & (1u << i) else <PyObject *> other
     return PyObject_Vectorcall(func, argv, 0, <PyObject *> names if n else NULL)
+
+
+cdef inline object picks_call(object func, Py_ssize_t n, unsigned int picks, object first, object other):
+    """`func(*[first if bit i of picks else other for i in range(n)])` (`n <= MAX_STACK_ARGS`), a
+    vectorcall from the C stack: `keyword_call` when the names are `func`'s first parameters."""
+    cdef PyObject *argv[MAX_STACK_ARGS]
+    cdef Py_ssize_t i
+    for i in range(n):
+        argv[i] = <PyObject *> first if picks & (1u << i) else <PyObject *> other
+    return PyObject_Vectorcall(func, argv, n, NULL)
+
+
+cdef inline bint has_code(object func, object code):
+    """Whether the plain function `func` has the code object `code` (`func.__code__ is code`)."""
+    return PyFunction_GET_CODE(func) == <PyObject *> code
+
+
+cdef inline object coro_start(object coro):
+    """Run the native coroutine `coro` up to its first suspension: None when it returned (its value
+    dropped), else the rest of it to await (`amrita_rest_new`); raises what it raised."""
+    cdef PyObject *result = NULL
+    if coro_step(coro, &result):
+        Py_XDECREF(result)
+        return None
+    return rest_of(coro, result)  # takes the step's reference to what it yielded
 
 
 cdef inline int list_push(list items, object item) except -1:

@@ -30,6 +30,7 @@ cdef class FastStep:
     cdef readonly tuple names  # the keyword names of its call
     cdef readonly Py_ssize_t nargs  # len(names), at most MAX_FAST_ARGS
     cdef readonly unsigned int picks  # bit i: the i-th argument is the matcher (else the event)
+    cdef readonly object code  # the function's code while a positional call binds as the keyword call, or None
 
 
 cdef class FastPlan:
@@ -49,10 +50,13 @@ cdef class _Hook:
 
 
 cdef dict _plans
+cdef list _last
 cdef list _hook
 cdef Py_ssize_t _PLAN_LIMIT
 
 
+cdef object _positional_code(object function, tuple names)
+cdef inline bint _current(_Hook hook, FastPlan plan) except -1
 cdef bint _fits(_Hook hook, FastPlan plan, object event_type) except -1
 
 
@@ -61,3 +65,4 @@ cdef bint _same_handlers(tuple groups, tuple copies) except -1
 
 
 cdef object _call(DispatchLock lock, FastStep step, object event)
+cdef object _start(object awaitable)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import types
 from collections import deque
 from typing import Any
 
@@ -31,7 +32,17 @@ if not cython.compiled and __name__.rpartition(".")[2] == "_events":
 if not cython.compiled:  # the pure build (type checkers read these)
     from amrita_sense.core.pure_structures import _current_task  # type: ignore[attr-defined]
 else:
-    from cython.cimports.amrita_sense.core._capi import FREE_THREADED, keyword_call
+    from cython.cimports.amrita_sense.core._capi import (
+        FREE_THREADED,
+        PyCoro_CheckExact,
+        coro_start,
+        has_code,
+        keyword_call,
+        picks_call,
+        rest_type_ready,
+    )
+
+    rest_type_ready()
     from cython.cimports.amrita_sense.core._structures import _current_task
     from cython.cimports.cpython.pythread import (
         NOWAIT_LOCK,
@@ -215,7 +226,9 @@ class DispatchLock:
         self._thread = 0
         if not self._waiters:
             self._free()
-            if self._waiters and self._take():  # queued meanwhile: we took the lock back to serve them
+            # queued meanwhile: take the lock back to serve them (compiled with the GIL, nothing can
+            # have queued: it was held from the look to the free)
+            if (not cython.compiled or FREE_THREADED) and self._waiters and self._take():
                 self._serve()
         else:
             self._serve()
@@ -272,13 +285,30 @@ class FastStep:
     """One handler of a fast plan: its function, its matcher and that matcher's `block`, and how to
     call it: its keyword names, bit `i` of `picks` set when the `i`-th argument is the matcher (else
     the event). Valid while the registry's version has not moved (the hook layer bumps it when a
-    handler's data, a matcher or an engine flag is written)."""
+    handler's data, a matcher or an engine flag is written).
 
-    __slots__ = ("block", "function", "matcher", "names", "nargs", "picks")
+    `code`: when the names are the function's first parameters, in order, none positional-only (so a
+    positional call binds exactly as the keyword call does), the function's code object then; the
+    call is positional while the function still has it. Else None."""
+
+    __slots__ = ("block", "code", "function", "matcher", "names", "nargs", "picks")
 
     def __init__(self, function: Any, matcher: Any, block: bool, names: tuple, picks: int) -> None:
         self.function, self.matcher, self.block = function, matcher, block
         self.names, self.picks, self.nargs = names, picks, len(names)
+        self.code = _positional_code(function, names)
+
+
+def _positional_code(function: Any, names: tuple) -> Any:
+    """`function.__code__` when `function(*values)` binds as `function(**dict(zip(names, values)))`
+    does: a plain function whose first parameters are `names`, in order, none positional-only."""
+    if type(function) is not types.FunctionType:
+        return None
+    code = function.__code__
+    n = len(names)
+    if code.co_posonlyargcount or n > code.co_argcount or code.co_varnames[:n] != names:
+        return None
+    return code
 
 
 class FastPlan:
@@ -313,6 +343,10 @@ class FastPlan:
 _plans: dict = {}
 """event class -> the FastPlan of its last argument-less dispatch (emptied past `_PLAN_LIMIT`).
 threads: see FastPlan."""
+_last: list = [None]
+"""`[plan]`: the plan `remember` stored last, or None: a dispatch of an event of its class finds it
+without a look-up in `_plans` (it is also there). threads: one item read and written whole (a
+free-threaded build's list keeps its reference safe; `forget` and `install` reset it)."""
 _PLAN_LIMIT = 1024
 
 _hook: list = [None]
@@ -338,6 +372,7 @@ def install(**parts: Any) -> None:
     exceptions `passed`, `cancel`, `matcher_error`."""
     _hook[0] = _Hook(parts)
     _plans.clear()
+    _last[0] = None
 
 
 def remember(plan: FastPlan) -> None:
@@ -345,10 +380,12 @@ def remember(plan: FastPlan) -> None:
     if len(_plans) >= _PLAN_LIMIT:
         _plans.clear()
     _plans[plan.event_class] = plan
+    _last[0] = plan
 
 
 def forget(event_class: type) -> None:
     _plans.pop(event_class, None)
+    _last[0] = None
 
 
 @cython.locals(hook=_Hook, lock=DispatchLock, plan=FastPlan, steps=tuple, index=cython.Py_ssize_t, step=FastStep)
@@ -356,8 +393,11 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
     """`MatcherFactory.trigger_event`: an argument-less event whose plan fits is dispatched here, in
     this one coroutine (`_run_steps` of the hook layer, for plain keyword calls); anything else by the
     hook layer's own dispatch."""
-    hook = _hook[0]
-    plan = _plans.get(type(event))  # only events have plans: the hook layer checked this class
+    hook = cython.cast(_Hook, _hook[0])  # None or a _Hook (`install`)
+    plan = cython.cast(FastPlan, _last[0])  # None or a FastPlan (`remember`)
+    if plan is None or plan.event_class is not type(event):
+        # only events have plans: the hook layer checked this class
+        plan = cython.cast(FastPlan, _plans.get(type(event)))
     if args or kwargs or hook is None or plan is None or not event:
         return await _slow(cls, event, args, exception_ignored, kwargs, None)
     event_type = event.get_event_type()
@@ -372,13 +412,16 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
             exception_ignored = ()
         steps = plan.steps
         for index in range(len(steps)):
-            if hook.version[0] != plan.version:  # a handler wrote a matcher, a handler's data or a flag
+            if index and not _current(hook, plan):  # a handler wrote a matcher, a handler's data or a flag
+                # (not before the first: `_fits` has just seen the version, and nothing ran since)
                 lock._owner = _current_task()  # the hook layer's handlers run in no coroutine of ours
                 await hook.run_rest(plan.slow_steps[index:], event, exception_ignored)
                 return
-            step = steps[index]
+            step = cython.cast(FastStep, steps[index])
             try:
-                await _call(lock, step, event)
+                rest = _start(_call(lock, step, event))
+                if rest is not None:
+                    await rest
             except hook.passed:
                 continue
             except hook.cancel:
@@ -390,7 +433,7 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
                     raise
                 hook.log_failure(plan.slow_steps[index][0], exc)
                 continue
-            if step.block if hook.version[0] == plan.version else step.matcher.block:
+            if step.block if _current(hook, plan) else step.matcher.block:
                 return
     finally:
         lock._release()
@@ -404,20 +447,29 @@ async def _slow(cls: Any, event: Any, args: tuple, exception_ignored: Any, kwarg
     await hook.slow(cls, event, args, exception_ignored, kwargs, event_type)
 
 
+@cython.boundscheck(False)  # the version cell is `[version]`
+def _current(hook: _Hook, plan: FastPlan) -> bool:
+    """Whether the registry's version is still the plan's."""
+    version = hook.version[0]
+    return version is plan.version or version == plan.version
+
+
 def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
     """Whether `plan` is still the plan of an argument-less dispatch of `event_type`."""
     if plan.event_type is not event_type and plan.event_type != event_type:
         return False
-    if hook.version[0] != plan.version or hook.registry._event_handlers is not plan.table:
+    if not _current(hook, plan) or hook.registry._event_handlers is not plan.table:
         return False
     return _same_handlers(plan.groups, plan.copies)
 
 
+@cython.boundscheck(False)  # `groups` and `copies` have the same length; each group's is compared first
+@cython.wraparound(False)
 def _same_handlers(groups: tuple, copies: tuple) -> bool:
     """Each priority group still holds exactly the handlers it held (identity, in order)."""
     for g in range(len(copies)):
-        handlers = groups[g]
-        held = copies[g]
+        handlers = cython.cast(list, groups[g])  # the plan's own: lists (`groups` holds them)
+        held = cython.cast(tuple, copies[g])
         if len(handlers) != len(held):
             return False
         for i in range(len(held)):
@@ -427,14 +479,30 @@ def _same_handlers(groups: tuple, copies: tuple) -> bool:
 
 
 def _call(lock: DispatchLock, step: FastStep, event: Any) -> Any:
-    """The step's handler called with its keyword arguments (each the matcher or the event); its
-    coroutine is the lock's `_running` while it runs (see `DispatchLock`)."""
+    """The step's handler called with its keyword arguments (each the matcher or the event), or
+    with them as positional ones while it keeps the code of `step.code`; its coroutine is the
+    lock's `_running` while it runs (see `DispatchLock`)."""
     if cython.compiled:
-        coro = keyword_call(step.function, step.names, step.nargs, step.picks, step.matcher, event)
+        if step.code is not None and has_code(step.function, step.code):
+            coro = picks_call(step.function, step.nargs, step.picks, step.matcher, event)
+        else:
+            coro = keyword_call(step.function, step.names, step.nargs, step.picks, step.matcher, event)
     else:
-        values = {}
-        for i, name in enumerate(step.names):
-            values[name] = step.matcher if step.picks & (1 << i) else event
-        coro = step.function(**values)
+        values = [step.matcher if step.picks & (1 << i) else event for i in range(step.nargs)]
+        if step.code is not None and step.function.__code__ is step.code:
+            coro = step.function(*values)
+        else:
+            coro = step.function(**dict(zip(step.names, values)))
     lock._running = coro
     return coro
+
+
+def _start(awaitable: Any) -> Any:
+    """What is left to await of a handler's `awaitable`: compiled, a native coroutine runs here up
+    to its first suspension (None: it returned; else the rest of it, `_capi.coro_start`), as an
+    `await` of it would, without the wrapper and the StopIteration such an `await` costs a compiled
+    coroutine. Anything else, and in the pure build everything: `awaitable` itself."""
+    if cython.compiled:
+        if PyCoro_CheckExact(awaitable):
+            return coro_start(awaitable)
+    return awaitable

@@ -8,7 +8,7 @@ cimport cython
 
 from amrita_sense.core._capi cimport HandledState
 from amrita_sense.core._state cimport CoreState
-from amrita_sense.core._structures cimport CallPlan, InterpretLock, PointerVector, Program, Stack
+from amrita_sense.core._structures cimport CallPlan, InterpretLock, PointerVector, Program, Stack, SuspendFlag
 
 cdef int EXIT, EXTRA, FIRST, FIRST_RESUME, OP_BRANCH, OP_CALL, OP_CALLSUB, OP_DO, OP_DO_CHECK, OP_ELSE, OP_INVOKE, OP_JUMP, OP_LOOP_CONTROL, OP_LOOP_HEAD, OP_NATIVE_IF, OP_NOP, OP_RET, OP_TRY, OP_WHILE, SECOND, SECOND_RESUME, THEN
 cdef int C_FLAG_IF, C_FLAG_HLT, C_FLAG_JMP, C_ROW_CORO, C_ROW_THREAD, C_ROW_PRECHECK, C_ROW_EMPTY, C_STEP_RAN, C_STEP_SKIPPED, C_STEP_END
@@ -36,6 +36,7 @@ cdef class InterpreterCore(CoreState):
 
     cdef inline CallPlan _row_plan(self, Py_ssize_t row)
     cdef inline CallPlan _cached_plan(self, Py_ssize_t row)
+    cdef inline CallPlan _step_plan(self, Py_ssize_t row)
 
     @cython.locals(plan=CallPlan)
     cdef inline CallPlan _exc_plan(self, Py_ssize_t row)
@@ -182,6 +183,8 @@ cdef CallPlan _checked_call_plan(object plan)
 cdef dict _exc_keywords(object exc)
 cdef bint _clashes(object kwargs) except -1
 cdef object _row_outside(Program prog, Py_ssize_t row)
+cdef bint _may_park(SuspendFlag flag, object tag) except -1
+cdef object _rest_of(object awaitable)
 cdef int _check_subcall_depth(Py_ssize_t depth) except -1
 cdef object _finish_now(object outcome)
 

@@ -35,17 +35,22 @@ if cython.compiled:
         AMRITA_SENSE_DEBUG,
         FREE_THREADED,
         MAX_STACK_ARGS,
+        PyCoro_CheckExact,
         bounded_push,
         call_catching,
         call_from_pools,
         checked_pop,
+        coro_start,
         end_handling,
         is_subclass,
         plan_values,
+        rest_type_ready,
         start_handling,
         weak_target,
     )
     from cython.cimports.cpython.ref import Py_REFCNT
+
+    rest_type_ready()
 
 if not cython.compiled:  # the core's other parts, pure (type checkers read these)
     from amrita_sense.core.pure_checks import _check_index, _provided  # type: ignore[attr-defined]
@@ -351,6 +356,31 @@ def _check_subcall_depth(depth):
         )
 
 
+def _may_park(flag, tag):
+    """Whether a gate tagged `tag` may park for the request `flag` says is pending: unless the
+    stream parks by the request's tag filter alone (`flag.tags`, see `SuspendFlag`) and it excludes
+    `tag`, as the stream's own test does. Then the gate is not called: it would neither park nor
+    save (a checkpointing policy saves before a gate that will park) nor tell an observer."""
+    if FREE_THREADED:
+        return True  # the stream writes `tags` under its lock; reading it here would race
+    tags = flag.tags
+    if not tags:
+        return True
+    return tag is not None and tag in tags
+
+
+def _rest_of(awaitable):
+    """What is left to await of a gate's `awaitable`: compiled, its native coroutine runs here up
+    to its first suspension (None: it returned, the gate did not park; else the rest of it,
+    `_capi.coro_start`), as an `await` of it would, without the wrapper and the StopIteration of
+    its result such an `await` costs the core's coroutine. Else, and in the pure build always,
+    `awaitable` itself."""
+    if cython.compiled:
+        if PyCoro_CheckExact(awaitable):
+            return coro_start(awaitable)
+    return awaitable
+
+
 def _row_outside(prog, row):
     """For the coroutines Python can call with a row (as the compiled core checks it)."""
     raise IndexError(f"row {row} is outside the node table of {prog.nrows} rows")
@@ -551,6 +581,13 @@ class InterpreterCore(CoreState):
             return None
         return self._row_plan(row)
 
+    def _step_plan(self, row):
+        """`_cached_plan` of a node's row for the step loop: also while a request is pending, when
+        the node's gate cannot park for it (`_may_park`): `_run_row` would then only pass the gate."""
+        if self._signal_v.pending and _may_park(self._signal_v, self._prog_v.nodes[row].tag):
+            return None
+        return self._row_plan(row)
+
     @cython.wraparound(False)  # rows are never negative
     def _exc_plan(self, row):
         """The plan of `row` called as a CATCH handler (with `exc_type` / `exc_val` / `exc_tb`)."""
@@ -628,7 +665,11 @@ class InterpreterCore(CoreState):
             _row_outside(prog, row)
         bits = prog.cbits[row]
         if self._signal_v.pending:
-            await self._gate(prog.nodes[row].tag)  # type: ignore[attr-defined]  # LAYER_CONTRACT
+            tag = prog.nodes[row].tag
+            if _may_park(self._signal_v, tag):
+                rest = _rest_of(self._gate(tag))  # type: ignore[attr-defined]  # LAYER_CONTRACT
+                if rest is not None:
+                    await rest
         if bits & C_ROW_PRECHECK:
             prog.nodes[row]._pre_check(self)
         plan = self._row_plan(row)
@@ -1178,8 +1219,10 @@ class InterpreterCore(CoreState):
         steps = 0
         last_yield = time.monotonic()
         while True:
-            if self._signal_v.pending:
-                await self._gate(PC_CHECKPOINT)  # type: ignore[attr-defined]  # LAYER_CONTRACT
+            if self._signal_v.pending and _may_park(self._signal_v, PC_CHECKPOINT):
+                rest = _rest_of(self._gate(PC_CHECKPOINT))  # type: ignore[attr-defined]  # LAYER_CONTRACT
+                if rest is not None:
+                    await rest
             if self._pending_stop:
                 self._pending_stop = False
                 return
@@ -1214,7 +1257,7 @@ class InterpreterCore(CoreState):
                                         rest, self._native_rest = self._native_rest, None
                                         await rest  # type: ignore[misc]  # set with the status that says so
                             else:
-                                plan = self._cached_plan(row)
+                                plan = self._step_plan(row) if op == OP_CALL else self._cached_plan(row)
                                 if plan is None:
                                     await self._run_row(row)
                                 elif plan.slow:

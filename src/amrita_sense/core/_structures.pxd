@@ -57,6 +57,7 @@ cdef class Stack:
 
 cdef class SuspendFlag:
     cdef public bint pending
+    cdef public tuple tags  # the request's tag filter when the stream parks by it alone, else None
 
 
 cdef class PointerVector:

@@ -133,12 +133,16 @@ UNSHARED: CallPlan = CallPlan((), None, True, None)
 
 
 class SuspendFlag:
-    """A cell that says whether a suspend request is outstanding on a stream (`pending`, a bool)."""
+    """A cell that says whether a suspend request is outstanding on a stream (`pending`, a bool),
+    and, when the stream's gates park by the request's tag filter alone, that filter (`tags`: a
+    tuple of tags, empty for every gate; None: the core asks the gate whatever its tag). While
+    `pending`, a gate whose tag `tags` excludes does not park: the core does not call it."""
 
-    __slots__ = ("pending",)
+    __slots__ = ("pending", "tags")
 
     def __init__(self) -> None:
         self.pending = False
+        self.tags: tuple[str, ...] | None = None
 
 
 NEVER_PENDING: SuspendFlag = SuspendFlag()

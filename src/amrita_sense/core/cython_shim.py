@@ -24,6 +24,11 @@ def wraparound(on):
     return lambda function: function
 
 
+def boundscheck(on):
+    """Whether a function's indexes are checked against the length, to the C compiler; nothing here."""
+    return lambda function: function
+
+
 # the C types the core names in `locals(...)`, as the Python types their values have here
 int = int  # noqa: A001, PLW0127
 Py_ssize_t = int
