@@ -202,7 +202,7 @@ async def test_wait_parks_and_a_waker_delivers_the_message_by_type_and_through_t
     assert store.messages("exp-1") == []  # delivered
     assert [m.message_id for m in store.messages("exp-1", pending=False)] == ["m-1"]
     assert await waker.run_once() == 0
-    assert not waker.failures
+    assert not waker.failures and waker.resumed == 1
 
 
 @pytest.mark.parametrize("kind", STORES)
@@ -436,7 +436,7 @@ async def test_serve_claims_again_as_each_run_ends_so_a_slow_run_holds_back_no_o
         finally:  # the waker stops only once its runs ended
             gate.release.set()
         await until(lambda: store.load("slow").record.status == "finished", "the slow run ended")
-    assert gate.most <= 2 and gate.done[-1] == "slow"
+    assert gate.most <= 2 and gate.done[-1] == "slow" and waker.resumed == 4
     assert all(store.load(name).record.status == "finished" for name in names)
     assert not waker.failures
 

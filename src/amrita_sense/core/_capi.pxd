@@ -185,7 +185,9 @@ cdef extern from *:
         sizeof(AmritaRest),                        /* tp_basicsize */
     };
 
-    static CYTHON_UNUSED int amrita_rest_ready(void) {
+    /* CYTHON_UNUSED leads: under C23 it is [[maybe_unused]], which must begin the declaration
+       (Debian's GCC 15, C23 by default, refuses it after `static`) */
+    CYTHON_UNUSED static int amrita_rest_ready(void) {
         /* at the module's import: the type's slots, then PyType_Ready */
         if (amrita_rest_type.tp_flags & Py_TPFLAGS_READY) return 0;
         amrita_rest_type.tp_dealloc = amrita_rest_dealloc;
@@ -200,7 +202,7 @@ cdef extern from *:
         return PyType_Ready(&amrita_rest_type);
     }
 
-    static CYTHON_UNUSED PyObject *amrita_rest_new(PyObject *coro, PyObject *first) {
+    CYTHON_UNUSED static PyObject *amrita_rest_new(PyObject *coro, PyObject *first) {
         /* steals `first` */
         AmritaRest *rest = PyObject_GC_New(AmritaRest, &amrita_rest_type);
         if (rest == NULL) {

@@ -197,7 +197,7 @@ class SenseWorker:
         if self._wakers is None:
             return None
         if self._waker is None:
-            self._waker = _CountingWaker(
+            self._waker = Waker(
                 self._checkpoint_store(),
                 pickling.loads(self._wakers),
                 codec=self._codec,
@@ -539,17 +539,6 @@ class SenseWorker:
         run.cancelled = True
         run.task.cancel()
         return True
-
-
-class _CountingWaker(Waker):
-    """A `Waker` that counts the runs it resumed (`resumed`, for `SenseWorker.info`)."""
-
-    resumed = 0
-
-    async def run_once(self) -> int:
-        count = await super().run_once()
-        self.resumed += count
-        return count
 
 
 def _carry_caller_trace(interp: Any, opts: dict) -> None:

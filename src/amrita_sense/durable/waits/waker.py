@@ -161,6 +161,8 @@ class Waker:
         self.restore_kwargs = restore_kwargs
         self.failures: deque[tuple[str, BaseException]] = deque(maxlen=_FAILURES_KEPT)
         """The latest errors of runs this waker resumed or refused: (run id, error)."""
+        self.resumed = 0
+        """How many times this waker resumed a run (`serve` and `run_once`; refused runs not counted)."""
         self._sources = dict(graphs)
         self._built: dict[str, Any] = {}
         self._stop = asyncio.Event()
@@ -297,10 +299,10 @@ class Waker:
         """Resume one claimed run; True when it ran. Never raises (errors are logged and kept)."""
         run_id = claim.run_id
         try:
-            return await self._resume_claimed(claim)
+            ran = await self._resume_claimed(claim)
         except RunInterrupted as exc:  # a start took the run id over: the run stopped, as it should
             logger.info(f"waker {self.owner}: {exc}")
-            return True
+            ran = True
         except Exception as exc:
             logger.error(f"waker {self.owner}: run {run_id!r}: {type(exc).__name__}: {exc}")
             self.failures.append((run_id, exc))
@@ -310,6 +312,8 @@ class Waker:
                 await self._call(self.store.release, run_id, self.owner)
             except Exception as exc:  # the lease expires on its own
                 logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
+        self.resumed += ran
+        return ran
 
     async def _resume_claimed(self, claim: Any) -> bool:
         if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
