@@ -393,11 +393,16 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
     """`MatcherFactory.trigger_event`: an argument-less event whose plan fits is dispatched here, in
     this one coroutine (`_run_steps` of the hook layer, for plain keyword calls); anything else by the
     hook layer's own dispatch."""
-    hook = cython.cast(_Hook, _hook[0])  # None or a _Hook (`install`)
-    plan = cython.cast(FastPlan, _last[0])  # None or a FastPlan (`remember`)
+    # compiled, the casts skip a type test; the pure build takes the values as they are (a cast is a
+    # call there, and Cython's own `cython.cast`, where Cython is installed, an expensive one)
+    if cython.compiled:
+        hook = cython.cast(_Hook, _hook[0])  # None or a _Hook (`install`)
+        plan = cython.cast(FastPlan, _last[0])  # None or a FastPlan (`remember`)
+    else:
+        hook, plan = _hook[0], _last[0]
     if plan is None or plan.event_class is not type(event):
         # only events have plans: the hook layer checked this class
-        plan = cython.cast(FastPlan, _plans.get(type(event)))
+        plan = cython.cast(FastPlan, _plans.get(type(event))) if cython.compiled else _plans.get(type(event))
     if args or kwargs or hook is None or plan is None or not event:
         return await _slow(cls, event, args, exception_ignored, kwargs, None)
     event_type = event.get_event_type()
@@ -417,11 +422,14 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
                 lock._owner = _current_task()  # the hook layer's handlers run in no coroutine of ours
                 await hook.run_rest(plan.slow_steps[index:], event, exception_ignored)
                 return
-            step = cython.cast(FastStep, steps[index])
+            step = cython.cast(FastStep, steps[index]) if cython.compiled else steps[index]
             try:
-                rest = _start(_call(lock, step, event))
-                if rest is not None:
-                    await rest
+                if cython.compiled:
+                    rest = _start(_call(lock, step, event))
+                    if rest is not None:
+                        await rest
+                else:
+                    await _call(lock, step, event)
             except hook.passed:
                 continue
             except hook.cancel:
@@ -433,7 +441,8 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
                     raise
                 hook.log_failure(plan.slow_steps[index][0], exc)
                 continue
-            if step.block if _current(hook, plan) else step.matcher.block:
+            current = _current(hook, plan) if cython.compiled else hook.version[0] == plan.version
+            if step.block if current else step.matcher.block:
                 return
     finally:
         lock._release()
@@ -468,8 +477,10 @@ def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
 def _same_handlers(groups: tuple, copies: tuple) -> bool:
     """Each priority group still holds exactly the handlers it held (identity, in order)."""
     for g in range(len(copies)):
-        handlers = cython.cast(list, groups[g])  # the plan's own: lists (`groups` holds them)
-        held = cython.cast(tuple, copies[g])
+        if cython.compiled:  # the plan's own: lists (`groups` holds them) and tuples
+            handlers, held = cython.cast(list, groups[g]), cython.cast(tuple, copies[g])
+        else:  # a cast is a call in the pure build
+            handlers, held = groups[g], copies[g]
         if len(handlers) != len(held):
             return False
         for i in range(len(held)):
