@@ -194,3 +194,17 @@ def test_the_cli_worker_refuses_bad_input_with_one_line_and_exit_2(tmp_path, ext
     _, err = worker.communicate(timeout=60)
     assert worker.returncode == 2
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("concurrency", "connections"), [(1, 4), (8, 10), (20, 22)])
+def test_the_cli_worker_gives_its_postgres_store_a_connection_for_each_run_in_flight(
+    monkeypatch, concurrency, connections
+):
+    pytest.importorskip("psycopg")
+    from amrita_sense.durable.waits.cli import build_waker, parser
+
+    monkeypatch.syspath_prepend(str(WORKER.parent))
+    options = ["--graph", "w=waits_worker:build", "--concurrency", str(concurrency), "--schema", "s"]
+    args = parser().parse_args(["--store", "postgresql://u@127.0.0.1:9/db", *options])
+    waker = build_waker(args)  # the pool opens on first use: nothing connects here
+    assert (waker.store.max_size, waker.store.schema, waker.concurrency) == (connections, "s", concurrency)

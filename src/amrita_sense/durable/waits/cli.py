@@ -96,7 +96,13 @@ def _keyring(variable: str | None) -> Keyring | None:
         raise BadInput(f"--keys-env {variable}: {exc}") from None
 
 
-def _store(spec: str, schema: str | None) -> Any:
+def _pool_size(concurrency: int) -> int:
+    """A connection for each run in flight and two more (a claim, a renewal or a release beside them):
+    an operation that waits for a connection costs more than the connection."""
+    return max(4, concurrency + 2)
+
+
+def _store(spec: str, schema: str | None, concurrency: int) -> Any:
     if spec.startswith(_POSTGRES) or ("://" not in spec and "=" in spec and not os.path.exists(spec)):
         try:
             from amrita_sense.durable.stores.postgres import AsyncPostgresCheckpointStore
@@ -105,8 +111,10 @@ def _store(spec: str, schema: str | None) -> Any:
         try:
             # the asyncio store: the runs a waker resumes at once overlap their round trips (a
             # blocking store's save would hold the loop, and every other run with it)
-            store = AsyncPostgresCheckpointStore
-            return store(spec, schema=schema) if schema else store(spec)
+            options: dict[str, Any] = {"max_size": _pool_size(concurrency)}
+            if schema:
+                options["schema"] = schema
+            return AsyncPostgresCheckpointStore(spec, **options)
         except Exception as exc:
             raise BadInput(f"cannot open the Postgres store: {type(exc).__name__}") from None
     if "://" in spec:
@@ -123,7 +131,7 @@ def build_waker(args: argparse.Namespace) -> Waker:
     """The waker the parsed arguments describe (`BadInput` for what cannot be loaded or opened)."""
     graphs = _graphs(args.graph)
     keyring = _keyring(args.keys_env)
-    store = _store(args.store, args.schema)
+    store = _store(args.store, args.schema, args.concurrency)
     try:
         return Waker(
             store,
