@@ -369,6 +369,36 @@ async def test_a_run_of_a_graph_the_waker_was_not_given_is_left_waiting():
 
 
 @pytest.mark.asyncio
+async def test_a_waker_resumes_from_the_checkpoint_its_claim_read_and_reads_no_more():
+    class CountingLoads(MemoryCheckpointStore):
+        loads = 0
+
+        def load(self, run_id, *, version=None):
+            self.loads += 1
+            return super().load(run_id, version=version)
+
+    store, log = CountingLoads(), Log()
+    program = NodeCompose(recorder("a"), WAIT("t"), got, recorder("b")).render()
+    await start(program, store, "r", log).run()
+    store.send("r", "t", "yes", message_id="m")
+    store.loads = 0
+    assert await waker_for(store, program, log).run_once() == 1
+    assert store.loads == 0
+    assert log.items[1:] == [("message", "t", "yes", "m"), ("stream", ["yes"]), "b"]
+    assert store.load("r").record.status == "finished"
+
+
+@pytest.mark.asyncio
+async def test_resume_refuses_a_latest_checkpoint_of_another_run():
+    store, log = MemoryCheckpointStore(), Log()
+    program = NodeCompose(recorder("a"), SLEEP(60)).render()
+    await start(program, store, "other", log).run()
+    policy = Checkpointing(store, "r", graph="g")
+    with pytest.raises(ValueError, match="checkpoint of run 'other', not of 'r'"):
+        await policy.resume(program, latest=store.load("other"))
+
+
+@pytest.mark.asyncio
 async def test_serve_resumes_runs_as_they_become_due_and_stops_cleanly():
     store, log = MemoryCheckpointStore(), Log()
     graph = NodeCompose(WAIT("t"), got).render()

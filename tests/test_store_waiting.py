@@ -562,12 +562,28 @@ async def test_every_save_path_keeps_waits_and_deliveries(stores, history, data)
             parked = await settle(store.save("r", data, history=history, wait=Wait("approval", None)))
             (got,) = await claim(store)
             assert got.record.version == parked.version and got.graph == "g"
+            # the claim carries the checkpoint, unless the store keeps it as frames (then `load`)
+            assert got.data == data if data is HALTED and not history else got.data in (None, data)
             assert got.message is not None and got.message.message_id == f"m{n}"
             await settle(store.save("r", data, history=history, delivered=(got.message.message_id,)))
             await settle(store.release("r", "w1"))
         assert await settle(store.messages("r")) == []
         assert await claim(store) == []  # the last save did not wait
         assert (await settle(store.load("r"))).data == data
+
+
+def test_a_claim_of_a_damaged_checkpoint_carries_no_bytes_and_claims_the_others(tmp_path):
+    import sqlite3
+
+    from amrita_sense.durable import SQLiteCheckpointStore
+
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    for run_id in ("damaged", "whole"):
+        store.save(run_id, HALTED, wait=Wait(None, time.time() - 1), graph="g")
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        conn.execute("UPDATE sense_checkpoints SET data = ? WHERE run_id = 'damaged'", (b"not a snapshot",))
+    got = {c.run_id: c.data for c in store.claim_due("w", lease_seconds=30)}
+    assert got == {"damaged": None, "whole": HALTED}  # the waker's `load` names the damaged run
 
 
 @pytest.mark.asyncio

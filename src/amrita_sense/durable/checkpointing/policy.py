@@ -56,7 +56,7 @@ from amrita_sense.durable.errors import (
 )
 from amrita_sense.durable.snapshots.format import read_header
 from amrita_sense.durable.snapshots.signing import Keyring
-from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
+from amrita_sense.durable.stores import HISTORY_METHODS, Checkpoint, CheckpointRecord
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
@@ -381,7 +381,13 @@ class Checkpointing:
         return True
 
     async def resume(
-        self, graph: Any, interpreter: Any = None, *, version: int | None = None, **restore_kwargs: Any
+        self,
+        graph: Any,
+        interpreter: Any = None,
+        *,
+        version: int | None = None,
+        latest: Checkpoint | None = None,
+        **restore_kwargs: Any,
     ) -> Any:
         """Restore the run's latest checkpoint on `graph`; the interpreter, with this policy attached.
 
@@ -391,10 +397,15 @@ class Checkpointing:
         `restore_kwargs` go to `WorkflowInterpreter.restore` (the codec defaults to this policy's).
         Further saves expect the loaded version, so a second process resuming the same run makes
         one of them fail with `CheckpointConflict` at its next save.
+        `latest`: the run's latest checkpoint, when the caller has just read it from the store (a
+        `Waker`'s claim carries it), so it is not read again; it is checked as a loaded one is.
         """
         if interpreter is None:
             interpreter = WorkflowInterpreter
-        latest = await _settle(self.store.load(self.run_id))
+        if latest is None:
+            latest = await _settle(self.store.load(self.run_id))
+        elif latest.record.run_id != self.run_id:
+            raise ValueError(f"latest is a checkpoint of run {latest.record.run_id!r}, not of {self.run_id!r}")
         checkpoint = latest
         if version is not None and version != latest.record.version:
             checkpoint = await _settle(self.store.load(self.run_id, version=version))

@@ -216,6 +216,19 @@ def _forked_from(run_id: str, version: int) -> str:
     return f"{run_id}@{version}"
 
 
+def _claimed_data(data: Any) -> bytes | None:
+    """A claimed row's checkpoint bytes (`Claim.data`) when they are whole and framed as a snapshot;
+    None when the row holds frames, or damaged bytes: the waker's `load` then rebuilds them, or
+    raises `CorruptSnapshot` for that run alone (a claim of several runs never fails for one)."""
+    if not data:
+        return None
+    try:
+        read_header(bytes(data))
+    except (TypeError, SnapshotFormatError):
+        return None
+    return bytes(data)
+
+
 def _checked_data(run_id: str, version: int, data: Any, where: str = "") -> bytes:
     """The stored bytes of a checkpoint, or `CorruptSnapshot` naming the run when they are not one."""
     try:

@@ -334,6 +334,7 @@ class MemoryCheckpointStore:
                         self._waits[run_id],
                         self._runs[run_id].record,
                         message,
+                        self._runs[run_id].data,
                     )
                 )
         return claims

@@ -86,6 +86,7 @@ from amrita_sense.durable.stores.base import (
     _check_run_id,
     _check_version,
     _checked_data,
+    _claimed_data,
     _conflict,
     _fork_conflict,
     _forked_from,
@@ -389,7 +390,7 @@ _CLAIM = (
     "ORDER BY f.first, c.run_id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED) "
     "UPDATE {s}.checkpoints c SET lease_owner = %(owner)s, lease_until = %(until)s FROM picked p "
     f"WHERE c.run_id = p.run_id RETURNING {', '.join('c.' + n for n in _RECORD.split(', '))}, c.graph, "
-    "c.wait_topic, c.due_at, p.first"
+    "c.wait_topic, c.due_at, p.first, c.data"
 )
 _FIRST_PENDING = (
     f"SELECT DISTINCT ON (m.run_id) {', '.join('m.' + n for n in _MESSAGE.split(', '))} FROM {{s}}.messages m "
@@ -953,7 +954,7 @@ class _PostgresStore:
         params = {"now": at, "until": at + lease, "owner": owner, "limit": limit}
         params["graphs"] = None if names is None else sorted(names)
         rows = yield self._sql["claim"], params
-        rows = sorted(rows, key=lambda row: (row[-1], row[0]))
+        rows = sorted(rows, key=lambda row: (row[11], row[0]))
         waiting = [(row[0], row[9]) for row in rows if row[9] is not None]
         messages: dict[str, StoredMessage] = {}
         if waiting:
@@ -969,6 +970,7 @@ class _PostgresStore:
                 Wait(row[9], row[10]),
                 CheckpointRecord(*row[:8]),
                 messages.get(row[0]),
+                _claimed_data(row[12]),
             )
             for row in rows
         ]

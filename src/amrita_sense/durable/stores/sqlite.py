@@ -26,6 +26,7 @@ from amrita_sense.durable.stores.base import (
     _check_run_id,
     _check_version,
     _checked_data,
+    _claimed_data,
     _conflict,
     _fork_conflict,
     _forked_from,
@@ -722,9 +723,10 @@ class SQLiteCheckpointStore:
             due = conn.execute(sql, (now, limit, *graph_params)).fetchall()
             for run_id, _ in due:
                 row = conn.execute(
-                    f"SELECT {_COLUMNS}, graph, wait_topic, due_at FROM sense_checkpoints WHERE run_id = ?", (run_id,)
+                    f"SELECT {_COLUMNS}, graph, wait_topic, due_at, data FROM sense_checkpoints WHERE run_id = ?",
+                    (run_id,),
                 ).fetchone()
-                record, (graph, topic, due_at) = CheckpointRecord(*row[:8]), row[8:]
+                record, (graph, topic, due_at, data) = CheckpointRecord(*row[:8]), row[8:]
                 message = None
                 if topic is not None:
                     found = conn.execute(
@@ -737,7 +739,12 @@ class SQLiteCheckpointStore:
                     "UPDATE sense_checkpoints SET lease_owner = ?, lease_until = ? WHERE run_id = ?",
                     (owner, until, run_id),
                 )
-                claims.append(Claim(run_id, owner, until, graph, Wait(topic, due_at), record, message))
+                claimed = _claimed_data(data)
+                claims.append(Claim(run_id, owner, until, graph, Wait(topic, due_at), record, message, claimed))
+        with self._lock:  # as `load` does: the claimed runs' saves need no RETURNING
+            for claim in claims:
+                if claim.data is not None:
+                    self._remember_origin(claim.run_id, claim.record.created_at, claim.record.forked_from)
         return claims
 
     def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:

@@ -19,7 +19,8 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
 - `claim_due(owner, *, lease_seconds, limit=..., graphs=None, now=None) -> list[Claim]`: the waiting
   runs that are due (their `due_at` passed, or an undelivered message on their wait's topic is kept)
   and whose lease is free or expired, each leased to `owner` by a conditional write: two wakers never
-  hold the same run.
+  hold the same run. A claim carries the claimed checkpoint's bytes where the store read them in the
+  same statement (`Claim.data`).
 - `renew(run_id, owner, lease_seconds) -> bool` (False: the lease is not `owner`'s any more) and
   `release(run_id, owner)` (no effect when the lease is not `owner`'s).
 - `messages(run_id, *, topic=None, pending=True) -> list[StoredMessage]`: a run's messages in the order
@@ -108,6 +109,10 @@ class Claim:
     wait: Wait
     record: CheckpointRecord
     message: StoredMessage | None
+    data: bytes | None = None
+    """The claimed checkpoint's bytes (framing checked, not yet verified or decoded) when the store
+    read them with the claim, so resuming needs no second read; None: load them (a checkpoint
+    stored as frames)."""
 
 
 @runtime_checkable

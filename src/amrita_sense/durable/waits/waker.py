@@ -10,7 +10,8 @@ It serves beside the application's own work, or runs one round when the applicat
 
 A round (`run_once`) claims the due runs of the waker's graphs (`store.claim_due`: a run whose
 timer passed or that has a message on its wait's topic, leased to this waker by a conditional
-write), and resumes each: it restores the run from the claimed checkpoint
+write, its checkpoint read in the same statement), and resumes each: it restores the run from the
+claimed checkpoint
 (`Checkpointing(store, run_id, graph=name, expected_version=<claimed version>, ...).resume(graph)`),
 hands it the decoded message, and runs it until it waits again or ends; then it releases the
 lease. While a run runs, a task renews its lease every third of `lease_seconds`; when a renewal
@@ -63,6 +64,7 @@ from amrita_sense.durable.checkpointing.busy import QUEUED_VERSION, BusyOutcome,
 from amrita_sense.durable.checkpointing.policy import Checkpointing
 from amrita_sense.durable.errors import CheckpointError, GraphMismatch, LeaseLost, RunInterrupted, WaitError
 from amrita_sense.durable.snapshots.messages import decode_payload
+from amrita_sense.durable.stores.base import Checkpoint
 from amrita_sense.durable.stores.waiting import START_TOPIC, WAITING_METHODS
 from amrita_sense.durable.waits.graph import Message
 from amrita_sense.logging import logger
@@ -325,8 +327,9 @@ class Waker:
         kwargs = self._restore_kwargs(run_id, name)
         if self.migrate:
             kwargs.setdefault("migrate", True)
+        latest = None if claim.data is None else Checkpoint(claim.record, claim.data)
         try:
-            interp = await policy.resume(graph, **kwargs)
+            interp = await policy.resume(graph, latest=latest, **kwargs)
         except GraphMismatch as exc:
             raise WaitError(
                 f"run {run_id!r} was parked on another version of graph {name!r} ({exc.detail}): "
