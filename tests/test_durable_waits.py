@@ -388,6 +388,46 @@ async def test_a_waker_resumes_from_the_checkpoint_its_claim_read_and_reads_no_m
     assert store.load("r").record.status == "finished"
 
 
+class CountingReleases(MemoryCheckpointStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.releases: list[str] = []
+
+    def release(self, run_id, owner):
+        self.releases.append(run_id)
+        return super().release(run_id, owner)
+
+
+class ReleasesByCallOnly(CountingReleases):
+    """A store whose `save` has the protocol's minimum (no `release=`), as a third-party one may."""
+
+    def save(self, run_id, data, *, expected_version=None, history=False, wait=None, graph=None, delivered=()):
+        return super().save(
+            run_id,
+            data,
+            expected_version=expected_version,
+            history=history,
+            wait=wait,
+            graph=graph,
+            delivered=delivered,
+        )
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("store_class", [CountingReleases, ReleasesByCallOnly], ids=["with-save", "by-call"])
+async def test_a_run_that_parks_again_is_free_for_any_waker_at_once(store_class):
+    store, log = store_class(), Log()
+    program = NodeCompose(WAIT("t"), got, WAIT("t"), got, recorder("end")).render()
+    await start(program, store, "r", log).run()
+    store.send("r", "t", 1, message_id="m1")
+    store.send("r", "t", 2, message_id="m2")
+    assert await waker_for(store, program, log, owner="w1").run_once() == 1  # parked at the second WAIT
+    assert await waker_for(store, program, log, owner="w2").run_once() == 1  # no lease left to wait for
+    assert [item[2] for item in log.items if item[0] == "message"] == [1, 2] and log.items[-1] == "end"
+    # the last save gave each lease up with its write; a store whose save cannot is released by a call
+    assert store.releases == ([] if store_class is CountingReleases else ["r", "r"])
+
+
 @pytest.mark.asyncio
 async def test_resume_refuses_a_latest_checkpoint_of_another_run():
     store, log = MemoryCheckpointStore(), Log()

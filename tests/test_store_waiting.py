@@ -33,6 +33,8 @@ from support.durable_support import KEYS
 from support.stores import STORES, sample_snapshots
 
 HALTED, FINISHED = sample_snapshots()
+LARGE = sample_snapshots(payload=40_000)[0]
+"""Large enough to be stored as frames (`amrita_sense.durable.stores.deltas`)."""
 KINDS = sorted(STORES)
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -226,6 +228,42 @@ async def test_leases_expire_and_belong_to_their_owner(stores):
         await settle(store.release("r", "w2"))
         (back,) = await claim(store, "w1")
         assert back.owner == "w1"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("data", [HALTED, LARGE], ids=["small", "framed"])
+@pytest.mark.parametrize("history", [False, True], ids=["latest", "history"])
+async def test_a_save_that_releases_its_lease_frees_the_run_with_its_write(stores, data, history):
+    async with stores.open() as store:
+        await settle(store.save("r", data, history=history, wait=Wait(None, time.time() - 1), graph="g"))
+        (held,) = await claim(store, "w1")
+        version = held.record.version
+        # another owner's name releases nothing
+        saved = await settle(store.save("r", data, expected_version=version, history=history, release="w2"))
+        assert await claim(store, "w2") == []
+        # the owner's save parks the run again (due at once) and gives the lease up in the same write
+        parked = await settle(
+            store.save("r", data, expected_version=saved.version, history=history, wait=Wait(None, 0.0), release="w1")
+        )
+        (taken,) = await claim(store, "w2")
+        assert (taken.owner, taken.record.version) == ("w2", parked.version)
+        with pytest.raises(ValueError, match="lease owner"):
+            await settle(store.save("r", data, expected_version=parked.version, release=""))
+
+
+@pytest.mark.asyncio
+async def test_a_parking_save_that_releases_the_lease_wakes_the_wakers(stores):
+    async with stores.open() as store:
+        if not isinstance(store, WakeupStore):
+            pytest.skip("this store has no wake-up signal: its waker polls")
+        await park(store, "r", None, time.time() - 1)
+        (held,) = await claim(store, "w1")
+        await settle(store.wait_for_wakeup(0))  # listening from now on
+        await quiet(store)
+        waiting = await wakeup_call(store, 30)
+        await asyncio.sleep(0.2)
+        await park(store, "r", "approval", expected_version=held.record.version, release="w1")
+        assert await waiting is True
 
 
 @pytest.mark.asyncio
@@ -544,10 +582,6 @@ def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_d
     with psycopg.connect(postgres_dsn, autocommit=True) as raw:
         found = raw.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
         assert found == (SCHEMA_VERSION,) == (3,)
-
-
-LARGE = sample_snapshots(payload=40_000)[0]
-"""Large enough to be stored as frames (`amrita_sense.durable.stores.deltas`)."""
 
 
 @pytest.mark.asyncio

@@ -204,6 +204,11 @@ class Checkpointing:
         the run and resumes it from its last checkpoint."""
         self._fence: BaseException | None = None
         """Set (a `LeaseLost`) when the waker resuming the run lost its lease: every save raises it."""
+        self._lease_owner: str | None = None
+        """Set by a `Waker` whose store's `save` takes `release=`: the save that ends the run's turn
+        (it parks again, finishes or stops) gives up that owner's lease with its write."""
+        self._lease_released = False
+        """True once a save gave up the waker's lease (`_lease_owner`): the waker releases nothing more."""
 
     def __repr__(self) -> str:
         return (
@@ -240,20 +245,24 @@ class Checkpointing:
         data, interp, started, marks = item
         await self._write(data, interp, started, offload=not self._store_awaits, marks=marks)
 
-    def _wait_marks(self, interp: Any, data: bytes) -> tuple[Any, tuple[str, ...]] | None:
+    def _wait_marks(self, interp: Any, data: bytes) -> tuple[Any, tuple[str, ...], str | None] | None:
         """What a save of a run with a graph name records besides its data, taken with the
         snapshot: the wait it is parked at (None: not waiting; a finished run waits for its queued
-        starts on `START_TOPIC`) and the ids of the messages consumed and not yet acknowledged by a
-        durable save. None for a policy without a graph (but for a takeover's interrupt marker)."""
+        starts on `START_TOPIC`), the ids of the messages consumed and not yet acknowledged by a
+        durable save, and the lease owner it releases (a waker's save that ends the run's turn).
+        None for a policy without a graph (but for a takeover's interrupt marker)."""
         taking = self._taking_over or ()
         if self.graph is None:
-            return (None, taking) if taking else None
+            return (None, taking, None) if taking else None
         wait = getattr(interp, "_durable_wait", None)
         if interp.is_running:  # saved between nodes of a resumed run: it is not parked any more
             wait = (None, time.time()) if self._watchdog else None
-        elif wait is None and read_header(data).status in ENDED_STATUSES:
-            wait = (START_TOPIC, None)  # a start queued behind this run (on_busy="enqueue") runs now
-        return (None if wait is None else Wait(wait[0], wait[1]), (*self._delivered, *taking))
+            release = None
+        else:
+            release = self._lease_owner
+            if wait is None and read_header(data).status in ENDED_STATUSES:
+                wait = (START_TOPIC, None)  # a start queued behind this run (on_busy="enqueue") runs now
+        return (None if wait is None else Wait(wait[0], wait[1]), (*self._delivered, *taking), release)
 
     async def _write(
         self, data: bytes, interp: Any, started: float, offload: bool = False, marks: Any = None
@@ -274,9 +283,12 @@ class Checkpointing:
                     raise
                 raise interrupted from exc
             record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
-        if marks is not None and marks[1]:
-            acknowledged = set(marks[1])
-            self._delivered = [mid for mid in self._delivered if mid not in acknowledged]
+        if marks is not None:
+            if marks[1]:
+                acknowledged = set(marks[1])
+                self._delivered = [mid for mid in self._delivered if mid not in acknowledged]
+            if marks[2] is not None:
+                self._lease_released = True
         if self.version is not None:
             self.version = record.version
         self._unacknowledged = None
@@ -320,7 +332,8 @@ class Checkpointing:
 
     async def _store(self, data: bytes, offload: bool = False, marks: Any = None) -> CheckpointRecord:
         """One save into the store (with `offload`, a blocking store's call runs in a worker thread);
-        `marks` (`_wait_marks`) adds the wait, the graph name and the delivered messages."""
+        `marks` (`_wait_marks`) adds the wait, the graph name, the delivered messages and the
+        released lease."""
         save = self.store.save
         try:
             if not offload and marks is None and not self.history:  # most saves: no dict of arguments
@@ -330,8 +343,10 @@ class Checkpointing:
                 if self.history:
                     arguments["history"] = True
                 if marks is not None:
-                    arguments["wait"], arguments["delivered"] = marks
+                    arguments["wait"], arguments["delivered"], release = marks
                     arguments["graph"] = self.graph
+                    if release is not None:
+                        arguments["release"] = release
                 if offload:
                     call = functools.partial(save, self.run_id, data, **arguments)
                     saved = await asyncio.get_running_loop().run_in_executor(None, call)

@@ -88,14 +88,17 @@ class MemoryCheckpointStore:
         wait: Wait | None = None,
         graph: str | None = None,
         delivered: tuple[str, ...] = (),
+        release: str | None = None,
     ) -> CheckpointRecord:
-        """Store `data` as the run's latest checkpoint, with its wait, graph name and delivered message
-        ids (`amrita_sense.durable.stores.waiting`) in the same step."""
+        """Store `data` as the run's latest checkpoint, with its wait, graph name, delivered message
+        ids and released lease (`amrita_sense.durable.stores.waiting`) in the same step."""
         _check_run_id(run_id)
         _check_expected(expected_version)
         _check_wait(run_id, wait)
         _check_graph(graph)
         delivered = _check_delivered(run_id, delivered)
+        if release is not None:
+            _check_name("lease owner", release)
         header = read_header(data)
         now = time.time()
         with self._lock:
@@ -118,6 +121,8 @@ class MemoryCheckpointStore:
             if delivered:  # only messages the store keeps (as an UPDATE of the other stores)
                 kept = {m.message_id for m in self._messages.get(run_id, ())}
                 self._delivered.update((run_id, message_id) for message_id in delivered if message_id in kept)
+            if release is not None:
+                self._release(run_id, release)
         return record
 
     def _write(self, checkpoint: Checkpoint, history: bool) -> None:
@@ -355,11 +360,14 @@ class MemoryCheckpointStore:
         _check_run_id(run_id)
         _check_name("lease owner", owner)
         with self._lock:
-            held = self._leases.get(run_id)
-            if held is not None and held[0] == owner:
-                del self._leases[run_id]
-                if run_id in self._waits:
-                    self._wake()
+            self._release(run_id, owner)
+
+    def _release(self, run_id: str, owner: str) -> None:
+        held = self._leases.get(run_id)
+        if held is not None and held[0] == owner:
+            del self._leases[run_id]
+            if run_id in self._waits:
+                self._wake()
 
     def messages(self, run_id: str, *, topic: str | None = None, pending: bool = True) -> builtins.list[StoredMessage]:
         """The run's messages in sending order (on `topic`; only the undelivered ones with `pending`)."""

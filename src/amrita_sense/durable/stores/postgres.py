@@ -212,6 +212,11 @@ _WRITES = {
     + _WAIT_SET
     + " WHERE c.run_id = %(run_id)s AND c.version = %(expected)s",
 }
+_RELEASE_SET = (
+    ", lease_owner = CASE WHEN c.lease_owner = %(release)s THEN NULL ELSE c.lease_owner END, "
+    "lease_until = CASE WHEN c.lease_owner = %(release)s THEN NULL ELSE c.lease_until END"
+)
+"""A save that gives up its waker's lease (`release=`) clears it in the same write (a new row has none)."""
 _ENTRY = (
     # a history entry from the rows of `{rows}` (an entry left by a run id's earlier life is replaced)
     "INSERT INTO {s}.history (run_id, version, status, fingerprint, size, saved_at, data) "
@@ -449,6 +454,8 @@ def _statements(schema: str) -> dict[str, Any]:
     for mode, write in _WRITES.items():
         out[f"save_{mode}"] = f"{write.format(s=s)} {_SAVED}"
         out[f"save_{mode}_waiting"] = _SAVED_WAITING.format(write=write.format(s=s), s=s)
+        releasing = write.replace(_WAIT_SET, _WAIT_SET + _RELEASE_SET)
+        out[f"save_{mode}_waiting_releasing"] = _SAVED_WAITING.format(write=releasing.format(s=s), s=s)
         entry = _ENTRY.format(s=s, rows="saved")
         out[f"save_{mode}_history"] = _SAVED_WITH_HISTORY.format(write=write.format(s=s), entry=entry)
         pruned = _SAVED_WITH_HISTORY_PRUNED.format(s=s, write=write.format(s=s), entry=entry)
@@ -488,6 +495,22 @@ def _statements(schema: str) -> dict[str, Any]:
 Statement = tuple[str, dict[str, Any]]
 Steps = Generator[Statement, list[tuple[Any, ...]], Any]
 """An operation's logic: it yields the statements one by one, receives each one's rows, returns the result."""
+
+
+@dataclass(frozen=True)
+class _AfterSave:
+    """What a save writes besides its checkpoint, in the same statement or transaction."""
+
+    parks: bool
+    """The run parks (a wait): the wakers are woken at commit."""
+    marked: tuple[str, ...]
+    """The ids of the messages it marks delivered."""
+    released: str | None
+    """The lease owner whose lease it gives up."""
+
+    @property
+    def any(self) -> bool:
+        return self.parks or bool(self.marked) or self.released is not None
 
 
 @dataclass
@@ -641,12 +664,14 @@ class _PostgresStore:
         wait: Wait | None = None,
         graph: str | None = None,
         delivered: Any = (),
+        release: str | None = None,
     ) -> _Operation:
         _check_run_id(run_id)
         _check_expected(expected_version)
         if wait is not None:
             _check_wait(run_id, wait)
         marked = _check_delivered(run_id, delivered) if delivered else ()
+        released = None if release is None else _check_name("lease owner", release)
         header = read_header(data)
         now = time.time()
         params: dict[str, Any] = {
@@ -663,42 +688,49 @@ class _PostgresStore:
         }
         with self._bases_lock:
             framed = deltas.as_frames(len(data), history, self._bases.framed(run_id))
+        after = _AfterSave(wait is not None, marked, released)
         if framed:
-            return self._framed_save_op(params, header, history, wait is not None, marked)
+            return self._framed_save_op(params, header, history, after)
         statement = "save_" + ("any" if expected_version is None else "new" if expected_version == 0 else "over")
         if history:
             statement += "_history"
             if self._retains():
                 statement += "_pruned"
                 params.update(self._retention(run_id, now))
-        if (wait is not None or marked) and not history:
-            params.update(parks=wait is not None, delivered=list(marked), **self._wake_params(run_id))
-            steps = self._save_steps(self._sql[statement + "_waiting"], params)
+        if after.any and not history:
+            params.update(parks=after.parks, delivered=list(marked), **self._wake_params(run_id))
+            if released is not None:
+                statement += "_waiting_releasing" if expected_version != 0 else "_waiting"
+                params["release"] = released
+            else:
+                statement += "_waiting"
+            steps = self._save_steps(self._sql[statement], params)
             return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
         steps = self._save_steps(self._sql[statement], params)
-        if wait is not None or marked:
-            # the checkpoint, its delivered messages and the wake-up of a parked run: one transaction
-            steps = self._waiting_save_steps(steps, params, wait is not None, marked)
+        if after.any:
+            # the checkpoint, its delivered messages, the released lease and the wake-up of a parked
+            # run: one transaction
+            steps = self._waiting_save_steps(steps, run_id, after)
             return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True)
         return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
 
-    def _waiting_save_steps(self, save: Steps, params: dict[str, Any], parks: bool, marked: tuple) -> Steps:
+    def _waiting_save_steps(self, save: Steps, run_id: str, after: _AfterSave) -> Steps:
         record = yield from save
-        yield from self._after_save_steps(params["run_id"], parks, marked)
+        yield from self._after_save_steps(run_id, after)
         return record
 
-    def _after_save_steps(self, run_id: str, parks: bool, marked: tuple) -> Steps:
-        if marked:
-            yield self._sql["mark_delivered"], {"run_id": run_id, "delivered": list(marked)}
-        if parks:
+    def _after_save_steps(self, run_id: str, after: _AfterSave) -> Steps:
+        if after.marked:
+            yield self._sql["mark_delivered"], {"run_id": run_id, "delivered": list(after.marked)}
+        if after.released is not None:  # a waiting run's release wakes the wakers itself
+            yield self._sql["release"], {"run_id": run_id, "owner": after.released, **self._wake_params(run_id)}
+        if after.parks:
             yield _NOTIFY, self._wake_params(run_id)
 
     def _wake_params(self, run_id: str) -> dict[str, Any]:
         return {"channel": WAKE_CHANNEL, "wake": f"{self.schema} {run_id}"}
 
-    def _framed_save_op(
-        self, params: dict[str, Any], header: Any, history: bool, parks: bool = False, marked: tuple = ()
-    ) -> _Operation:
+    def _framed_save_op(self, params: dict[str, Any], header: Any, history: bool, after: _AfterSave) -> _Operation:
         """A save as a frame in the history table (listed with `history`, else kept only as the base of
         the next); the latest row keeps the record and no data. One transaction."""
         run_id = params["run_id"]
@@ -711,11 +743,11 @@ class _PostgresStore:
                 else:
                     self._bases.forget(run_id)
 
-        steps = self._framed_save_steps(params, history, kept, parks, marked)
+        steps = self._framed_save_steps(params, history, kept, after)
         return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, done=done)
 
     def _framed_save_steps(
-        self, params: dict[str, Any], history: bool, kept: dict[str, Any], parks: bool, marked: tuple
+        self, params: dict[str, Any], history: bool, kept: dict[str, Any], after: _AfterSave
     ) -> Steps:
         run_id, now = params["run_id"], params["now"]
         yield self._sql["claim_run"], params
@@ -733,7 +765,7 @@ class _PostgresStore:
             yield self._sql["drop_unneeded_run"], {"run_id": run_id}
         if history and self._retains():  # unlisted bases wait for the next keyframe or `prune()`
             yield self._sql["prune_run"], self._retention(run_id, now)
-        yield from self._after_save_steps(run_id, parks, marked)
+        yield from self._after_save_steps(run_id, after)
         kept.update(version=version, chain=chain, chain_bytes=chain_bytes)
         return CheckpointRecord(
             run_id, version, params["status"], params["fingerprint"], params["size"], created, now, forked
@@ -1204,13 +1236,14 @@ class PostgresCheckpointStore(_PostgresStore):
         wait: Wait | None = None,
         graph: str | None = None,
         delivered: tuple[str, ...] = (),
+        release: str | None = None,
     ) -> CheckpointRecord:
         """Store `data` as the run's latest checkpoint (one conditional statement); with `history`,
         also as an entry of its history (the retention applied in the same statement). Its record.
-        `wait` and `graph` are written by the same statement; `delivered` marks those messages in the
-        same transaction, and a save that parks the run (`wait`) `NOTIFY`s the wakers in it too
-        (`amrita_sense.durable.stores.waiting`)."""
-        return self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered))
+        `wait`, `graph` and `release` (the lease) are written by the same statement; `delivered` marks
+        those messages in the same transaction, and a save that parks the run (`wait`) `NOTIFY`s the
+        wakers in it too (`amrita_sense.durable.stores.waiting`)."""
+        return self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered, release))
 
     def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
         """The run's latest checkpoint, or its checkpoint `version` (the latest or a kept history
@@ -1505,9 +1538,10 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         wait: Wait | None = None,
         graph: str | None = None,
         delivered: tuple[str, ...] = (),
+        release: str | None = None,
     ) -> CheckpointRecord:
         """As `PostgresCheckpointStore.save`."""
-        return await self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered))
+        return await self._run(self._save_op(run_id, data, expected_version, history, wait, graph, delivered, release))
 
     async def load(self, run_id: str, *, version: int | None = None) -> Checkpoint:
         """As `PostgresCheckpointStore.load`."""

@@ -165,6 +165,7 @@ _EXPIRED = {
 }
 _RUNS_WITH_UNLISTED = "SELECT DISTINCT run_id FROM sense_history WHERE listed = 0"
 _DELIVERED = "UPDATE sense_messages SET delivered = 1 WHERE run_id = ? AND message_id = ?"
+_RELEASE = "UPDATE sense_checkpoints SET lease_owner = NULL, lease_until = NULL WHERE run_id = ? AND lease_owner = ?"
 _LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= ?1)"
 _DUE = (
     "WITH due (run_id, since) AS ("
@@ -320,32 +321,34 @@ class SQLiteCheckpointStore:
         wait: Wait | None = None,
         graph: str | None = None,
         delivered: tuple[str, ...] = (),
+        release: str | None = None,
     ) -> CheckpointRecord:
         """Store `data` as the run's latest checkpoint (one transaction); with `history`, also as an
         entry of its history. Its record. A large snapshot is stored as frames (a delta from the
         run's previous one, `amrita_sense.durable.stores.deltas`); a small one without history is one
-        statement. `wait`, `graph` and `delivered` (`amrita_sense.durable.stores.waiting`) are written
-        by the same statement (the wait columns, the graph name) or transaction (the delivered
-        messages, one more statement only when given)."""
+        statement. `wait`, `graph`, `delivered` and `release` (`amrita_sense.durable.stores.waiting`)
+        are written by the same statement (the wait columns, the graph name) or transaction (the
+        delivered messages and the released lease, one more statement each only when given)."""
         _check_run_id(run_id)
         _check_expected(expected_version)
         waits = _NOT_WAITING if wait is None and graph is None else _wait_params(run_id, wait, graph)
         marked = _check_delivered(run_id, delivered) if delivered else ()
+        released = None if release is None else _check_name("lease owner", release)
         header = read_header(data)
         now = time.time()
         if type(data) is not bytes:
             data = bytes(data)
         if deltas.as_frames(len(data), history, self._bases.framed(run_id)):
-            return self._save_framed(run_id, data, header, now, expected_version, history, waits, marked)
+            return self._save_framed(run_id, data, header, now, expected_version, history, waits, marked, released)
         if not history and _RETURNING:
-            return self._save_latest(run_id, data, header, now, expected_version, waits, marked)
+            return self._save_latest(run_id, data, header, now, expected_version, waits, marked, released)
         with self._transaction("saving a checkpoint") as conn:
             current, created, forked = _written_over(conn, run_id, now, expected_version)
             record = CheckpointRecord(
                 run_id, current + 1, header.status, header.fingerprint, len(data), created, now, forked
             )
             self._write(conn, record, data, history, waits)
-            _mark_delivered(conn, run_id, marked)
+            _after_write(conn, run_id, marked, released)
         return record
 
     def _save_latest(
@@ -357,10 +360,12 @@ class SQLiteCheckpointStore:
         expected_version: int | None,
         waits: tuple,
         marked: tuple[str, ...],
+        released: str | None,
     ) -> CheckpointRecord:
         """A save without history: one conditional statement (its own transaction: the connection
         autocommits), which returns the new version, or nothing when the expected one was not there.
-        With delivered messages, the statement and their update are one transaction."""
+        With delivered messages or a released lease, the statement and their updates are one
+        transaction."""
         # a bytearray binds as the same BLOB as bytes, without sqlite3's adapter lookup (see _SAVE_NEXT_PLAIN)
         blob = bytearray(data)
         params: tuple[Any, ...]
@@ -383,7 +388,7 @@ class SQLiteCheckpointStore:
                     statement = _SAVE_NEXT if known else _SAVE_OVER
             try:
                 conn = self._connection()
-                if marked:
+                if marked or released:
                     conn.execute("BEGIN IMMEDIATE")
                 try:
                     if known and expected_version is not None and origin is not None:
@@ -394,8 +399,8 @@ class SQLiteCheckpointStore:
                     if not rows:
                         found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
                         current = (found.fetchone() or (0,))[0]
-                    elif marked:
-                        _mark_delivered(conn, run_id, marked)
+                    elif marked or released:
+                        _after_write(conn, run_id, marked, released)
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
@@ -428,6 +433,7 @@ class SQLiteCheckpointStore:
         history: bool,
         waits: tuple,
         marked: tuple[str, ...],
+        released: str | None,
     ) -> CheckpointRecord:
         """A save as a frame in the history table (listed there with `history`, else kept only as
         the base of the next); the latest row keeps the record and no data."""
@@ -450,7 +456,7 @@ class SQLiteCheckpointStore:
                         "size = excluded.size, " + _WAIT_SET,
                         (run_id, version, header.status, header.fingerprint, created, now, len(data), *waits),
                     )
-                    _mark_delivered(conn, run_id, marked)
+                    _after_write(conn, run_id, marked, released)
                     if base is None:
                         self._collect_frames(conn, run_id)  # the frames before a keyframe may go
                     if history:
@@ -760,11 +766,7 @@ class SQLiteCheckpointStore:
         _check_run_id(run_id)
         _check_name("lease owner", owner)
         with self._transaction("releasing a lease") as conn:
-            conn.execute(
-                "UPDATE sense_checkpoints SET lease_owner = NULL, lease_until = NULL WHERE run_id = ? AND "
-                "lease_owner = ?",
-                (run_id, owner),
-            )
+            conn.execute(_RELEASE, (run_id, owner))
 
     def messages(self, run_id: str, *, topic: str | None = None, pending: bool = True) -> builtins.list[StoredMessage]:
         """The run's messages in sending order (on `topic`; only the undelivered ones with `pending`)."""
@@ -808,11 +810,14 @@ def _wait_params(run_id: str, wait: Any, graph: Any) -> tuple:
     return (wait.topic, None if wait.due_at is None else float(wait.due_at), _check_graph(graph))
 
 
-def _mark_delivered(conn: sqlite3.Connection, run_id: str, marked: tuple[str, ...]) -> None:
+def _after_write(conn: sqlite3.Connection, run_id: str, marked: tuple[str, ...], released: str | None) -> None:
+    """In a save's transaction, after its write: mark the delivered messages, release the lease."""
     if len(marked) == 1:
         conn.execute(_DELIVERED, (run_id, marked[0]))
     elif marked:
         conn.executemany(_DELIVERED, [(run_id, message_id) for message_id in marked])
+    if released is not None:
+        conn.execute(_RELEASE, (run_id, released))
 
 
 def _reopen_sqlite(path: str, options: dict) -> SQLiteCheckpointStore:

@@ -3,13 +3,14 @@ and the leases that let one waker at a time resume a run.
 
 A store that supports waits (`WaitingStore`; every shipped backend) adds to the checkpoint protocol:
 
-- `save(..., wait=Wait(...) | None, graph=name | None, delivered=(message ids...))`: one statement or
-  transaction with the checkpoint. `wait` records that the run is parked (None: it is not waiting any
-  more, so every save of a resumed run clears the wait); `graph` records the graph name the run
-  belongs to (None keeps the stored name); `delivered` marks those messages of the run delivered, in
-  the same transaction, so a message counts as delivered exactly when the checkpoint after its wait is
-  durable (a waker that dies before that save leaves it to be delivered again, from the same
-  checkpoint).
+- `save(..., wait=Wait(...) | None, graph=name | None, delivered=(message ids...), release=owner |
+  None)`: one statement or transaction with the checkpoint. `wait` records that the run is parked
+  (None: it is not waiting any more, so every save of a resumed run clears the wait); `graph` records
+  the graph name the run belongs to (None keeps the stored name); `delivered` marks those messages of
+  the run delivered, in the same transaction, so a message counts as delivered exactly when the
+  checkpoint after its wait is durable (a waker that dies before that save leaves it to be delivered
+  again, from the same checkpoint); `release` gives up that owner's lease on the run as `release()`
+  does, with the write (a waker's last save of a run, parked again or ended: no statement after it).
 - `send(run_id, topic, payload, *, message_id=None, codec=None, keyring=None) -> StoredMessage`: keeps
   a message for the run (sent before its wait, or while it runs, it waits in the store). The payload is
   encoded by `codec` (None: plain JSON data) and signed with `keyring` (`durable.snapshots.messages`);

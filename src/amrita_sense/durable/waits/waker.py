@@ -81,6 +81,13 @@ def _positive(value: Any, what: str) -> float:
     return float(value)
 
 
+def _takes_keyword(method: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):  # no signature to read: call it as the protocol's minimum
+        return False
+
+
 class Waker:
     """Resumes the waiting runs of the graphs it is given, when they are due (see the module).
 
@@ -165,6 +172,8 @@ class Waker:
         """The latest errors of runs this waker resumed or refused: (run id, error)."""
         self.resumed = 0
         """How many times this waker resumed a run (`serve` and `run_once`; refused runs not counted)."""
+        self._saves_release = _takes_keyword(store.save, "release")
+        """The store's `save` gives up a lease with its write: a run's last save releases it."""
         self._sources = dict(graphs)
         self._built: dict[str, Any] = {}
         self._stop = asyncio.Event()
@@ -300,26 +309,33 @@ class Waker:
     async def _resume(self, claim: Any) -> bool:
         """Resume one claimed run; True when it ran. Never raises (errors are logged and kept)."""
         run_id = claim.run_id
+        ran = released = False
         try:
-            ran = await self._resume_claimed(claim)
+            ran, released = await self._resume_claimed(claim)
         except RunInterrupted as exc:  # a start took the run id over: the run stopped, as it should
             logger.info(f"waker {self.owner}: {exc}")
             ran = True
         except Exception as exc:
             logger.error(f"waker {self.owner}: run {run_id!r}: {type(exc).__name__}: {exc}")
             self.failures.append((run_id, exc))
-            return False
         finally:
-            try:
-                await self._call(self.store.release, run_id, self.owner)
-            except Exception as exc:  # the lease expires on its own
-                logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
+            if not released:  # else the run's last save gave the lease up with its write
+                await self._release(run_id)
         self.resumed += ran
         return ran
 
-    async def _resume_claimed(self, claim: Any) -> bool:
+    async def _release(self, run_id: str) -> None:
+        try:
+            await self._call(self.store.release, run_id, self.owner)
+        except Exception as exc:  # the lease expires on its own
+            logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
+
+    async def _resume_claimed(self, claim: Any) -> tuple[bool, bool]:
+        """Resume one claimed run: (whether it ran, whether its last save released the lease)."""
         if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
-            return claim.message is not None and await self._start_queued(claim)
+            if claim.message is None:
+                return False, False
+            return await self._start_queued(claim)
         run_id, name = claim.run_id, claim.graph
         graph = self._graph(name, run_id)
         message = self._message(claim)  # before anything runs: a bad payload refuses the run
@@ -353,7 +369,7 @@ class Waker:
             **self.policy_options,
         )
 
-    async def _start_queued(self, claim: Any) -> bool:
+    async def _start_queued(self, claim: Any) -> tuple[bool, bool]:
         """Start the run's oldest queued start (`on_busy="enqueue"`) over its finished checkpoint: its
         first save, over the claimed version, takes the run id and marks the queued start delivered."""
         run_id, stored = claim.run_id, claim.message
@@ -384,9 +400,12 @@ class Waker:
         await interp.object_io.send_to_producer(policy.outcome)
         return await self._run_claimed(run_id, interp, policy)
 
-    async def _run_claimed(self, run_id: str, interp: Any, policy: Checkpointing) -> bool:
-        """Run a claimed run under its lease (renewed meanwhile) until it waits again or ends."""
+    async def _run_claimed(self, run_id: str, interp: Any, policy: Checkpointing) -> tuple[bool, bool]:
+        """Run a claimed run under its lease (renewed meanwhile) until it waits again or ends:
+        (True, whether its last save released the lease)."""
         policy._watchdog = True  # dies mid-run: another waker takes the run once the lease expired
+        if self._saves_release:
+            policy._lease_owner = self.owner
         renewer = asyncio.ensure_future(self._renew(run_id, interp, policy))
         try:
             await interp.run()
@@ -398,7 +417,7 @@ class Waker:
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
-        return True
+        return True, policy._lease_released
 
     def _message(self, claim: Any) -> Message | None:
         stored = claim.message
@@ -426,6 +445,8 @@ class Waker:
             except Exception as exc:  # the store is away: try again, the lease may still hold
                 logger.warning(f"waker {self.owner}: renewing the lease of run {run_id!r} failed: {exc!r}")
                 continue
+            if not held and policy._lease_released:  # the run's last save gave it up: its turn is over
+                return
             if not held:
                 lost = LeaseLost(f"waker {self.owner} lost its lease on run {run_id!r}: the run stops unsaved")
                 logger.error(str(lost))
