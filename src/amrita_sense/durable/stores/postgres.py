@@ -119,6 +119,7 @@ except ImportError as exc:  # the extra is not installed: constructing a store s
     _PSYCOPG_MISSING: ImportError | None = exc
 else:
     _PSYCOPG_MISSING = None
+    _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
 
@@ -1084,13 +1085,20 @@ def _reopen(cls: type, dsn: str, options: dict[str, Any]) -> Any:
     return cls(dsn, **options)
 
 
+def _has_rows(cursor: Any) -> bool:
+    """The statement just run returned rows (a SELECT or a RETURNING; read from the result's status,
+    not `description`, which builds a column object per column)."""
+    result = cursor.pgresult
+    return result is not None and result.status == _TUPLES_OK
+
+
 def _drive(cursor: Any, steps: Steps) -> Any:
     """Run an operation's statements on `cursor` (sync); its result."""
     try:
         statement = next(steps)
         while True:
             cursor.execute(*statement)
-            statement = steps.send(cursor.fetchall() if cursor.description is not None else [])
+            statement = steps.send(cursor.fetchall() if _has_rows(cursor) else [])
     except StopIteration as done:
         return done.value
     finally:
@@ -1103,7 +1111,7 @@ async def _drive_async(cursor: Any, steps: Steps) -> Any:
         statement = next(steps)
         while True:
             await cursor.execute(*statement)
-            statement = steps.send(await cursor.fetchall() if cursor.description is not None else [])
+            statement = steps.send(await cursor.fetchall() if _has_rows(cursor) else [])
     except StopIteration as done:
         return done.value
     finally:
