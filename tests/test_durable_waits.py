@@ -428,6 +428,64 @@ async def test_a_run_that_parks_again_is_free_for_any_waker_at_once(store_class)
     assert store.releases == ([] if store_class is CountingReleases else ["r", "r"])
 
 
+class CountingSaves(MemoryCheckpointStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: list[tuple[str, tuple]] = []  # (status, the messages it marks delivered)
+
+    def save(self, run_id, data, **options):
+        record = super().save(run_id, data, **options)
+        self.saves.append((record.status, tuple(options.get("delivered", ()))))
+        return record
+
+
+@pytest.mark.asyncio
+async def test_a_resumed_wait_step_is_saved_with_the_next_step_not_on_its_own():
+    store, log = CountingSaves(), Log()
+    program = NodeCompose(recorder("a"), WAIT("t"), got, recorder("b")).render()
+    await start(program, store, "r", log).run()
+    store.send("r", "t", "yes", message_id="m")
+    store.saves.clear()
+    assert await waker_for(store, program, log).run_once() == 1
+    # no save after the WAIT's step: the save after `got` marks the message delivered
+    assert store.saves == [("running", ("m",)), ("finished", ())]
+    assert store.messages("r") == []
+
+
+@pytest.mark.asyncio
+async def test_a_run_that_dies_right_after_its_wait_is_resumed_again_with_the_same_message():
+    store, log, calls = MemoryCheckpointStore(), Log(), []
+
+    @Node()
+    async def fragile(message: Message) -> None:
+        calls.append(message.message_id)
+        if len(calls) == 1:
+            raise RuntimeError("the waker's process dies here")
+        log.items.append(("took", message.message_id))
+
+    program = NodeCompose(WAIT("t"), fragile, recorder("b")).render()
+    await start(program, store, "r", log).run()
+    store.send("r", "t", "yes", message_id="m")
+    options = {"policy_options": {"on_panic": False}}  # nothing saved after the failure: as a crash
+    assert await waker_for(store, program, log, **options).run_once() == 1
+    assert store.load("r").record.status == "waiting" and [m.message_id for m in store.messages("r")] == ["m"]
+    assert await waker_for(store, program, log, **options).run_once() == 1
+    assert calls == ["m", "m"] and log.items == [("took", "m"), "b"] and store.messages("r") == []
+
+
+@pytest.mark.asyncio
+async def test_a_wait_inside_a_block_is_saved_with_its_step():
+    store, log = CountingSaves(), Log()
+    program = NodeCompose(Try(NodeCompose(WAIT("t"), got)).CATCH(WaitTimeout, recorder("late")), recorder("b"))
+    program = program.render()
+    await start(program, store, "r", log).run()
+    store.send("r", "t", "yes", message_id="m")
+    store.saves.clear()
+    assert await waker_for(store, program, log).run_once() == 1
+    # the Try's step took the message and ran `got`: saved on its own, as every step
+    assert store.saves == [("running", ("m",)), ("running", ()), ("finished", ())]
+
+
 @pytest.mark.asyncio
 async def test_resume_refuses_a_latest_checkpoint_of_another_run():
     store, log = MemoryCheckpointStore(), Log()

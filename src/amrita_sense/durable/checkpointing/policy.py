@@ -204,6 +204,9 @@ class Checkpointing:
         the run and resumes it from its last checkpoint."""
         self._fence: BaseException | None = None
         """Set (a `LeaseLost`) when the waker resuming the run lost its lease: every save raises it."""
+        self._wait_step_ends = False
+        """Set by a wait that ends as a whole main-loop step of the resumed run: no save after that
+        step (`amrita_sense.durable.waits.graph._resumed`)."""
         self._lease_owner: str | None = None
         """Set by a `Waker` whose store's `save` takes `release=`: the save that ends the run's turn
         (it parks again, finishes or stops) gives up that owner's lease with its write."""
@@ -517,7 +520,9 @@ class _CheckpointSteps(StepHooks):
         self.since_save += 1
         self.steps += 1
         policy = self.policy
-        if policy._due(self.since_save, self.last_save):
+        if policy._wait_step_ends:  # the resumed wait's step: its effect goes with the next save
+            policy._wait_step_ends = False
+        elif policy._due(self.since_save, self.last_save):
             if policy._writer is None:  # `_save_soon`, one coroutine less
                 await policy.save(interp)
             else:

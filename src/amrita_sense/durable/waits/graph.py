@@ -125,6 +125,7 @@ class WaitNode(BaseNode):
             if message is not None:
                 pc._durable_wait = None
                 await _hand_over(pc, message)
+                _resumed(pc, policy)
                 return message
             if due_at is not None and time.time() >= due_at:
                 pc._durable_wait = None
@@ -133,8 +134,19 @@ class WaitNode(BaseNode):
                 )
         elif due_at is None or time.time() >= due_at:
             pc._durable_wait = None
+            _resumed(pc, policy)
             return None
         raise Parked(f"parked again at {self.__sdb_dis__}")  # resumed early: wait on
+
+
+def _resumed(pc: Any, policy: Any) -> None:
+    """The wait ends on a resumed run. When it is the whole main-loop step (not inside a block's
+    step), that step did nothing else: its one effect, the message taken (marked delivered by the
+    next save) or the timer passed, is recorded by the run's next save, and the policy skips the
+    save after it (a crash before the next save resumes the run from its parked checkpoint, with
+    the same message: the same as a crash right after that save would have, one write fewer)."""
+    if len(pc._pointer.base_addr) == 1:
+        policy._wait_step_ends = True
 
 
 def _policy_of(pc: Any, what: str) -> Any:
