@@ -121,6 +121,17 @@ else:
     _PSYCOPG_MISSING = None
     _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
+    class _StoreConnection(psycopg.Connection):
+        """A connection of the sync store's pool: keeps a cursor for its small operations (`_kept_cursor`)."""
+
+        __slots__ = ("_kept",)
+
+    class _AsyncStoreConnection(psycopg.AsyncConnection):
+        """A connection of the async store's pool: keeps a cursor for its small operations (`_kept_cursor`)."""
+
+        __slots__ = ("_kept",)
+
+
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
 
 SCHEMA_VERSION = 3
@@ -523,6 +534,8 @@ class _Operation:
     """Run the statements in one transaction (else each commits on its own: at most one of them writes)."""
     done: Callable[[bool], None] | None = None
     """Told whether the operation committed (the store keeps a saved frame's base only then)."""
+    small: bool = False
+    """Its rows are small (a record, a flag): it runs on the connection's kept cursor (`_kept_cursor`)."""
 
 
 class _PostgresStore:
@@ -585,7 +598,7 @@ class _PostgresStore:
         options.update(prepare=self.prepare, timeout=self.timeout, **self._pool_kwargs)
         return (_reopen, (type(self), self._dsn, options))
 
-    def _pool_options(self, check: Any) -> dict[str, Any]:
+    def _pool_options(self, check: Any, connection_class: type) -> dict[str, Any]:
         """The keyword arguments of the pool (the caller's `pool_kwargs` override the defaults)."""
         connection = dict(self._pool_kwargs.get("kwargs") or {})
         if "connect_timeout" not in self._params and "connect_timeout" not in connection:
@@ -604,7 +617,7 @@ class _PostgresStore:
             "name": f"amrita_sense.{self.schema}",
         }
         options.update(self._pool_kwargs)
-        options.update(kwargs=connection, open=False)
+        options.update(kwargs=connection, open=False, connection_class=connection_class)
         return options
 
     def _used(self, conn: Any) -> None:
@@ -706,14 +719,14 @@ class _PostgresStore:
             else:
                 statement += "_waiting"
             steps = self._save_steps(self._sql[statement], params)
-            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
+            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False, small=True)
         steps = self._save_steps(self._sql[statement], params)
         if after.any:
             # the checkpoint, its delivered messages, the released lease and the wake-up of a parked
             # run: one transaction
             steps = self._waiting_save_steps(steps, run_id, after)
-            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True)
-        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False)
+            return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, small=True)
+        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=False, small=True)
 
     def _waiting_save_steps(self, save: Steps, run_id: str, after: _AfterSave) -> Steps:
         record = yield from save
@@ -745,7 +758,7 @@ class _PostgresStore:
                     self._bases.forget(run_id)
 
         steps = self._framed_save_steps(params, history, kept, after)
-        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, done=done)
+        return _Operation(f"saving the checkpoint of run {run_id!r}", steps, atomic=True, done=done, small=True)
 
     def _framed_save_steps(
         self, params: dict[str, Any], history: bool, kept: dict[str, Any], after: _AfterSave
@@ -1012,7 +1025,8 @@ class _PostgresStore:
         lease = _check_lease(owner, lease_seconds)
         _check_run_id(run_id)
         params = {"run_id": run_id, "owner": owner, "until": time.time() + lease}
-        return _Operation(f"renewing the lease on run {run_id!r}", self._renew_steps(params), atomic=False)
+        steps = self._renew_steps(params)
+        return _Operation(f"renewing the lease on run {run_id!r}", steps, atomic=False, small=True)
 
     def _renew_steps(self, params: dict[str, Any]) -> Steps:
         return bool((yield self._sql["renew"], params))
@@ -1021,7 +1035,8 @@ class _PostgresStore:
         _check_run_id(run_id)
         _check_name("lease owner", owner)
         params = {"run_id": run_id, "owner": owner, **self._wake_params(run_id)}
-        return _Operation(f"releasing the lease on run {run_id!r}", self._release_steps(params), atomic=False)
+        steps = self._release_steps(params)
+        return _Operation(f"releasing the lease on run {run_id!r}", steps, atomic=False, small=True)
 
     def _release_steps(self, params: dict[str, Any]) -> Steps:
         yield self._sql["release"], params
@@ -1043,7 +1058,7 @@ class _PostgresStore:
     def _next_due_op(self, graphs: Any) -> _Operation:
         names = _check_graphs(graphs)
         params = {"graphs": None if names is None else sorted(names)}
-        return _Operation("finding the next due run", self._next_due_steps(params), atomic=False)
+        return _Operation("finding the next due run", self._next_due_steps(params), atomic=False, small=True)
 
     def _next_due_steps(self, params: dict[str, Any]) -> Steps:
         return (yield self._sql["next_due"], params)[0][0]
@@ -1085,6 +1100,17 @@ def _reopen(cls: type, dsn: str, options: dict[str, Any]) -> Any:
     return cls(dsn, **options)
 
 
+def _kept_cursor(conn: Any) -> Any:
+    """The binary cursor `conn` keeps for the operations whose rows are small (a save's record, a
+    lease's flag): made once per connection, as a new cursor costs about as much client time as the
+    statement itself; it holds its last small result until the next operation on the connection."""
+    try:
+        return conn._kept
+    except AttributeError:
+        conn._kept = conn.cursor(binary=True)
+        return conn._kept
+
+
 def _has_rows(cursor: Any) -> bool:
     """The statement just run returned rows (a SELECT or a RETURNING; read from the result's status,
     not `description`, which builds a column object per column)."""
@@ -1116,6 +1142,22 @@ async def _drive_async(cursor: Any, steps: Steps) -> Any:
         return done.value
     finally:
         steps.close()
+
+
+def _drive_on(conn: Any, cursor: Any, operation: _Operation) -> Any:
+    """Run `operation` on `cursor` of `conn`, in a transaction when it is atomic (sync)."""
+    if not operation.atomic:
+        return _drive(cursor, operation.steps)
+    with conn.transaction():
+        return _drive(cursor, operation.steps)
+
+
+async def _drive_on_async(conn: Any, cursor: Any, operation: _Operation) -> Any:
+    """Run `operation` on `cursor` of `conn`, in a transaction when it is atomic (async)."""
+    if not operation.atomic:
+        return await _drive_async(cursor, operation.steps)
+    async with conn.transaction():
+        return await _drive_async(cursor, operation.steps)
 
 
 # ----- the sync store ----------------------------------------------------------------------------
@@ -1199,7 +1241,9 @@ class PostgresCheckpointStore(_PostgresStore):
     def _open_pool(self, what: str) -> ConnectionPool:
         """A new pool, open, with its first `min_size` connections (a first operation that found none
         ready would make it open one more)."""
-        pool: ConnectionPool = ConnectionPool(self._dsn, **self._pool_options(self._check_unless_fresh))
+        pool: ConnectionPool = ConnectionPool(
+            self._dsn, **self._pool_options(self._check_unless_fresh, _StoreConnection)
+        )
         try:
             pool.open(wait=True, timeout=self.timeout)
         except psycopg.Error as exc:  # PoolTimeout: the pool closed itself; the next call starts afresh
@@ -1224,11 +1268,10 @@ class PostgresCheckpointStore(_PostgresStore):
         try:
             with pool.connection() as conn:
                 try:
+                    if operation.small:
+                        return _drive_on(conn, _kept_cursor(conn), operation)
                     with conn.cursor(binary=True) as cursor:
-                        if not operation.atomic:
-                            return _drive(cursor, operation.steps)
-                        with conn.transaction():
-                            return _drive(cursor, operation.steps)
+                        return _drive_on(conn, cursor, operation)
                 finally:
                     self._used(conn)
         except psycopg.Error as exc:
@@ -1505,7 +1548,9 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
             raise self._failure(what, exc) from exc
 
     def _new_pool(self) -> AsyncConnectionPool:
-        pool: AsyncConnectionPool = AsyncConnectionPool(self._dsn, **self._pool_options(self._check_unless_fresh))
+        pool: AsyncConnectionPool = AsyncConnectionPool(
+            self._dsn, **self._pool_options(self._check_unless_fresh, _AsyncStoreConnection)
+        )
         return pool
 
     async def _run(self, operation: _Operation) -> Any:
@@ -1526,11 +1571,10 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         try:
             async with pool.connection() as conn:
                 try:
+                    if operation.small:
+                        return await _drive_on_async(conn, _kept_cursor(conn), operation)
                     async with conn.cursor(binary=True) as cursor:
-                        if not operation.atomic:
-                            return await _drive_async(cursor, operation.steps)
-                        async with conn.transaction():
-                            return await _drive_async(cursor, operation.steps)
+                        return await _drive_on_async(conn, cursor, operation)
                 finally:
                     self._used(conn)
         except psycopg.Error as exc:
