@@ -43,7 +43,9 @@ lending it, unless it came back from an operation less than `FRESH` seconds ago 
 on it since (a store saving steadily makes one round trip per save, not two; `check=None` in `pool_kwargs` never checks, a
 check of your own replaces this one), so connections a server restart killed are replaced; while the server is down an
 operation fails with `CheckpointError` within `timeout` seconds, and an operation started after it
-is back reconnects. A failure in flight (the server dies between a write and its acknowledgement)
+is back reconnects. Each connection keeps one cursor for the store's small operations (saves,
+lease renewals and releases: their rows are a record or a flag); the others make a cursor of their
+own, closed after them. A failure in flight (the server dies between a write and its acknowledgement)
 is a `CheckpointError` whose write may or may not have landed: `Checkpointing` finds out at its
 next save (the data is there, one version up) and goes on.
 
@@ -64,7 +66,6 @@ import re
 import select
 import threading
 import time
-import weakref
 import zlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -122,14 +123,16 @@ else:
     _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
     class _StoreConnection(psycopg.Connection):
-        """A connection of the sync store's pool: keeps a cursor for its small operations (`_kept_cursor`)."""
+        """A connection of the sync store's pool: keeps a cursor for its small operations
+        (`_kept_cursor`) and when it came back from its last operation (`_PostgresStore._fresh`)."""
 
-        __slots__ = ("_kept",)
+        __slots__ = ("_back_at", "_kept")
 
     class _AsyncStoreConnection(psycopg.AsyncConnection):
-        """A connection of the async store's pool: keeps a cursor for its small operations (`_kept_cursor`)."""
+        """A connection of the async store's pool: keeps a cursor for its small operations
+        (`_kept_cursor`) and when it came back from its last operation (`_PostgresStore._fresh`)."""
 
-        __slots__ = ("_kept",)
+        __slots__ = ("_back_at", "_kept")
 
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
@@ -580,7 +583,6 @@ class _PostgresStore:
         self._where = f" in schema {schema!r} of {_safe_conninfo(self._params)!r}"
         self._bases = deltas.Bases()
         self._bases_lock = threading.Lock()  # threads: guards `_bases`
-        self._back_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._start()
 
     def _start(self) -> None:
@@ -622,13 +624,13 @@ class _PostgresStore:
 
     def _used(self, conn: Any) -> None:
         """`conn` comes back from an operation (a broken one is not fresh: the pool drops it)."""
-        self._back_at[conn] = monotonic()
+        conn._back_at = monotonic()
 
     def _fresh(self, conn: Any) -> bool:
         """Back from an operation less than `FRESH` seconds ago, and nothing arrived on it since: a
         server that went away (a restart, a terminated backend) has sent its goodbye or closed the
         socket, which makes it readable (one poll, no round trip)."""
-        if conn.broken or monotonic() - self._back_at.get(conn, -FRESH) >= FRESH:
+        if conn.broken or monotonic() - getattr(conn, "_back_at", -FRESH) >= FRESH:
             return False
         try:
             readable, _, _ = select.select([conn.fileno()], [], [], 0)
@@ -1266,14 +1268,18 @@ class PostgresCheckpointStore(_PostgresStore):
 
     def _execute(self, pool: ConnectionPool, operation: _Operation) -> Any:
         try:
-            with pool.connection() as conn:
-                try:
-                    if operation.small:
-                        return _drive_on(conn, _kept_cursor(conn), operation)
-                    with conn.cursor(binary=True) as cursor:
-                        return _drive_on(conn, cursor, operation)
-                finally:
-                    self._used(conn)
+            # getconn / putconn, not `pool.connection()`, whose `with conn` commits: a connection
+            # here autocommits, and an atomic operation's transaction ends itself; putconn rolls
+            # back or drops a connection an error left in a transaction or broken
+            conn = pool.getconn()
+            try:
+                if operation.small:
+                    return _drive_on(conn, _kept_cursor(conn), operation)
+                with conn.cursor(binary=True) as cursor:
+                    return _drive_on(conn, cursor, operation)
+            finally:
+                self._used(conn)
+                pool.putconn(conn)
         except psycopg.Error as exc:
             raise self._failure(operation.what, exc) from exc
 
@@ -1569,14 +1575,15 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
 
     async def _execute(self, pool: AsyncConnectionPool, operation: _Operation) -> Any:
         try:
-            async with pool.connection() as conn:
-                try:
-                    if operation.small:
-                        return await _drive_on_async(conn, _kept_cursor(conn), operation)
-                    async with conn.cursor(binary=True) as cursor:
-                        return await _drive_on_async(conn, cursor, operation)
-                finally:
-                    self._used(conn)
+            conn = await pool.getconn()  # not `pool.connection()`: see the sync store's `_execute`
+            try:
+                if operation.small:
+                    return await _drive_on_async(conn, _kept_cursor(conn), operation)
+                async with conn.cursor(binary=True) as cursor:
+                    return await _drive_on_async(conn, cursor, operation)
+            finally:
+                self._used(conn)
+                await pool.putconn(conn)
         except psycopg.Error as exc:
             raise self._failure(operation.what, exc) from exc
 
