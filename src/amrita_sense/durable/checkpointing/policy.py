@@ -538,6 +538,7 @@ class _CheckpointSteps(StepHooks):
         return not isinstance(exc, CheckpointError) and interp._absorbs(exc)
 
     async def after_run(self, interp: Any, outcome: BaseException | None) -> None:
+        self.policy._wait_step_ends = False  # a wait that was the run's last step: the end saves it
         self.policy._count_end(interp, outcome)
         if self.policy._saves_after(outcome):
             await self.policy.save(interp)
