@@ -39,11 +39,14 @@ def counting_chain(count: int, ran: list[int]) -> Any:
     return NodeCompose(*counting_nodes(count, ran)).render()
 
 
-def counting_nodes(count: int, ran: list[int], first: int = 0) -> list[Any]:
-    """Nodes `first` .. `first + count - 1` of the chain, each noting its index in `ran`."""
+def counting_nodes(count: int, ran: list[int], first: int = 0, pause: float = 0.0) -> list[Any]:
+    """Nodes `first` .. `first + count - 1` of the chain, each noting its index in `ran` (after
+    `pause` seconds of waiting, when given: the writes of `async` durability land meanwhile)."""
 
     def make(k: int) -> Any:
         async def step(request: Chain) -> None:
+            if pause:
+                await asyncio.sleep(pause)
             request.value = (request.value * 31 + k) % 1_000_003
             ran.append(k)
 
@@ -149,7 +152,8 @@ async def test_async_waits_for_the_save_before_the_run_parks():
 @pytest.mark.asyncio
 async def test_async_a_failing_save_ends_the_run_with_checkpoint_error_and_keeps_the_last_complete_one(fail_at):
     store, ran = FailingStore(fail_at), []
-    interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
+    graph = NodeCompose(*counting_nodes(NODES, ran, pause=0.01)).render()  # writes land between nodes
+    interp = WorkflowInterpreter(graph, extra_args=(Chain(7),))
     interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, keyring=KEYS, durability="async", history=True)
     with pytest.raises(CheckpointError, match="disk went away"):
         await interp.run()
@@ -160,6 +164,15 @@ async def test_async_a_failing_save_ends_the_run_with_checkpoint_error_and_keeps
         again = WorkflowInterpreter.restore(counting_chain(NODES, []), kept.data, codec=pickle, allow_unsigned=True)
         await again.run()
         assert again._ava_args_v[1].value == chain_result(7)
+
+
+@pytest.mark.asyncio
+async def test_async_the_final_save_supersedes_a_snapshot_still_waiting():
+    store, ran = MemoryCheckpointStore(), []
+    interp = WorkflowInterpreter(counting_chain(NODES, ran), extra_args=(Chain(7),))
+    interp.checkpointing = Checkpointing(store, RUN_ID, codec=pickle, durability="async", history=True)
+    await interp.run()  # the nodes never wait: every snapshot they hand over waits behind the run's end
+    assert [r.status for r in store.history(RUN_ID)] == ["finished"] and ran == list(range(NODES))
 
 
 @pytest.mark.asyncio

@@ -23,7 +23,8 @@ modes:
 - ``"async"``: the snapshot is taken where the policy says, and written while the next nodes run
   (`amrita_sense.durable.checkpointing.writer`): in order, one write in flight, a newer snapshot
   replacing one still waiting. Saves before a park (a suspend gate, a backoff) and at the end are
-  waited for, so `run()` returns, and a run parks, only with its last save durable. A crash loses
+  waited for (they too replace a snapshot still waiting), so `run()` returns, and a run parks, only
+  with its last save durable. A crash loses
   the saves not yet written: the restored run continues from an earlier checkpoint (never a torn
   or out-of-order one), and the nodes since then run again.
 - ``"exit"``: no saves between nodes; only at suspend gates (`at_suspend`), when the run ends and
@@ -221,9 +222,10 @@ class Checkpointing:
 
     async def save(self, interp: Any) -> CheckpointRecord:
         """Snapshot `interp` and store it now (over `version` when set), after the saves still being
-        written (`async`); the new record."""
+        written (`async`: the one in flight; one still waiting is superseded by this one); the new
+        record."""
         if self._writer is not None:
-            await self._writer.flush()
+            await self._writer.flush(superseded=True)
         started = time.perf_counter() if _observe.current is not None else 0.0
         data = self._snapshot(interp)
         marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)

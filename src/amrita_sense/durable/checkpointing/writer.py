@@ -4,8 +4,9 @@ A run hands each snapshot to its `SaveWriter` and goes on. The writer writes the
 they were taken, one at a time; a snapshot handed over while another is being written waits in
 the writer's one slot, and a newer one replaces it there (the newer state includes everything the
 replaced one had). `flush()` waits until every snapshot handed over is written, and raises the
-first failure: the run calls it before it parks and when it ends, so `run()` never returns before
-its last save is durable. After a failure the writer writes nothing more; every later `submit` and
+first failure: the run calls it before it parks and when it ends (dropping the snapshot still
+waiting, which the run's own final save supersedes), so `run()` never returns before its last save
+is durable. After a failure the writer writes nothing more; every later `submit` and
 `flush` raises that failure again.
 
 A store whose `save` is a coroutine function is awaited in a task of the run's loop; a blocking
@@ -44,8 +45,12 @@ class SaveWriter:
         if not self.busy:
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
-    async def flush(self) -> None:
-        """Wait until every snapshot handed over is written; raises the first failure."""
+    async def flush(self, superseded: bool = False) -> None:
+        """Wait until every snapshot handed over is written; raises the first failure. With
+        `superseded`, the snapshot still waiting is dropped first: the caller writes a newer one
+        itself next (it includes everything the dropped one had), one write fewer."""
+        if superseded:
+            self._queued = None
         while self.busy:
             task = self._task
             assert task is not None
