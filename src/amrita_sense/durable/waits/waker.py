@@ -213,11 +213,12 @@ class Waker:
                     await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     continue
                 try:
-                    claims = await self._claim(self.concurrency - len(running))
-                    if claims:
-                        running.update(asyncio.ensure_future(self._resume(claim)) for claim in claims)
-                        continue
-                    pause = await self._pause()
+                    free = self.concurrency - len(running)
+                    claims = await self._claim(free)
+                    running.update(asyncio.ensure_future(self._resume(claim)) for claim in claims)
+                    if len(claims) == free:
+                        continue  # more may be due
+                    pause = await self._pause()  # the claim took every run due now
                 except Exception as exc:  # the store went away for a moment: retry at the next poll
                     logger.error(f"waker {self.owner}: a round failed: {exc!r}")
                     self.failures.append(("", exc))
