@@ -86,8 +86,9 @@ MAX_ADDRESS = 4096
 """The longest address (pointer depth) a snapshot stores."""
 
 
-def take_snapshot(interp: Any, codec: Any = None) -> bytes:
-    """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
+def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
+    """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring); packed signed
+    with `seal` (`format.encode`)."""
     blobs: list[bytes] = []
     outline = _outline(interp)
     observer = _observe.current
@@ -99,7 +100,7 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
         document = _document_text(state, codec, anchors_text(outline, state), carrier, _durable_document(interp))
         status = _status(interp, state["position"], state["ptr"], parked)
-    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
+    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs, seal)
 
 
 def _durable_document(interp: Any) -> dict | None:
