@@ -33,6 +33,8 @@ import time
 from typing import Any
 
 from amrita_sense.bench.perf_guard import MARKER, _fixed_layout, _totals, _valgrind
+from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.stores.base import _record
 
 PARTS = ("off", "null", "signed", "request", "floor")
 SIZES = (2, 12)
@@ -43,9 +45,6 @@ class _NullStore:
     """A store whose save only makes the record a store returns."""
 
     def save(self, run_id: str, data: bytes, *, expected_version: Any = None, **_: Any) -> Any:
-        from amrita_sense.durable.snapshots.format import read_header
-        from amrita_sense.durable.stores.base import _record
-
         header = read_header(data)
         version = (expected_version or 0) + 1
         return _record(run_id, version, header.status, header.fingerprint, len(data), 0.0, 0.0)

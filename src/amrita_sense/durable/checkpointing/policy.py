@@ -56,7 +56,7 @@ from amrita_sense.durable.errors import (
 )
 from amrita_sense.durable.snapshots.capture import take_snapshot
 from amrita_sense.durable.snapshots.format import read_header, unsigned
-from amrita_sense.durable.snapshots.signing import BoundMac, Keyring
+from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores import HISTORY_METHODS, CheckpointRecord
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
@@ -299,7 +299,7 @@ class Checkpointing:
             await _settle(self.on_saved(record))
         return record
 
-    def _snapshot(self, interp: Any, mac: BoundMac | None = None) -> bytes:
+    def _snapshot(self, interp: Any, mac: Any = None) -> bytes:
         """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
         try:
             return interp.snapshot(self.codec) if mac is None else take_snapshot(interp, self.codec, mac)
@@ -309,7 +309,7 @@ class Checkpointing:
                 f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
             ) from exc
 
-    def _mac(self) -> BoundMac | None:
+    def _mac(self) -> Any:
         """What a snapshot taken now for a save written at once is signed with as it is packed (the
         bytes `_signed` makes of the unsigned one), or None: no keyring, one that encrypts, or not
         this package's `Keyring` (then `_signed` signs)."""

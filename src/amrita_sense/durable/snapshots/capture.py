@@ -346,7 +346,18 @@ def _class_names(classes: Any) -> list[str]:
 
 
 def _class_names_text(classes: Any) -> str:
-    return _class_names_and_text(classes)[1]
+    global _last_names
+    last = _last_names
+    if last[0] is classes:  # a run saves the same tuple every time (tuples are immutable)
+        return last[1]
+    text = _class_names_and_text(classes)[1]
+    if type(classes) is tuple:
+        _last_names = (classes, text)
+    return text
+
+
+_last_names: tuple[Any, str] = (None, "")
+"""The pass-through class tuple `_class_names_text` named last, and its text (the tuple kept alive)."""
 
 
 def _class_names_and_text(classes: Any) -> tuple[list[str], str]:

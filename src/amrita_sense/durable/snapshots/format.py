@@ -170,9 +170,9 @@ def json_text(value: Any) -> str:
 
 def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: list[bytes], seal: Any = None) -> bytes:
     """Pack a snapshot (see the module docstring for the layout); `engine` is the engine document
-    as UTF-8 JSON text. With `seal` (`signing.Seal`: an HMAC key and what it signs for), the
-    snapshot is packed signed at once: the bytes `seal`'s keyring would make of the unsigned one,
-    without packing and checksumming that one first."""
+    as UTF-8 JSON text. With `seal` (`signing.Keyring.mac_for`: an HMAC key and what it signs for),
+    the snapshot is packed signed at once: the bytes that keyring's `sign_for` makes of the unsigned
+    one, without packing and checksumming that one first."""
     flags = 0 if seal is None else SIGNED
     if len(engine) > COMPRESS_ABOVE:
         engine, flags = _compress(engine), flags | _COMPRESSED
@@ -200,7 +200,7 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
     if seal is None:
         packed = b"".join((head, _CRC.pack(crc), engine, outline, user, blob))
     else:
-        trailer = seal.trailer(head, engine, outline, user, blob)
+        trailer = seal[0].signed_trailer(seal[1], head, engine, outline, user, blob)
         packed = b"".join((head, _CRC.pack(zlib.crc32(trailer, crc)), engine, outline, user, blob, trailer))
     global _made
     _made = (

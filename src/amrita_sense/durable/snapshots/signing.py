@@ -136,19 +136,20 @@ class Keyring:
         context = signer.context(run_id, version)
         if self.encrypt:
             sections = _seal(self._keys[self.current], context + head, sections)
-        trailer = signer.trailer + signer.digest(context, head, sections)
+        trailer = signer.signed_trailer(context, head, sections)
         crc = zlib.crc32(trailer, zlib.crc32(sections, zlib.crc32(head)))
         signed = b"".join((head, _CRC.pack(crc), sections, trailer))
         fmt.remember_signed(data, signed, head[7])  # the store's check of what a save hands it finds its header
         return signed
 
-    def mac_for(self, run_id: str, version: int) -> BoundMac | None:
+    def mac_for(self, run_id: str, version: int) -> tuple[_HmacSha256, bytes] | None:
         """What `sign_for(run_id, version, data)` signs `data` with, for `format.encode(seal=)` to pack
-        a new snapshot signed at once (the same bytes); None for an encrypting keyring."""
+        a new snapshot signed at once (the same bytes): the current key's HMAC and what it signs for
+        (`_HmacSha256.signed_trailer`); None for an encrypting keyring."""
         if self.encrypt:
             return None
         signer = self._macs[self.current]
-        return BoundMac(signer, signer.context(run_id, version))
+        return signer, signer.context(run_id, version)
 
     def open(self, data: Any) -> bytes:
         """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
@@ -241,6 +242,11 @@ class _HmacSha256:
             last = self.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
         return b"%s%d%s" % (last[1], version, self.after_version)
 
+    def signed_trailer(self, context: bytes, head: bytes, *sections: Any) -> bytes:
+        """The signature trailer of a snapshot signed for `context` (`context`) whose header, without
+        its checksum, is `head`, followed by `sections`."""
+        return self.trailer + self.digest(context, head, *sections)
+
     def digest(self, *parts: bytes | memoryview) -> bytes:
         inner = self.inner.copy()
         for part in parts:
@@ -248,23 +254,6 @@ class _HmacSha256:
         outer = self.outer.copy()
         outer.update(inner.digest())
         return outer.digest()
-
-
-class BoundMac:
-    """One key's HMAC and what it signs for (a run and a version): `format.encode(seal=)` asks it for
-    the trailer of the snapshot it packs (`Keyring.mac_for`)."""
-
-    __slots__ = ("_context", "_signer")
-
-    def __init__(self, signer: _HmacSha256, context: bytes) -> None:
-        self._signer = signer
-        self._context = context
-
-    def trailer(self, head: bytes, *sections: bytes) -> bytes:
-        """The signature trailer of the snapshot whose header (without its checksum) is `head`,
-        followed by `sections`."""
-        signer = self._signer
-        return signer.trailer + signer.digest(self._context, head, *sections)
 
 
 def _aead() -> Any:
