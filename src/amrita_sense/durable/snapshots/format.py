@@ -178,7 +178,7 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
         engine, flags = _compress(engine), flags | _COMPRESSED
     if not blobs:
         user, blob, user_len = b"", b"", 0
-    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined once, below)
+    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined below)
         blob = blobs[0]
         user, user_len = _ONE_BLOB.pack(1, len(blob)), 8 + len(blob)
     else:
@@ -196,12 +196,13 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
         len(outline),
         user_len,
     )
-    crc = zlib.crc32(blob, zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head)))))
+    sections = b"".join((engine, outline, user, blob))  # checksummed and hashed in one call each
+    crc = zlib.crc32(sections, zlib.crc32(head))
     if seal is None:
-        packed = b"".join((head, _CRC.pack(crc), engine, outline, user, blob))
+        packed = b"".join((head, _CRC.pack(crc), sections))
     else:
-        trailer = seal[0].signed_trailer(seal[1], head, engine, outline, user, blob)
-        packed = b"".join((head, _CRC.pack(zlib.crc32(trailer, crc)), engine, outline, user, blob, trailer))
+        trailer = seal[0].signed_trailer(seal[1], head, sections)
+        packed = b"".join((head, _CRC.pack(zlib.crc32(trailer, crc)), sections, trailer))
     global _made
     _made = (
         packed,
