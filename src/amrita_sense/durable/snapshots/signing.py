@@ -243,8 +243,8 @@ class _HmacSha256:
         return b"%s%d%s" % (last[1], version, self.after_version)
 
     def signed_trailer(self, context: bytes, head: bytes, *sections: Any) -> bytes:
-        """The signature trailer of a snapshot signed for `context` (`context`) whose header, without
-        its checksum, is `head`, followed by `sections`."""
+        """The signature trailer (the key id and the HMAC) of a snapshot whose header, without its
+        checksum, is `head`, followed by `sections`, signed for what `context` (`context()`) names."""
         return self.trailer + self.digest(context, head, *sections)
 
     def digest(self, *parts: bytes | memoryview) -> bytes:
