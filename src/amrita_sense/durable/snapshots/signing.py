@@ -242,10 +242,16 @@ class _HmacSha256:
             last = self.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
         return b"%s%d%s" % (last[1], version, self.after_version)
 
-    def signed_trailer(self, context: bytes, head: bytes, *sections: Any) -> bytes:
+    def signed_trailer(self, context: bytes, head: bytes, sections: Any) -> bytes:
         """The signature trailer (the key id and the HMAC) of a snapshot whose header, without its
         checksum, is `head`, followed by `sections`, signed for what `context` (`context()`) names."""
-        return self.trailer + self.digest(context, head, *sections)
+        inner = self.inner.copy()  # `digest(context, head, sections)`, inline: every signed save comes here
+        inner.update(context)
+        inner.update(head)
+        inner.update(sections)
+        outer = self.outer.copy()
+        outer.update(inner.digest())
+        return self.trailer + outer.digest()
 
     def digest(self, *parts: bytes | memoryview) -> bytes:
         inner = self.inner.copy()
