@@ -17,11 +17,13 @@ import pytest
 
 from amrita_sense import SUSPEND, Node, NodeCompose, WorkflowInterpreter
 from amrita_sense.durable import (
+    CheckpointError,
     Checkpointing,
     CodecError,
     CorruptSnapshot,
     EncryptedSnapshot,
     Keyring,
+    MemoryCheckpointStore,
     PartialPickle,
     RestoreError,
     TamperedSnapshot,
@@ -29,6 +31,8 @@ from amrita_sense.durable import (
     inspect_snapshot,
 )
 from amrita_sense.durable.snapshots import format as fmt
+from amrita_sense.durable.snapshots.capture import take_snapshot
+from amrita_sense.types import PointerVector
 from support.durable_support import KEYS, reframed
 from support.stores import STORES
 
@@ -208,6 +212,76 @@ async def test_sign_for_signs_as_a_bound_keyring_does_and_its_header_is_the_chec
             assert signed == keyring.sign_for(run_id, version, memoryview(data))
             assert fmt.read_header(signed) == fmt.read_header(bytes(bytearray(signed)))
             keyring.bound_to(run_id, version).verify(signed)
+
+
+async def _varied_runs() -> list[Any]:
+    """Interpreters at different points: never run, parked (pools pickled), with a return stack long
+    enough for a compressed engine document, finished."""
+    fresh = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(1),))
+    parked = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(2),))
+    await parked.run()
+    deep = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(3),))
+    await deep.run()
+    deep._ret_addr_stack.resize(2048)
+    for index in range(1500):
+        deep._ret_addr_stack.push(PointerVector([index % 3]))
+    finished = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(4),))
+    await finished.run()
+    await finished.run()
+    return [fresh, parked, deep, finished]
+
+
+@pytest.mark.asyncio
+async def test_a_snapshot_packed_signed_is_the_signature_of_the_unsigned_one():
+    """`format.encode(seal=keyring.mac_for(run, version))` (how a save signs as it packs) writes the
+    bytes `sign_for` makes of the unsigned snapshot, for every kind of run, codec and key; its
+    remembered header is the one a full check finds; `format.unsigned` gives the unsigned one back."""
+    rotated = Keyring({"new": os.urandom(32), "tests": KEYS._keys["tests"]})
+    runs = await _varied_runs()
+    compressed = [fmt.read_header(take_snapshot(interp, pickle)).flags & 1 for interp in runs]
+    assert compressed == [0, 0, 1, 0]
+    for interp in runs:
+        for codec in (pickle, None):
+            for keyring, (run_id, version) in ((KEYS, ("r\u00e9-\udcff", 3)), (rotated, ("run", 0))):
+                plain = take_snapshot(interp, codec)
+                signed = take_snapshot(interp, codec, keyring.mac_for(run_id, version))
+                assert signed == keyring.sign_for(run_id, version, plain)
+                assert fmt.read_header(signed) == fmt.read_header(bytes(bytearray(signed)))
+                assert fmt.unsigned(signed) == plain
+                keyring.bound_to(run_id, version).verify(signed)
+    assert Keyring.generate(encrypt=True).mac_for("run", 1) is None  # encrypted sections: signed after
+
+
+@pytest.mark.asyncio
+async def test_a_signed_save_cut_short_after_its_write_is_followed_and_signed_again():
+    """A save whose write landed but was not acknowledged: the next save finds it, follows its
+    version and writes its own snapshot signed for the version after it."""
+
+    class CutAfterWrite(MemoryCheckpointStore):
+        cut = False
+
+        def save(self, run_id: str, data: bytes, **options: Any) -> Any:
+            record = super().save(run_id, data, **options)
+            if self.cut:
+                self.cut = False
+                raise RuntimeError("the connection dropped after the commit")
+            return record
+
+    store = CutAfterWrite()
+    interp = WorkflowInterpreter(parked_graph(), extra_args=(Ticket(1),))
+    await interp.run()
+    policy = Checkpointing(store, "r", codec=pickle, keyring=KEYS)
+    await policy.save(interp)
+    store.cut = True
+    with pytest.raises(CheckpointError):
+        await policy.save(interp)
+    assert policy.version == 1
+    record = await policy.save(interp)
+    assert (record.version, policy.version) == (3, 3)
+    latest = store.load("r")
+    KEYS.bound_to("r", 3).verify(latest.data)
+    restored = WorkflowInterpreter.restore(parked_graph(), latest.data, codec=pickle, keyring=KEYS.bound_to("r", 3))
+    assert restored._ava_args_v[1].number == 2
 
 
 def test_a_keyring_from_the_environment_and_its_refusals():

@@ -55,7 +55,8 @@ from amrita_sense.durable.errors import (
     RunInterrupted,
     SnapshotUnavailable,
 )
-from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.capture import take_snapshot
+from amrita_sense.durable.snapshots.format import read_header, unsigned
 from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores import HISTORY_METHODS, Checkpoint, CheckpointRecord
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
@@ -227,9 +228,10 @@ class Checkpointing:
         if self._writer is not None:
             await self._writer.flush(superseded=True)
         started = time.perf_counter() if _observe.current is not None else 0.0
-        data = self._snapshot(interp)
+        mac = self._mac()
+        data = self._snapshot(interp, mac)
         marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)
-        return await self._write(data, interp, started, marks=marks)
+        return await self._write(data, interp, started, marks=marks, signed=mac is not None)
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -270,14 +272,21 @@ class Checkpointing:
         return (None if wait is None else Wait(wait[0], wait[1]), (*self._delivered, *taking), release)
 
     async def _write(
-        self, data: bytes, interp: Any, started: float, offload: bool = False, marks: Any = None
+        self,
+        data: bytes,
+        interp: Any,
+        started: float,
+        offload: bool = False,
+        marks: Any = None,
+        signed: bool = False,
     ) -> CheckpointRecord:
         """Store `data` over `version` (a save cut short before it was acknowledged is found and
-        followed); the new record, reported to the observer and `on_saved`."""
+        followed); the new record, reported to the observer and `on_saved`. `signed`: `data` is
+        signed already, for the version after `version` (`_mac`)."""
         if self._fence is not None:
             raise self._fence
         cut = self._unacknowledged
-        stored = self._signed(data)
+        stored = data if signed else self._signed(data)
         self._unacknowledged = (self.version, stored)
         try:
             record = await self._store(stored, offload, marks)
@@ -287,6 +296,8 @@ class Checkpointing:
                 if interrupted is None:
                     raise
                 raise interrupted from exc
+            if signed:
+                data = unsigned(data)
             record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
         if marks is not None:
             if marks[1]:
@@ -305,21 +316,33 @@ class Checkpointing:
             await _settle(self.on_saved(record))
         return record
 
-    def _snapshot(self, interp: Any) -> bytes:
+    def _snapshot(self, interp: Any, mac: Any = None) -> bytes:
+        """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
         try:
-            return interp.snapshot(self.codec)
+            return interp.snapshot(self.codec) if mac is None else take_snapshot(interp, self.codec, mac)
         except CodecError as exc:  # the run's objects: a checkpoint failure, never the run's own panic
             raise CheckpointError(
                 f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
                 f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
             ) from exc
 
+    def _mac(self) -> Any:
+        """What a snapshot taken now for a save written at once is signed with as it is packed (the
+        bytes `_signed` makes of the unsigned one), or None: no keyring, one that encrypts, or not
+        this package's `Keyring` (then `_signed` signs)."""
+        if type(self.keyring) is not Keyring:
+            return None
+        return self.keyring.mac_for(self.run_id, self._signing_version())
+
+    def _signing_version(self) -> int:
+        """The version a save written now is signed for (unknown when saves are unconditional: 0)."""
+        return 0 if self.version is None else self.version + 1
+
     def _signed(self, data: bytes) -> bytes:
-        """`data` signed for this run at the version it is about to be saved as (unknown when saves
-        are unconditional: then for the run, version 0)."""
+        """`data` signed for this run at the version it is about to be saved as (`_signing_version`)."""
         if self.keyring is None:
             return data
-        version = 0 if self.version is None else self.version + 1
+        version = self._signing_version()
         if type(self.keyring) is Keyring:  # the same bytes, without a bound keyring made per save
             return self.keyring.sign_for(self.run_id, version, data)
         return self.keyring.bound_to(self.run_id, version).sign_own(data)

@@ -86,8 +86,9 @@ MAX_ADDRESS = 4096
 """The longest address (pointer depth) a snapshot stores."""
 
 
-def take_snapshot(interp: Any, codec: Any = None) -> bytes:
-    """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring)."""
+def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
+    """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring); packed signed
+    with `seal` (`format.encode`)."""
     blobs: list[bytes] = []
     outline = _outline(interp)
     observer = _observe.current
@@ -99,7 +100,7 @@ def take_snapshot(interp: Any, codec: Any = None) -> bytes:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
         document = _document_text(state, codec, anchors_text(outline, state), carrier, _durable_document(interp))
         status = _status(interp, state["position"], state["ptr"], parked)
-    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs)
+    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs, seal)
 
 
 def _durable_document(interp: Any) -> dict | None:
@@ -345,7 +346,18 @@ def _class_names(classes: Any) -> list[str]:
 
 
 def _class_names_text(classes: Any) -> str:
-    return _class_names_and_text(classes)[1]
+    global _last_names
+    last = _last_names
+    if last[0] is classes:  # a run saves the same tuple every time (tuples are immutable)
+        return last[1]
+    text = _class_names_and_text(classes)[1]
+    if type(classes) is tuple:
+        _last_names = (classes, text)
+    return text
+
+
+_last_names: tuple[Any, str] = (None, "")
+"""The pass-through class tuple `_class_names_text` named last, and its text (the tuple kept alive)."""
 
 
 def _class_names_and_text(classes: Any) -> tuple[list[str], str]:

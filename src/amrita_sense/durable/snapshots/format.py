@@ -168,15 +168,17 @@ def json_text(value: Any) -> str:
     return _JSON.encode(value) if _ONE_SHOT is None else "".join(_ONE_SHOT(value, 0))
 
 
-def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: list[bytes]) -> bytes:
+def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: list[bytes], seal: Any = None) -> bytes:
     """Pack a snapshot (see the module docstring for the layout); `engine` is the engine document
-    as UTF-8 JSON text."""
-    flags = 0
+    as UTF-8 JSON text. With `seal` (`signing.Keyring.mac_for`: an HMAC key and what it signs for),
+    the snapshot is packed signed at once: the bytes that keyring's `sign_for` makes of the unsigned
+    one, without packing and checksumming that one first."""
+    flags = 0 if seal is None else SIGNED
     if len(engine) > COMPRESS_ABOVE:
-        engine, flags = _compress(engine), _COMPRESSED
+        engine, flags = _compress(engine), flags | _COMPRESSED
     if not blobs:
         user, blob, user_len = b"", b"", 0
-    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined once, below)
+    elif len(blobs) == 1:  # the pools: the count and the length, then the blob (joined below)
         blob = blobs[0]
         user, user_len = _ONE_BLOB.pack(1, len(blob)), 8 + len(blob)
     else:
@@ -194,8 +196,13 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
         len(outline),
         user_len,
     )
-    crc = zlib.crc32(blob, zlib.crc32(user, zlib.crc32(outline, zlib.crc32(engine, zlib.crc32(head)))))
-    packed = b"".join((head, _CRC.pack(crc), engine, outline, user, blob))
+    sections = b"".join((engine, outline, user, blob))  # checksummed and hashed in one call each
+    crc = zlib.crc32(sections, zlib.crc32(head))
+    if seal is None:
+        packed = b"".join((head, _CRC.pack(crc), sections))
+    else:
+        trailer = seal[0].signed_trailer(seal[1], head, sections)
+        packed = b"".join((head, _CRC.pack(zlib.crc32(trailer, crc)), sections, trailer))
     global _made
     _made = (
         packed,
@@ -233,6 +240,14 @@ def with_checksum(head: bytes, *rest: Any) -> bytes:
     for part in rest:
         crc = zlib.crc32(part, crc)
     return b"".join((head, _CRC.pack(crc), *rest))
+
+
+def unsigned(data: bytes) -> bytes:
+    """A signed (not encrypted) snapshot without its signature: the snapshot that was signed."""
+    header = read_header(data)
+    head = bytearray(data[:_CRC_AT])
+    head[7] &= ~SIGNED
+    return with_checksum(bytes(head), data[_HEADER.size : header.sections_end])
 
 
 def _compress(data: bytes) -> bytes:

@@ -133,23 +133,23 @@ class Keyring:
             data = bytes(data)
         head = data[:7] + (_SEALED_FLAG_BYTES if self.encrypt else _SIGNED_FLAG_BYTES)[data[7]] + data[8:_CRC_AT]
         sections: Any = memoryview(data)[fmt.HEADER_SIZE :]  # hashed and joined without a copy
-        last = signer.last_run  # `_context`, its part before the version kept for the run signed last
-        if last[0] != run_id:
-            last = signer.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
-        context = b"%s%d%s" % (last[1], version, signer.after_version)
+        context = signer.context(run_id, version)
         if self.encrypt:
             sections = _seal(self._keys[self.current], context + head, sections)
-        inner = signer.inner.copy()  # the HMAC (`_HmacSha256.digest`), inline: a save signs once
-        inner.update(context)
-        inner.update(head)
-        inner.update(sections)
-        outer = signer.outer.copy()
-        outer.update(inner.digest())
-        trailer = signer.trailer + outer.digest()
+        trailer = signer.signed_trailer(context, head, sections)
         crc = zlib.crc32(trailer, zlib.crc32(sections, zlib.crc32(head)))
         signed = b"".join((head, _CRC.pack(crc), sections, trailer))
         fmt.remember_signed(data, signed, head[7])  # the store's check of what a save hands it finds its header
         return signed
+
+    def mac_for(self, run_id: str, version: int) -> tuple[_HmacSha256, bytes] | None:
+        """What `sign_for(run_id, version, data)` signs `data` with, for `format.encode(seal=)` to pack
+        a new snapshot signed at once (the same bytes): the current key's HMAC and what it signs for
+        (`_HmacSha256.signed_trailer`); None for an encrypting keyring."""
+        if self.encrypt:
+            return None
+        signer = self._macs[self.current]
+        return signer, signer.context(run_id, version)
 
     def open(self, data: Any) -> bytes:
         """`data` checked (`verify`), and decrypted when it is encrypted: the snapshot to decode."""
@@ -234,6 +234,24 @@ class _HmacSha256:
         self.after_version = b"\0" + self.key_id + b"\0"
         self.last_run: tuple[str | None, bytes] = (None, b"")
         """The run id `sign_for` signed for last, and its context's start (`_context`)."""
+
+    def context(self, run_id: str, version: int) -> bytes:
+        """`_context((run_id, version), key_id)`, its part before the version kept for the run asked last."""
+        last = self.last_run
+        if last[0] != run_id:
+            last = self.last_run = (run_id, b"%s%s\0" % (_DOMAIN, run_id.encode("utf-8", "surrogatepass")))
+        return b"%s%d%s" % (last[1], version, self.after_version)
+
+    def signed_trailer(self, context: bytes, head: bytes, sections: Any) -> bytes:
+        """The signature trailer (the key id and the HMAC) of a snapshot whose header, without its
+        checksum, is `head`, followed by `sections`, signed for what `context` (`context()`) names."""
+        inner = self.inner.copy()  # `digest(context, head, sections)`, inline: every signed save comes here
+        inner.update(context)
+        inner.update(head)
+        inner.update(sections)
+        outer = self.outer.copy()
+        outer.update(inner.digest())
+        return self.trailer + outer.digest()
 
     def digest(self, *parts: bytes | memoryview) -> bytes:
         inner = self.inner.copy()
