@@ -34,6 +34,7 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from amrita_sense import core as _core
 from amrita_sense.core import StreamGate
+from amrita_sense.core import settle as _settle
 from amrita_sense.core import wake as _wake
 from amrita_sense.exceptions import InvalidOperand, StreamStateError
 
@@ -57,11 +58,6 @@ _NOTHING = object()
 # How a parked caller was served. A writer let in while others were queued is QUEUED: its item
 # waits in the queue, where a cancelled writer can still take it back.
 _WAITING, _SERVED, _CLOSED, _BROKEN, _QUEUED = 0, 1, 2, 3, 4
-
-
-def _settle(fut: asyncio.Future, value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
 
 
 def _remove_identical(items: deque[Any], item: Any) -> bool:
@@ -538,7 +534,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         except BaseException:
             gate.withdraw(request, True)
             raise
-        gate.settle(request)
+        gate.clear_answered(request)
 
     _gates_by_tags = True
     """Whether this class's gates park by the request's tag filter alone: its gate methods are

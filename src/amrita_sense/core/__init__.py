@@ -124,6 +124,7 @@ Stack = _structures_part.Stack
 SuspendFlag = _structures_part.SuspendFlag
 StreamGate = _structures_part.StreamGate
 wake = _structures_part.wake
+settle = _structures_part.settle
 InterpretLock = _structures_part.InterpretLock
 InterpreterCore = _impl.InterpreterCore
 NEVER_PENDING = _structures_part.NEVER_PENDING

@@ -62,7 +62,6 @@ cdef class SuspendFlag:
 
 
 cpdef object wake(object fut, unsigned long owner, object value=*)
-cdef object _settle(object fut, object value)
 cdef unsigned long _thread_ident() noexcept
 
 

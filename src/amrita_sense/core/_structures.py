@@ -164,12 +164,13 @@ def wake(fut: Any, owner: int, value: Any = None) -> None:
             fut.set_result(value)
         return
     try:
-        fut.get_loop().call_soon_threadsafe(_settle, fut, value)
+        fut.get_loop().call_soon_threadsafe(settle, fut, value)
     except RuntimeError:  # the loop is closed: nobody is left to wake
         pass
 
 
-def _settle(fut: Any, value: Any) -> None:
+def settle(fut: Any, value: Any) -> None:
+    """Set `fut`'s result to `value` unless it is done (a callback of its own loop)."""
     if not fut.done():
         fut.set_result(value)
 
@@ -264,8 +265,8 @@ class StreamGate(SuspendFlag):
         finally:
             self._release()
 
-    def settle(self, request: Any) -> None:
-        """`request` was answered: clear it if it is still the current one."""
+    def clear_answered(self, request: Any) -> None:
+        """`request` was answered (a gate took it): clear it if it is still the current one."""
         self._acquire()
         try:
             if self.request is request:
