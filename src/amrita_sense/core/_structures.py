@@ -176,9 +176,14 @@ def settle(fut: Any, value: Any) -> None:
 
 
 def _thread_ident() -> int:
+    """The running thread's ident (the pure build binds the name to `threading.get_ident` itself)."""
     if cython.compiled:
         return PyThread_get_thread_ident()
     return threading.get_ident()
+
+
+if not cython.compiled:  # the pure build: `threading.get_ident` itself, without a call around it
+    _thread_ident = threading.get_ident
 
 
 class StreamGate(SuspendFlag):
