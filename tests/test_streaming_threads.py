@@ -187,8 +187,8 @@ async def test_gates_on_several_loops_park_in_one_wave_and_resume_together():
         remote = [on(first, stream._wait_for_continue("t")), on(second, stream._wait_for_continue("t"))]
         await asyncio.wait_for(waiter, GUARD)
         # each remote gate either joined the wave or came after the request was spent
-        await until(lambda: len(stream._parked or ()) + sum(f.done() for f in remote) == 2)
-        parked = len(stream._parked or ())
+        await until(lambda: len(stream._suspend_flag.parked or ()) + sum(f.done() for f in remote) == 2)
+        parked = len(stream._suspend_flag.parked or ())
         assert parked >= 1
         assert await stream._wait_for_continue("t") is False  # the request is spent
         stream.resume()

@@ -180,12 +180,12 @@ async def test_cancelling_a_request_that_already_parked_a_gate_releases_it():
     waiter = await requested(stream)
     gate = asyncio.create_task(stream._wait_for_continue("t"))
     await asyncio.sleep(0)  # the gate parks and wakes the requester...
-    assert stream._parked
+    assert stream._suspend_flag.parked
     waiter.cancel()  # ...which is cancelled before it runs: nobody would resume the gate
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert await asyncio.wait_for(gate, 5) is True
-    assert not stream._suspend_flag.pending and stream._parked is None
+    assert not stream._suspend_flag.pending and stream._suspend_flag.parked is None
 
 
 @pytest.mark.asyncio
@@ -239,11 +239,11 @@ async def test_one_request_parks_one_wave_and_resume_releases_all_of_it():
     waiter = await requested(stream, "t")
     gates = [asyncio.create_task(stream._wait_for_continue("t")) for _ in range(3)]
     await waiter  # the gates were scheduled before the woken requester, so all three joined
-    assert len(stream._parked) == 3
+    assert len(stream._suspend_flag.parked) == 3
     assert await stream._wait_for_continue("t") is False  # the request is spent
     stream.resume()
     assert await asyncio.gather(*gates) == [True, True, True]
-    assert stream._parked is None
+    assert stream._suspend_flag.parked is None
 
 
 @pytest.mark.asyncio
@@ -256,7 +256,7 @@ async def test_a_cancelled_gate_leaves_the_wave():
     leaving.cancel()
     with pytest.raises(asyncio.CancelledError):
         await leaving
-    assert len(stream._parked) == 1
+    assert len(stream._suspend_flag.parked) == 1
     stream.resume()
     assert await staying is True
 

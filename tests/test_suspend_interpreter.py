@@ -541,7 +541,7 @@ async def test_every_matching_gate_of_concurrent_children_parks_exactly_once():
     interp = WorkflowInterpreter(NodeCompose(batch, rec.act("after")).render())
     stream = interp.object_io
     waves: list = []
-    await drive(interp, ("shared-tag",), lambda i: waves.append(len(stream._parked)))
+    await drive(interp, ("shared-tag",), lambda i: waves.append(len(stream._suspend_flag.parked)))
     assert sum(waves) == 3
     assert sorted(rec.trace[:-1]) == ["p", "q", "r", "t1", "t2", "t3"] and rec.trace[-1] == "after"
 
@@ -557,6 +557,6 @@ async def test_two_independent_interpreters_on_one_stream():
     async def both():
         await asyncio.gather(first.run(), second.run())
 
-    await drive(first, (tag_of("a2"), tag_of("b2")), lambda i: waves.append(len(stream._parked)), both)
+    await drive(first, (tag_of("a2"), tag_of("b2")), lambda i: waves.append(len(stream._suspend_flag.parked)), both)
     assert sum(waves) == 2
     assert sorted(rec.trace) == ["a1", "a2", "b1", "b2"]

@@ -106,3 +106,38 @@ async def test_a_stream_with_its_own_gate_still_sees_every_gate():
         "NodeSuspend::step0",  # called although the filter excludes it
         PC_CHECKPOINT,  # parks before step1; no request left after it: no gate is called
     ]
+
+
+class PickyStream(SuspendObjectStream):
+    """A stream whose gates park only at the tag it picks, whatever the request's filter."""
+
+    def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
+        return super()._request_to_park_for(tag) if tag == "picked" else None
+
+
+@pytest.mark.asyncio
+async def test_a_streams_own_request_to_park_for_decides_which_gates_park():
+    stream = PickyStream()
+    assert not PickyStream._gates_by_tags
+    waiter = asyncio.ensure_future(stream.wait_to_suspend())
+    await asyncio.sleep(0)
+    assert await stream._wait_for_continue("other") is False
+    assert not stream._would_park("other") and stream._would_park("picked")
+    gate = asyncio.ensure_future(stream._wait_for_continue("picked"))
+    await asyncio.wait_for(waiter, GUARD)
+    assert not gate.done()
+    stream.resume()
+    assert await asyncio.wait_for(gate, GUARD) is True
+
+
+@pytest.mark.asyncio
+async def test_a_run_on_a_stream_that_picks_its_gates_passes_the_others():
+    log: list = []
+    stream = PickyStream()
+    waiter = asyncio.ensure_future(stream.wait_to_suspend())  # no filter: every gate, as far as it goes
+    await asyncio.sleep(0)
+    await asyncio.wait_for(WorkflowInterpreter(_graph(log, 3), stream).run(), GUARD)
+    assert log == [0, 1, 2] and not waiter.done()  # no gate of the run was the picked one
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter

@@ -2,7 +2,8 @@
 
 The workflow is the *producer*, the code driving it is the *consumer*.
 
-Suspension is state held by the stream. `wait_to_suspend(*tags)` records a
+Suspension is state held by the stream's gate (`_suspend_flag`, the core's
+`StreamGate`, compiled with the core). `wait_to_suspend(*tags)` records a
 request; the producer parks at the next gate (`_wait_for_continue(tag)`) whose
 tag matches, which wakes the requester; `resume()` releases every parked gate.
 While a request is outstanding `_suspend_flag.pending` is True, and that flag is
@@ -14,7 +15,7 @@ Channels: producer to consumer (`yield_response` / `push_object`, read with
 (`send_to_producer`, read with `get_producer_input_generator()`).
 
 Everything here is safe to share between threads and event loops: state sits
-behind a `threading.Lock`, every future belongs to the loop that awaits it, and
+behind thread locks (the gate's its own), every future belongs to the loop that awaits it, and
 a future owned by another loop is resolved through `call_soon_threadsafe`.
 Only the standard library is used.
 """
@@ -32,7 +33,9 @@ from threading import get_ident
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from amrita_sense import core as _core
-from amrita_sense.core import SuspendFlag
+from amrita_sense.core import StreamGate
+from amrita_sense.core import settle as _settle
+from amrita_sense.core import wake as _wake
 from amrita_sense.exceptions import InvalidOperand, StreamStateError
 
 ObjectTypeT = TypeVar("ObjectTypeT")
@@ -55,26 +58,6 @@ _NOTHING = object()
 # How a parked caller was served. A writer let in while others were queued is QUEUED: its item
 # waits in the queue, where a cancelled writer can still take it back.
 _WAITING, _SERVED, _CLOSED, _BROKEN, _QUEUED = 0, 1, 2, 3, 4
-
-
-def _settle(fut: asyncio.Future, value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
-
-
-def _wake(fut: asyncio.Future, owner: int, value: Any = None) -> None:
-    """Resolve `fut`, awaited on a loop running in thread `owner`, from any thread.
-
-    On the owner thread the future is set directly; from elsewhere the loop does it.
-    """
-    if get_ident() == owner:
-        if not fut.done():
-            fut.set_result(value)
-        return
-    try:
-        fut.get_loop().call_soon_threadsafe(_settle, fut, value)
-    except RuntimeError:  # the loop is closed: nobody is left to wake
-        pass
 
 
 def _remove_identical(items: deque[Any], item: Any) -> bool:
@@ -436,18 +419,10 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
         self._q_tout = _check_timeout(queue_timeout, "queue_timeout")
         _check_callback(callback, "callback")
         _check_callback(receive_callback, "receive_callback")
-        #: The interpreter's step loop reads only this: True while a request is outstanding.
-        self._suspend_flag = SuspendFlag()
+        #: The suspend gate's state (the compiled core's `StreamGate`): the interpreter's step loop
+        #: reads only its flag, `pending`, True while a request is outstanding.
+        self._suspend_flag = StreamGate(self._gates_by_tags)
         self._state_lock = threading.Lock()
-        # The outstanding request is its requester's future (None: no request), its tag
-        # filter, and whether a gate has taken it. A wave of parked gates is a list of
-        # (future, thread) pairs, with the request it was parked for.
-        self._request: asyncio.Future | None = None
-        self._request_owner = 0  # the thread whose loop awaits the request
-        self._request_tags: tuple[str, ...] = ()
-        self._request_fired = False
-        self._parked: list[tuple[asyncio.Future, int]] | None = None
-        self._parked_for: asyncio.Future | None = None
         self._forward = _Channel(size, "Queue is closed.")
         self._reverse = _Channel(size, "Reverse queue is closed.")
         self._callback_fun = callback
@@ -480,7 +455,7 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             watcher(held)
 
     def __repr__(self) -> str:
-        parked = len(self._parked or ())
+        parked = len(self._suspend_flag.parked or ())
         return (
             f"<{type(self).__name__} pending={bool(self._suspend_flag.pending)} parked={parked} "
             f"queued={len(self._forward)} done={self._forward.done}>"
@@ -546,33 +521,20 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
                 _check_tag(tag)
         if timeout is not None:
             timeout = _check_timeout(timeout, "timeout")
-        request = asyncio.get_running_loop().create_future()
-        with self._state_lock:
-            if self._request is not None and not self._request_fired:
-                raise StreamStateError("Already waiting for suspend!")
-            self._request = request
-            self._request_owner = get_ident()
-            self._request_tags = tags
-            self._request_fired = False
-            # the step loop skips the gates whose tag the filter excludes, when it alone decides
-            self._suspend_flag.tags = tags if self._gates_by_tags else None
-            self._suspend_flag.pending = True
+        gate = self._suspend_flag
+        request = gate.post(tags)
+        if request is None:
+            raise StreamStateError("Already waiting for suspend!")
         try:
             if timeout is None:
                 await request
-            elif not await _wait(request, timeout):
-                with self._state_lock:
-                    # a gate may have parked just as time ran out (only a taken request is ever replaced)
-                    parked = self._request is not request or self._request_fired
-                if not parked:
-                    raise TimeoutError(f"the producer did not reach a matching gate within {timeout} seconds")
+            elif not await _wait(request, timeout) and not gate.taken(request):
+                # (a gate may have parked just as time ran out)
+                raise TimeoutError(f"the producer did not reach a matching gate within {timeout} seconds")
         except BaseException:
-            self._withdraw(request, release=True)
+            gate.withdraw(request, True)
             raise
-        with self._state_lock:
-            if self._request is request:
-                self._request = None
-                self._suspend_flag.pending = False
+        gate.clear_answered(request)
 
     _gates_by_tags = True
     """Whether this class's gates park by the request's tag filter alone: its gate methods are
@@ -585,102 +547,28 @@ class SuspendObjectStream(Generic[ObjectTypeT]):
             and cls._request_to_park_for is SuspendObjectStream._request_to_park_for
         )
 
-    def _withdraw(self, request: asyncio.Future, release: bool) -> None:
-        """Clear `request` if it is still the current one.
-
-        With `release` (the requester gave up), gates that parked for it are
-        released too: nobody is left who knows they are parked.
-        """
-        orphans = None
-        with self._state_lock:
-            if self._request is not request:
-                return
-            self._request = None
-            self._suspend_flag.pending = False
-            if release and self._parked_for is request:
-                orphans, self._parked = self._parked, None
-        for fut, owner in orphans or ():
-            _wake(fut, owner)
-
     def resume(self) -> None:
         """Release every parked gate. With nothing parked this does nothing.
 
         Safe to call from any thread.
         """
-        with self._state_lock:
-            parked = self._parked
-            if parked is None:
-                return
-            self._parked = None
-        here = get_ident()
-        for fut, owner in parked:
-            if owner == here:
-                if not fut.done():
-                    fut.set_result(None)
-            else:
-                _wake(fut, owner)
+        self._suspend_flag.resume()
 
     async def _wait_for_continue(self, tag: str | None = None) -> bool:
         """The gate: park here if a pending request matches `tag`, until `resume()`.
 
-        Returns True only if it actually parked.
+        Returns True only if it actually parked. (An interpreter whose stream's gate methods are
+        these awaits `self._suspend_flag.wait(self, tag)` itself, as this does.)
         """
-        if not self._suspend_flag.pending:
-            return False
-        with self._state_lock:
-            request = self._request_to_park_for(tag)
-            if request is None:
-                return False
-            fired = self._request_fired
-            fut = asyncio.get_running_loop().create_future()
-            here = get_ident()
-            entry = (fut, here)
-            parked = self._parked
-            if parked is None:
-                parked = self._parked = [entry]
-                self._parked_for = request
-            else:
-                parked.append(entry)
-            if not fired:
-                self._request_fired = True
-                if self._request_owner == here and not request.done():
-                    request.set_result(None)  # the requester's loop runs right here
-                else:
-                    _wake(request, self._request_owner)
-        if self._output_watchers is not None:
-            self._tell_watchers(True)
-        try:
-            await fut
-        except BaseException:
-            with self._state_lock:
-                if entry in parked:
-                    parked.remove(entry)
-                    if not parked and self._parked is parked:
-                        self._parked = None
-            raise
-        finally:
-            if self._output_watchers is not None:
-                self._tell_watchers(False)
-        return True
+        return await self._suspend_flag.wait(self, tag)
 
     def _request_to_park_for(self, tag: str | None) -> asyncio.Future | None:
-        """The pending request a gate tagged `tag` parks for, or None (call with the state lock held)."""
-        request = self._request
-        if request is None:
-            return None
-        tags = self._request_tags
-        if tags and (tag is None or tag not in tags):
-            return None
-        if not self._request_fired and request.done():
-            return None  # the requester was cancelled or timed out: nobody would resume a gate
-        return request
+        """The pending request a gate tagged `tag` parks for, or None (called with the gate's lock held)."""
+        return self._suspend_flag.request_for(tag)
 
     def _would_park(self, tag: str | None = None) -> bool:
         """Whether `_wait_for_continue(tag)` called now would park (the checkpointer asks before it saves)."""
-        if not self._suspend_flag.pending:
-            return False
-        with self._state_lock:
-            return self._request_to_park_for(tag) is not None
+        return self._suspend_flag.would_park(self, tag)
 
     # ----- producer to consumer ------------------------------------------------------------
 

@@ -467,7 +467,12 @@ def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
     """Whether `plan` is still the plan of an argument-less dispatch of `event_type`."""
     if plan.event_type is not event_type and plan.event_type != event_type:
         return False
-    if not _current(hook, plan) or hook.registry._event_handlers is not plan.table:
+    if cython.compiled:
+        if not _current(hook, plan):
+            return False
+    elif hook.version[0] != plan.version:  # `_current`'s test, without the call a pure build pays for
+        return False
+    if hook.registry._event_handlers is not plan.table:
         return False
     return _same_handlers(plan.groups, plan.copies)
 
@@ -499,7 +504,10 @@ def _call(lock: DispatchLock, step: FastStep, event: Any) -> Any:
         else:
             coro = keyword_call(step.function, step.names, step.nargs, step.picks, step.matcher, event)
     else:
-        values = [step.matcher if step.picks & (1 << i) else event for i in range(step.nargs)]
+        if step.picks:
+            values = [step.matcher if step.picks & (1 << i) else event for i in range(step.nargs)]
+        else:  # every argument is the event (the usual handler): no loop
+            values = [event] * step.nargs
         if step.code is not None and step.function.__code__ is step.code:
             coro = step.function(*values)
         else:

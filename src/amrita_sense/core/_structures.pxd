@@ -5,6 +5,7 @@
 # __slots__; a typed field refuses what the pure build's code would never store there (TypeError).
 
 cimport cython
+from cpython.pythread cimport PyThread_type_lock
 
 cdef Py_ssize_t ROW_WIDTH, _TABLES_PER_PROGRAM
 
@@ -58,6 +59,27 @@ cdef class Stack:
 cdef class SuspendFlag:
     cdef public bint pending
     cdef public tuple tags  # the request's tag filter when the stream parks by it alone, else None
+
+
+cpdef object wake(object fut, unsigned long owner, object value=*)
+cdef unsigned long _thread_ident() noexcept
+
+
+cdef class StreamGate(SuspendFlag):
+    cdef PyThread_type_lock _mutex  # guards the fields below (taken by every method)
+    cdef readonly bint by_tags  # the stream's gate methods are SuspendObjectStream's own
+    cdef public object request  # the requester's future, or None
+    cdef public unsigned long owner  # the thread whose loop awaits `request`
+    cdef public tuple request_tags  # its tag filter (empty: every gate)
+    cdef public bint fired  # a gate took `request`
+    cdef public list parked  # the parked gates' (future, thread) pairs, or None
+    cdef public object parked_for  # the request they parked for
+
+    cdef inline int _acquire(self) except -1
+    cdef inline void _release(self) noexcept
+    cpdef object request_for(self, object tag)
+    cdef inline object _request_of(self, object stream, object tag)
+    cdef int _unpark(self, list parked, tuple entry) except -1
 
 
 cdef class PointerVector:

@@ -1,6 +1,6 @@
 """The core's data structures: the node table (`Program`) and its injection plans (`CallPlan`), the
 program counter (`PointerVector`), the bounded stack (`Stack`), the interpreter lock
-(`InterpretLock`) and the stream's suspend flag (`SuspendFlag`). The step loop (`_sense_core`)
+(`InterpretLock`), the stream's suspend flag (`SuspendFlag`) and its gate (`StreamGate`). The step loop (`_sense_core`)
 reads and writes their fields; nothing here knows about it.
 
 One source for both builds: Cython compiles it with `_structures.pxd` into
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 try:
     import cython
@@ -47,6 +48,15 @@ else:
         _ssize,
     )
     from cython.cimports.cpython.mem import PyMem_Free, PyMem_Malloc
+    from cython.cimports.cpython.pythread import (
+        NOWAIT_LOCK,
+        WAIT_LOCK,
+        PyThread_acquire_lock,
+        PyThread_allocate_lock,
+        PyThread_free_lock,
+        PyThread_get_thread_ident,
+        PyThread_release_lock,
+    )
 
 from amrita_sense.core import opcodes as _opcodes
 from amrita_sense.core import portable as _portable
@@ -143,6 +153,240 @@ class SuspendFlag:
     def __init__(self) -> None:
         self.pending = False
         self.tags: tuple[str, ...] | None = None
+
+
+def wake(fut: Any, owner: int, value: Any = None) -> None:
+    """Resolve `fut`, awaited on a loop running in thread `owner`, from any thread: on the owner
+    thread directly (unless it is done), from elsewhere through its loop (`call_soon_threadsafe`;
+    a closed loop has nobody left to wake)."""
+    if _thread_ident() == owner:
+        if not fut.done():
+            fut.set_result(value)
+        return
+    try:
+        fut.get_loop().call_soon_threadsafe(settle, fut, value)
+    except RuntimeError:  # the loop is closed: nobody is left to wake
+        pass
+
+
+def settle(fut: Any, value: Any) -> None:
+    """Set `fut`'s result to `value` unless it is done (a callback of its own loop)."""
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _thread_ident() -> int:
+    """The running thread's ident (the pure build binds the name to `threading.get_ident` itself)."""
+    if cython.compiled:
+        return PyThread_get_thread_ident()
+    return threading.get_ident()
+
+
+if not cython.compiled:  # the pure build: `threading.get_ident` itself, without a call around it
+    _thread_ident = threading.get_ident
+
+
+class StreamGate(SuspendFlag):
+    """A stream's suspend gate (`SuspendObjectStream._suspend_flag`): the flag the step loop reads,
+    and the state of the gate behind a lock of its own, which every method here takes.
+
+    The outstanding request is its requester's future (`request`, None: no request), the thread
+    whose loop awaits it (`owner`), its tag filter (`request_tags`) and whether a gate has taken it
+    (`fired`). A wave of parked gates is a list of (future, thread) pairs (`parked`, None: none),
+    with the request it was parked for (`parked_for`). `by_tags`: the stream's gate methods are
+    `SuspendObjectStream`'s own, so its gates park by the request's tag filter alone (the flag's
+    `tags` is then set with each request, and `wait` tests the filter here, else it asks the
+    stream's `_request_to_park_for`).
+
+    threads: the lock is a thread lock (compiled: a `PyThread` lock, waited for without the GIL),
+    so a section may run Python code (a subclass's `_request_to_park_for`, a future's callbacks
+    being scheduled). A future is resolved on its own loop's thread (`wake`)."""
+
+    __slots__ = ("_lock", "by_tags", "fired", "owner", "parked", "parked_for", "request", "request_tags")
+
+    def __cinit__(self) -> None:  # the compiled build only
+        if cython.compiled:
+            self._mutex = PyThread_allocate_lock()
+            if self._mutex == cython.NULL:
+                raise MemoryError("no lock for a StreamGate")
+
+    def __dealloc__(self) -> None:  # the compiled build only
+        if cython.compiled:
+            if self._mutex != cython.NULL:
+                PyThread_free_lock(self._mutex)
+
+    def __init__(self, by_tags: bool) -> None:
+        super().__init__()
+        if not cython.compiled:
+            self._lock = threading.Lock()
+        self.by_tags = by_tags
+        self.request: asyncio.Future | None = None
+        self.owner = 0
+        self.request_tags: tuple[str, ...] = ()
+        self.fired = False
+        self.parked: list[tuple[asyncio.Future, int]] | None = None
+        self.parked_for: asyncio.Future | None = None
+
+    def _acquire(self) -> None:
+        if cython.compiled:
+            if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+                with cython.nogil:
+                    PyThread_acquire_lock(self._mutex, WAIT_LOCK)
+        else:
+            self._lock.acquire()
+
+    def _release(self) -> None:
+        if cython.compiled:
+            PyThread_release_lock(self._mutex)
+        else:
+            self._lock.release()
+
+    # ----- the requester's side ------------------------------------------------------------
+
+    def post(self, tags: tuple) -> Any:
+        """Make the request `tags` (a future on the running loop, returned), unless another one is
+        still waiting for a gate (None)."""
+        request = asyncio.get_running_loop().create_future()
+        self._acquire()
+        try:
+            if self.request is not None and not self.fired:
+                return None
+            self.request = request
+            self.owner = _thread_ident()
+            self.request_tags = tags
+            self.fired = False
+            # the step loop skips the gates whose tag the filter excludes, when it alone decides
+            self.tags = tags if self.by_tags else None
+            self.pending = True
+        finally:
+            self._release()
+        return request
+
+    def taken(self, request: Any) -> bool:
+        """Whether a gate took `request` (or it was replaced, which only a taken one ever is)."""
+        self._acquire()
+        try:
+            return self.request is not request or self.fired
+        finally:
+            self._release()
+
+    def clear_answered(self, request: Any) -> None:
+        """`request` was answered (a gate took it): clear it if it is still the current one."""
+        self._acquire()
+        try:
+            if self.request is request:
+                self.request = None
+                self.pending = False
+        finally:
+            self._release()
+
+    def withdraw(self, request: Any, release: bool) -> None:
+        """Clear `request` if it is still the current one. With `release` (the requester gave up),
+        gates that parked for it are released too: nobody is left who knows they are parked."""
+        orphans = None
+        self._acquire()
+        try:
+            if self.request is not request:
+                return
+            self.request = None
+            self.pending = False
+            if release and self.parked_for is request:
+                orphans, self.parked = self.parked, None
+        finally:
+            self._release()
+        if orphans is not None:
+            for fut, owner in orphans:
+                wake(fut, owner)
+
+    def resume(self) -> None:
+        """Release every parked gate (nothing parked: nothing to do)."""
+        self._acquire()
+        try:
+            parked = self.parked
+            if parked is None:
+                return
+            self.parked = None
+        finally:
+            self._release()
+        for fut, owner in parked:
+            wake(fut, owner)
+
+    # ----- the gate's side -------------------------------------------------------------------
+
+    def request_for(self, tag: Any) -> Any:
+        """The pending request a gate tagged `tag` parks for, or None (call with the lock held)."""
+        request = self.request
+        if request is None:
+            return None
+        tags = self.request_tags
+        if tags and (tag is None or tag not in tags):
+            return None
+        if not self.fired and request.done():
+            return None  # the requester was cancelled or timed out: nobody would resume a gate
+        return request
+
+    def _request_of(self, stream: Any, tag: Any) -> Any:
+        """`request_for(tag)`, or the stream's own `_request_to_park_for` (call with the lock held)."""
+        if self.by_tags:
+            return self.request_for(tag)
+        return stream._request_to_park_for(tag)
+
+    def would_park(self, stream: Any, tag: Any) -> bool:
+        """Whether `stream`'s gate `tag` would park now."""
+        if not self.pending:
+            return False
+        self._acquire()
+        try:
+            return self._request_of(stream, tag) is not None
+        finally:
+            self._release()
+
+    async def wait(self, stream: Any, tag: Any) -> bool:
+        """`stream`'s gate: park here if a pending request matches `tag`, until `resume()`; True
+        only if it parked. The stream's output watchers are told when it parks and resumes."""
+        if not self.pending:
+            return False
+        self._acquire()
+        try:
+            request = self._request_of(stream, tag)
+            if request is None:
+                return False
+            fut = asyncio.get_running_loop().create_future()
+            here = _thread_ident()
+            entry = (fut, here)
+            parked = self.parked
+            if parked is None:
+                parked = self.parked = [entry]
+                self.parked_for = request
+            else:
+                parked.append(entry)
+            if not self.fired:
+                self.fired = True
+                wake(request, self.owner)  # on this thread (the requester's loop runs here): at once
+        finally:
+            self._release()
+        if stream._output_watchers is not None:
+            stream._tell_watchers(True)
+        try:
+            await fut
+        except BaseException:
+            self._unpark(parked, entry)
+            raise
+        finally:
+            if stream._output_watchers is not None:
+                stream._tell_watchers(False)
+        return True
+
+    def _unpark(self, parked: list, entry: tuple) -> None:
+        """A parked gate gave up (cancelled): take its `entry` out of its wave `parked`."""
+        self._acquire()
+        try:
+            if entry in parked:
+                parked.remove(entry)
+                if not parked and self.parked is parked:
+                    self.parked = None
+        finally:
+            self._release()
 
 
 NEVER_PENDING: SuspendFlag = SuspendFlag()

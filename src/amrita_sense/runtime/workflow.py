@@ -685,14 +685,22 @@ class WorkflowInterpreter(Injection, _core.InterpreterCore, Generic[io_T]):
                 await top._checkpoints.before_gate(top, self, tag)
             observer = _observe.current
             if observer is None or not self._parks_at(tag):
-                return await self.object_io._wait_for_continue(tag)
+                return await self._stream_gate(tag)
             observer.event(self, _observe.EVENT_SUSPEND, {"amrita_sense.gate": str(tag)})
             try:
-                return await self.object_io._wait_for_continue(tag)
+                return await self._stream_gate(tag)
             finally:
                 observer.event(self, _observe.EVENT_RESUME, {"amrita_sense.gate": str(tag)})
         finally:
             self._parked_tag = None
+
+    def _stream_gate(self, tag: str | None) -> Awaitable[bool]:
+        """The stream's gate `tag` (`_wait_for_continue(tag)`); for a stream whose gate methods are
+        `SuspendObjectStream`'s own, the coroutine of its compiled gate, which they would await."""
+        stream = self.object_io
+        if getattr(stream, "_gates_by_tags", False):
+            return stream._suspend_flag.wait(stream, tag)
+        return stream._wait_for_continue(tag)
 
     def _parks_at(self, tag: str | None) -> bool:
         """Whether the stream will park this run at the gate `tag` (a stream that cannot tell: yes)."""
