@@ -60,6 +60,8 @@ nitpick_ignore = [
     ("py:class", "_Buffer"),
     ("py:class", "PoolLoop"),
     ("py:class", "T"),
+    # the key's HMAC state `Keyring.mac_for` hands to the snapshot packer (not used by callers)
+    ("py:class", "amrita_sense.durable.snapshots.signing._HmacSha256"),
 ]
 nitpick_ignore_regex = [
     # Standard library and builtins (no intersphinx inventory for docs.python.org).
