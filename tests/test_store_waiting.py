@@ -612,12 +612,14 @@ def test_a_claim_of_a_damaged_checkpoint_carries_no_bytes_and_claims_the_others(
     from amrita_sense.durable import SQLiteCheckpointStore
 
     store = SQLiteCheckpointStore(tmp_path / "runs.db")
-    for run_id in ("damaged", "whole"):
+    for run_id in ("damaged", "text", "whole"):
         store.save(run_id, HALTED, wait=Wait(None, time.time() - 1), graph="g")
     with sqlite3.connect(tmp_path / "runs.db") as conn:
         conn.execute("UPDATE sense_checkpoints SET data = ? WHERE run_id = 'damaged'", (b"not a snapshot",))
+        conn.execute("UPDATE sense_checkpoints SET data = 'text, not bytes' WHERE run_id = 'text'")
     got = {c.run_id: c.data for c in store.claim_due("w", lease_seconds=30)}
-    assert got == {"damaged": None, "whole": HALTED}  # the waker's `load` names the damaged run
+    # the waker's `load` names each damaged run
+    assert got == {"damaged": None, "text": None, "whole": HALTED}
 
 
 @pytest.mark.asyncio

@@ -223,10 +223,11 @@ def _claimed_data(data: Any) -> bytes | None:
     if not data:
         return None
     try:
-        read_header(bytes(data))
+        data = bytes(data)  # a text value in an SQLite BLOB column raises TypeError here
+        read_header(data)
     except (TypeError, SnapshotFormatError):
         return None
-    return bytes(data)
+    return data
 
 
 def _checked_data(run_id: str, version: int, data: Any, where: str = "") -> bytes:
