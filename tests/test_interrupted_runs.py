@@ -34,6 +34,7 @@ from amrita_sense.hook.matcher import Depends
 from amrita_sense.node.wrapper import Node
 from support.drivers import drive
 from support.dual import new_loop
+from support.sampling import sweep_positions
 
 # A cut can land in a weakref callback the collector runs inside the run's task; Python reports it
 # as unraisable and goes on, which is what this module expects of it.
@@ -161,8 +162,8 @@ async def _cut_start(interp: WorkflowInterpreter, driver: str, cutter: _StartCut
 @pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_a_keyboard_interrupt_at_any_trace_event_leaves_the_interpreter_idle(loop_name, driver, again_here):
-    at = 1
-    while at < SWEEP_CAP:
+    cuts = 0
+    for at in sweep_positions(SWEEP_CAP):
         trace: list = []
         interp = _interpreter(driver, trace)
         cutter = _Cutter(at)
@@ -174,8 +175,10 @@ def test_a_keyboard_interrupt_at_any_trace_event_leaves_the_interpreter_idle(loo
             loop.close()
         if not cutter.fired:
             break
-        at += 1
-    assert 1 < at < SWEEP_CAP  # the sweep cut the run at least once and reached a run it did not cut
+        cuts += 1
+    else:
+        pytest.fail(f"a run still cut at trace event {SWEEP_CAP}: it never ends")
+    assert cuts > 0  # the sweep cut the run at least once
 
 
 class _StartCutter:
@@ -271,9 +274,8 @@ def test_a_keyboard_interrupt_at_any_bytecode_of_the_run_start_leaves_the_interp
     """Issue 43: the pure build's claim stored the running mark, then the claim; a KeyboardInterrupt
     between the two stores left the interpreter running with nobody's claim, for good. The compiled
     core's claim is C (no bytecode in between); there the sweep cuts the Python layer's start only."""
-    at = 1
     cut_in: set[str] = set()
-    while at < SWEEP_CAP:
+    for at in sweep_positions(SWEEP_CAP):
         trace: list = []
         interp = _interpreter(driver, trace)
         cutter = START_CUTTER(at, trace.__len__)
@@ -286,8 +288,9 @@ def test_a_keyboard_interrupt_at_any_bytecode_of_the_run_start_leaves_the_interp
         if not cutter.fired:
             break
         cut_in.add(cutter.code_name)
-        at += 1
-    assert 1 < at < SWEEP_CAP  # the sweep cut the start at least once and reached a start it did not cut
+    else:
+        pytest.fail(f"a start still cut at bytecode {SWEEP_CAP}: it never reaches its first node")
+    assert cut_in  # the sweep cut the start at least once
     if amrita_sense.IMPLEMENTATION == "python":
         assert "_start_run" in cut_in, cut_in  # the sweep went through the core's claim
 
