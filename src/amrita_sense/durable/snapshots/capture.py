@@ -150,21 +150,30 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
         or outline.attempt_rows
     ):
         return None
-    position = position_of(interp)
-    if position == NESTED:
-        return None
+    # `position_of` between two nodes (running, the lock free or the step taken), without the call
+    if (interp._interpret_lock.owner is None or interp._stepped) and interp.is_running:
+        position = BETWEEN
+    else:
+        position = position_of(interp)
+        if position == NESTED:
+            return None
     ptr, flags, ends = _pointer_and_flags(interp)
     if ends:
         position = IDLE
     tag = interp._parked_tag
-    pools = _pools_blob(interp, codec, blobs) if codec is not None else None
-    interp_id = interp.id
-    id_text = _STRING_TEXTS.get(interp_id) or _string_text(interp_id)
     if codec is None:
-        codec_text = "null"
-    else:
-        codec_name = getattr(codec, "__name__", None) or type(codec).__qualname__
-        codec_text = _STRING_TEXTS.get(codec_name) or _string_text(codec_name)
+        pools, codec_text = None, "null"
+    else:  # `_pools_blob`, inline
+        pools = _user_blob(
+            (tuple(interp._ava_args_v[1:]), dict(interp._ava_kwargs_v)), codec, blobs, "the injection pools"
+        )
+        codec_text = _codec_text(codec)
+    id_text = _STRING_TEXTS.get(interp._interpreter_id or interp.id) or _string_text(interp.id)
+    classes = interp._exc_ignored
+    names = _last_names
+    names_text = names[1] if names[0] is classes else _class_names_text(classes)
+    # `pointer_anchors_text`, the graph's kept text found without the two calls
+    anchors = outline.anchor_texts.get((tuple(ptr),)) or pointer_anchors_text(outline, ptr)
     steps = interp._durable_steps
     if interp._durable_wait is None and type(steps) is int:  # `_durable_text`, the run between its nodes
         durable = f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
@@ -189,18 +198,35 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             ',"items":[]},"ctx":{"limit":',
             str(int(interp._context_stack.ovf)),
             ',"items":[]},"stacks":[],"exc_ignored":',
-            _class_names_text(interp._exc_ignored),
+            names_text,
             ',"panic":null,"pools":',
             "null" if pools is None else str(pools),
             ',"memo":[],"attempts":[],"children":null},"codec":',
             codec_text,
             ',"identity":',
-            pointer_anchors_text(outline, ptr),
+            anchors,
             durable,
             "}",
         )
     )
-    return _status(interp, position, ptr, tag is not None), text.encode()
+    # `_status`: a run between its nodes (no panic here, not parked) runs
+    status = "running" if tag is None and position == BETWEEN else _status(interp, position, ptr, tag is not None)
+    return status, text.encode()
+
+
+def _codec_text(codec: Any) -> str:
+    """`fmt.json_text(_codec_name(codec))`, kept for the codec named last (a run saves with one)."""
+    global _last_codec
+    last = _last_codec
+    if last[0] is codec:
+        return last[1]
+    text = _string_text(_codec_name(codec))  # type: ignore[arg-type]
+    _last_codec = (codec, text)
+    return text
+
+
+_last_codec: tuple[Any, str] = (None, "null")
+"""The codec `_codec_text` named last, and its text (the codec kept alive: a module, as a rule)."""
 
 
 def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None, durable: dict | None = None) -> bytes:
