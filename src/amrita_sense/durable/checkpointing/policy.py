@@ -289,7 +289,12 @@ class Checkpointing:
         stored = data if signed else self._signed(data)
         self._unacknowledged = (self.version, stored)
         try:
-            record = await self._store(stored, offload, marks)
+            if offload or marks is not None or self.history or self._store_awaits:
+                record = await self._store(stored, offload, marks)
+            else:  # most saves: `_store` without its coroutine
+                record = self._store_now(stored)
+                if type(record) is not CheckpointRecord:
+                    record = await self._stored(record)
         except CheckpointConflict as exc:
             if cut is None or not await self._landed(cut):
                 interrupted = await self._interruption()
@@ -383,6 +388,26 @@ class Checkpointing:
             if type(saved) is CheckpointRecord:
                 return saved
             return await saved if self._store_awaits or inspect.isawaitable(saved) else saved
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    def _store_now(self, data: bytes) -> Any:
+        """`_store(data)` of a save with nothing besides its data (no offload, marks or history) into a
+        store whose `save` is no coroutine function: the record, or what the store's `save` returned
+        when that is not a record (`_stored` finishes it)."""
+        try:
+            return self.store.save(self.run_id, data, expected_version=self.version)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    async def _stored(self, saved: Any) -> CheckpointRecord:
+        """The record a store's `save` returned as `saved` (`_store_now`): awaited when it is awaitable."""
+        try:
+            return await saved if inspect.isawaitable(saved) else saved
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
