@@ -231,7 +231,29 @@ class Checkpointing:
         mac = self._mac()
         data = self._snapshot(interp, mac)
         marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)
-        return await self._write(data, interp, started, marks=marks, signed=mac is not None)
+        if mac is None or marks is not None or not self._writes_at_once():
+            return await self._write(data, interp, started, marks=marks, signed=mac is not None)
+        # `_write` of most saves (signed as packed, nothing besides the data, nothing cut short
+        # before, a synchronous store), without its coroutine
+        self._unacknowledged = (self.version, data)
+        try:
+            record = self._store_now(data)
+            if type(record) is not CheckpointRecord:
+                record = await self._stored(record)
+        except CheckpointConflict as exc:
+            interrupted = await self._interruption()  # no save was cut short: none to find and follow
+            if interrupted is None:
+                raise
+            raise interrupted from exc
+        self._acknowledge(record, interp, started, None)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    def _writes_at_once(self) -> bool:
+        """A save is written as `save` writes most (no fence, no save cut short before it, no history,
+        a store whose `save` is no coroutine function)."""
+        return self._fence is None and self._unacknowledged is None and not (self.history or self._store_awaits)
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -304,6 +326,14 @@ class Checkpointing:
             if signed:
                 data = unsigned(data)
             record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
+        self._acknowledge(record, interp, started, marks)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    def _acknowledge(self, record: CheckpointRecord, interp: Any, started: float, marks: Any) -> None:
+        """The store acknowledged the save `record` names: the messages and the lease its `marks`
+        named are done with, the policy follows its version, the observer hears of it."""
         if marks is not None:
             if marks[1]:
                 acknowledged = set(marks[1])
@@ -317,9 +347,6 @@ class Checkpointing:
         observer = _observe.current
         if observer is not None:
             observer.checkpoint_saved(interp, record, time.perf_counter() - started)
-        if self.on_saved is not None:
-            await _settle(self.on_saved(record))
-        return record
 
     def _snapshot(self, interp: Any, mac: Any = None) -> bytes:
         """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
@@ -335,9 +362,10 @@ class Checkpointing:
         """What a snapshot taken now for a save written at once is signed with as it is packed (the
         bytes `_signed` makes of the unsigned one), or None: no keyring, one that encrypts, or not
         this package's `Keyring` (then `_signed` signs)."""
-        if type(self.keyring) is not Keyring:
+        keyring = self.keyring
+        if type(keyring) is not Keyring:
             return None
-        return self.keyring.mac_for(self.run_id, self._signing_version())
+        return keyring.mac_for(self.run_id, 0 if self.version is None else self.version + 1)  # `_signing_version`
 
     def _signing_version(self) -> int:
         """The version a save written now is signed for (unknown when saves are unconditional: 0)."""
