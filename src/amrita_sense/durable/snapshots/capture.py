@@ -90,7 +90,8 @@ def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring); packed signed
     with `seal` (`format.encode`)."""
     blobs: list[bytes] = []
-    outline = _outline(interp)
+    prog = interp._prog
+    outline = _outline(interp) if prog.successor is not None else outline_of_program(prog)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
     plain = None if carrier else _plain_document(interp, outline, codec, blobs)
