@@ -192,19 +192,16 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             ",".join(map(str, ptr)),
             '],"flags":',
             str(flags),
-            ',"stop":',
-            "true" if interp._pending_stop else "false",
-            ',"ret":{"limit":',
-            str(int(interp._ret_addr_stack.ovf)),
-            ',"items":[]},"ctx":{"limit":',
-            str(int(interp._context_stack.ovf)),
-            ',"items":[]},"stacks":[],"exc_ignored":',
-            names_text,
-            ',"panic":null,"pools":',
-            "null" if pools is None else str(pools),
-            ',"memo":[],"attempts":[],"children":null},"codec":',
-            codec_text,
-            ',"identity":',
+            _middle_text(
+                (
+                    bool(interp._pending_stop),
+                    int(interp._ret_addr_stack.ovf),
+                    int(interp._context_stack.ovf),
+                    names_text,
+                    pools,
+                    codec_text,
+                )
+            ),
             anchors,
             durable,
             "}",
@@ -213,6 +210,40 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
     # `_status`: a run between its nodes (no panic here, not parked) runs
     status = "running" if tag is None and position == BETWEEN else _status(interp, position, ptr, tag is not None)
     return status, text.encode()
+
+
+def _middle_text(fields: tuple[bool, int, int, str, int | None, str]) -> str:
+    """The plain document's text from `,"stop":` to `,"identity":` (`_plain_document`), of its
+    fields (stop, the two stacks' limits, the pass-through names' and the codec's texts, the pools'
+    blob), kept for the fields asked last: every save of a run writes the same."""
+    global _last_middle
+    last = _last_middle
+    if last[0] == fields:
+        return last[1]
+    stop, ret_limit, ctx_limit, names_text, pools, codec_text = fields
+    text = "".join(
+        (
+            ',"stop":',
+            "true" if stop else "false",
+            ',"ret":{"limit":',
+            str(ret_limit),
+            ',"items":[]},"ctx":{"limit":',
+            str(ctx_limit),
+            ',"items":[]},"stacks":[],"exc_ignored":',
+            names_text,
+            ',"panic":null,"pools":',
+            "null" if pools is None else str(pools),
+            ',"memo":[],"attempts":[],"children":null},"codec":',
+            codec_text,
+            ',"identity":',
+        )
+    )
+    _last_middle = (fields, text)
+    return text
+
+
+_last_middle: tuple[tuple, str] = ((), "")
+"""The fields `_middle_text` wrote last, and their text."""
 
 
 def _codec_text(codec: Any) -> str:
