@@ -600,7 +600,11 @@ class _CheckpointSteps(StepHooks):
         policy = self.policy
         if policy._wait_step_ends:  # the resumed wait's step: its effect goes with the next save
             policy._wait_step_ends = False
-        elif policy._due(self.since_save, self.last_save):
+        elif (
+            # `_due` of a policy saving every n nodes, without the call when they are done
+            (policy.every_nodes is not None and self.since_save >= policy.every_nodes and policy.durability != "exit")
+            or policy._due(self.since_save, self.last_save)
+        ):
             if policy._writer is None:  # `_save_soon`, one coroutine less
                 await policy.save(interp)
             else:
