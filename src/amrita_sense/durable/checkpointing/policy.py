@@ -231,13 +231,14 @@ class Checkpointing:
         mac = self._mac()
         data = self._snapshot(interp, mac)
         marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)
-        if mac is None or marks is not None or not self._writes_at_once():
+        if marks is not None or not self._writes_at_once():
             return await self._write(data, interp, started, marks=marks, signed=mac is not None)
-        # `_write` of most saves (signed as packed, nothing besides the data, nothing cut short
-        # before, a synchronous store), without its coroutine
-        self._unacknowledged = (self.version, data)
+        # `_write` of most saves (nothing besides the data, nothing cut short before, a synchronous
+        # store), without its coroutine
+        stored = data if mac is not None or self.keyring is None else self._signed(data)
+        self._unacknowledged = (self.version, stored)
         try:
-            record = self._store_now(data)
+            record = self._store_now(stored)
             if type(record) is not CheckpointRecord:
                 record = await self._stored(record)
         except CheckpointConflict as exc:
