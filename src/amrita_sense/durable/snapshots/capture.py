@@ -158,9 +158,13 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
         position = position_of(interp)
         if position == NESTED:
             return None
-    ptr, flags, ends = _pointer_and_flags(interp)
-    if ends:
-        position = IDLE
+    pointer = interp._pointer
+    if not interp._stepped and pointer._items is None:  # `_pointer_and_flags` of a bound pointer, inline
+        ptr, flags = list(pointer._prog.addrs[pointer._row]), interp._flag_bits
+    else:
+        ptr, flags, ends = _pointer_and_flags(interp)
+        if ends:
+            position = IDLE
     tag = interp._parked_tag
     if codec is None:
         pools, codec_text = None, "null"
