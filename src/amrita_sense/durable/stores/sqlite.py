@@ -378,14 +378,16 @@ class SQLiteCheckpointStore:
         with self._lock:
             if self._bases.framed(run_id):
                 return None
+            origin: tuple[float, str | None]
+            params: tuple[Any, ...]
             if expected_version == 0:
-                origin: tuple[float, str | None] | None = (now, None)
+                origin = (now, None)
                 statement, params = _SAVE_FIRST_PLAIN, (header.status, header.fingerprint, now, bytearray(data), run_id)
             else:
-                origin = self._origins.get(run_id)
-                if origin is None:
+                kept = self._origins.get(run_id)
+                if kept is None:
                     return None
-                statement = _SAVE_NEXT_PLAIN
+                origin, statement = kept, _SAVE_NEXT_PLAIN
                 params = (header.status, header.fingerprint, now, bytearray(data), run_id, expected_version)
             conn = self._conn
             if conn is None or self._pid != os.getpid():
