@@ -178,3 +178,26 @@ def test_records_keep_their_origin_whichever_store_instance_saved_before(tmp_pat
         with pytest.raises(CheckpointConflict):
             one.save("r", HALTED, expected_version=4)  # the run it knew is gone: the save says so
         assert one.save("r", FINISHED, expected_version=1).created_at == made_again.created_at
+
+
+def test_a_plain_save_refuses_and_records_as_the_general_one(tmp_path):
+    """`save`'s short way (over a known version, nothing besides the data: `_save_plain`) refuses what
+    the general way refuses, and its record is the one a read-back gives."""
+    from amrita_sense.durable import CheckpointConflict
+
+    damaged = HALTED[:-1] + bytes([HALTED[-1] ^ 1])
+    with SQLiteCheckpointStore(tmp_path / "runs.db") as store:
+        with pytest.raises(ValueError):
+            store.save("", HALTED, expected_version=0)
+        with pytest.raises(ValueError):
+            store.save("r", HALTED, expected_version=-1)
+        with pytest.raises(CorruptSnapshot):
+            store.save("r", damaged, expected_version=0)
+        first = store.save("r", HALTED, expected_version=0)
+        assert first == store.load("r").record and first.version == 1
+        with pytest.raises(CheckpointConflict):
+            store.save("r", FINISHED, expected_version=0)
+        with pytest.raises(CheckpointConflict):
+            store.save("r", FINISHED, expected_version=2)
+        second = store.save("r", FINISHED, expected_version=1)
+        assert second == store.load("r").record and store.load("r").data == FINISHED

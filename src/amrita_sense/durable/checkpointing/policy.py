@@ -231,7 +231,30 @@ class Checkpointing:
         mac = self._mac()
         data = self._snapshot(interp, mac)
         marks = None if self.graph is None and self._taking_over is None else self._wait_marks(interp, data)
-        return await self._write(data, interp, started, marks=marks, signed=mac is not None)
+        if marks is not None or not self._writes_at_once():
+            return await self._write(data, interp, started, marks=marks, signed=mac is not None)
+        # `_write` of most saves (nothing besides the data, nothing cut short before, a synchronous
+        # store), without its coroutine
+        stored = data if mac is not None or self.keyring is None else self._signed(data)
+        self._unacknowledged = (self.version, stored)
+        try:
+            record = self._store_now(stored)
+            if type(record) is not CheckpointRecord:
+                record = await self._stored(record)
+        except CheckpointConflict as exc:
+            interrupted = await self._interruption()  # no save was cut short: none to find and follow
+            if interrupted is None:
+                raise
+            raise interrupted from exc
+        self._acknowledge(record, interp, started, None)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    def _writes_at_once(self) -> bool:
+        """A save is written as `save` writes most (no fence, no save cut short before it, no history,
+        a store whose `save` is no coroutine function)."""
+        return self._fence is None and self._unacknowledged is None and not (self.history or self._store_awaits)
 
     async def _save_soon(self, interp: Any) -> None:
         """A save between nodes: written now (`sync`), or handed to the writer (`async`)."""
@@ -289,7 +312,12 @@ class Checkpointing:
         stored = data if signed else self._signed(data)
         self._unacknowledged = (self.version, stored)
         try:
-            record = await self._store(stored, offload, marks)
+            if offload or marks is not None or self.history or self._store_awaits:
+                record = await self._store(stored, offload, marks)
+            else:  # most saves: `_store` without its coroutine
+                record = self._store_now(stored)
+                if type(record) is not CheckpointRecord:
+                    record = await self._stored(record)
         except CheckpointConflict as exc:
             if cut is None or not await self._landed(cut):
                 interrupted = await self._interruption()
@@ -299,6 +327,14 @@ class Checkpointing:
             if signed:
                 data = unsigned(data)
             record = await self._store(self._signed(data), offload, marks)  # signed for the version after it
+        self._acknowledge(record, interp, started, marks)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    def _acknowledge(self, record: CheckpointRecord, interp: Any, started: float, marks: Any) -> None:
+        """The store acknowledged the save `record` names: the messages and the lease its `marks`
+        named are done with, the policy follows its version, the observer hears of it."""
         if marks is not None:
             if marks[1]:
                 acknowledged = set(marks[1])
@@ -312,9 +348,6 @@ class Checkpointing:
         observer = _observe.current
         if observer is not None:
             observer.checkpoint_saved(interp, record, time.perf_counter() - started)
-        if self.on_saved is not None:
-            await _settle(self.on_saved(record))
-        return record
 
     def _snapshot(self, interp: Any, mac: Any = None) -> bytes:
         """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
@@ -330,9 +363,10 @@ class Checkpointing:
         """What a snapshot taken now for a save written at once is signed with as it is packed (the
         bytes `_signed` makes of the unsigned one), or None: no keyring, one that encrypts, or not
         this package's `Keyring` (then `_signed` signs)."""
-        if type(self.keyring) is not Keyring:
+        keyring = self.keyring
+        if type(keyring) is not Keyring:
             return None
-        return self.keyring.mac_for(self.run_id, self._signing_version())
+        return keyring.mac_for(self.run_id, 0 if self.version is None else self.version + 1)  # `_signing_version`
 
     def _signing_version(self) -> int:
         """The version a save written now is signed for (unknown when saves are unconditional: 0)."""
@@ -383,6 +417,26 @@ class Checkpointing:
             if type(saved) is CheckpointRecord:
                 return saved
             return await saved if self._store_awaits or inspect.isawaitable(saved) else saved
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    def _store_now(self, data: bytes) -> Any:
+        """`_store(data)` of a save with nothing besides its data (no offload, marks or history) into a
+        store whose `save` is no coroutine function: the record, or what the store's `save` returned
+        when that is not a record (`_stored` finishes it)."""
+        try:
+            return self.store.save(self.run_id, data, expected_version=self.version)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a backend's own error: report it as a checkpoint failure
+            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+
+    async def _stored(self, saved: Any) -> CheckpointRecord:
+        """The record a store's `save` returned as `saved` (`_store_now`): awaited when it is awaitable."""
+        try:
+            return await saved if inspect.isawaitable(saved) else saved
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
@@ -547,7 +601,11 @@ class _CheckpointSteps(StepHooks):
         policy = self.policy
         if policy._wait_step_ends:  # the resumed wait's step: its effect goes with the next save
             policy._wait_step_ends = False
-        elif policy._due(self.since_save, self.last_save):
+        elif (
+            # `_due` of a policy saving every n nodes, without the call when they are done
+            (policy.every_nodes is not None and self.since_save >= policy.every_nodes and policy.durability != "exit")
+            or policy._due(self.since_save, self.last_save)
+        ):
             if policy._writer is None:  # `_save_soon`, one coroutine less
                 await policy.save(interp)
             else:

@@ -90,7 +90,8 @@ def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring); packed signed
     with `seal` (`format.encode`)."""
     blobs: list[bytes] = []
-    outline = _outline(interp)
+    prog = interp._prog
+    outline = _outline(interp) if prog.successor is not None else outline_of_program(prog)
     observer = _observe.current
     carrier = None if observer is None else observer.trace_carrier(interp)
     plain = None if carrier else _plain_document(interp, outline, codec, blobs)
@@ -150,21 +151,34 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
         or outline.attempt_rows
     ):
         return None
-    position = position_of(interp)
-    if position == NESTED:
-        return None
-    ptr, flags, ends = _pointer_and_flags(interp)
-    if ends:
-        position = IDLE
-    tag = interp._parked_tag
-    pools = _pools_blob(interp, codec, blobs) if codec is not None else None
-    interp_id = interp.id
-    id_text = _STRING_TEXTS.get(interp_id) or _string_text(interp_id)
-    if codec is None:
-        codec_text = "null"
+    # `position_of` between two nodes (running, the lock free or the step taken), without the call
+    if (interp._interpret_lock.owner is None or interp._stepped) and interp.is_running:
+        position = BETWEEN
     else:
-        codec_name = getattr(codec, "__name__", None) or type(codec).__qualname__
-        codec_text = _STRING_TEXTS.get(codec_name) or _string_text(codec_name)
+        position = position_of(interp)
+        if position == NESTED:
+            return None
+    pointer = interp._pointer
+    if not interp._stepped and pointer._items is None:  # `_pointer_and_flags` of a bound pointer, inline
+        ptr, flags = list(pointer._prog.addrs[pointer._row]), interp._flag_bits
+    else:
+        ptr, flags, ends = _pointer_and_flags(interp)
+        if ends:
+            position = IDLE
+    tag = interp._parked_tag
+    if codec is None:
+        pools, codec_text = None, "null"
+    else:  # `_pools_blob`, inline
+        pools = _user_blob(
+            (tuple(interp._ava_args_v[1:]), dict(interp._ava_kwargs_v)), codec, blobs, "the injection pools"
+        )
+        codec_text = _codec_text(codec)
+    id_text = _STRING_TEXTS.get(interp._interpreter_id or interp.id) or _string_text(interp.id)
+    classes = interp._exc_ignored
+    names = _last_names
+    names_text = names[1] if names[0] is classes else _class_names_text(classes)
+    # `pointer_anchors_text`, the graph's kept text found without the two calls
+    anchors = outline.anchor_texts.get((tuple(ptr),)) or pointer_anchors_text(outline, ptr)
     steps = interp._durable_steps
     if interp._durable_wait is None and type(steps) is int:  # `_durable_text`, the run between its nodes
         durable = f',"durable":{{"steps":{steps},"wait":null}}' if steps else ""
@@ -182,25 +196,73 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             ",".join(map(str, ptr)),
             '],"flags":',
             str(flags),
+            _middle_text(
+                (
+                    bool(interp._pending_stop),
+                    int(interp._ret_addr_stack.ovf),
+                    int(interp._context_stack.ovf),
+                    names_text,
+                    pools,
+                    codec_text,
+                )
+            ),
+            anchors,
+            durable,
+            "}",
+        )
+    )
+    # `_status`: a run between its nodes (no panic here, not parked) runs
+    status = "running" if tag is None and position == BETWEEN else _status(interp, position, ptr, tag is not None)
+    return status, text.encode()
+
+
+def _middle_text(fields: tuple[bool, int, int, str, int | None, str]) -> str:
+    """The plain document's text from `,"stop":` to `,"identity":` (`_plain_document`), of its
+    fields (stop, the two stacks' limits, the pass-through names' and the codec's texts, the pools'
+    blob), kept for the fields asked last: every save of a run writes the same."""
+    global _last_middle
+    last = _last_middle
+    if last[0] == fields:
+        return last[1]
+    stop, ret_limit, ctx_limit, names_text, pools, codec_text = fields
+    text = "".join(
+        (
             ',"stop":',
-            "true" if interp._pending_stop else "false",
+            "true" if stop else "false",
             ',"ret":{"limit":',
-            str(int(interp._ret_addr_stack.ovf)),
+            str(ret_limit),
             ',"items":[]},"ctx":{"limit":',
-            str(int(interp._context_stack.ovf)),
+            str(ctx_limit),
             ',"items":[]},"stacks":[],"exc_ignored":',
-            _class_names_text(interp._exc_ignored),
+            names_text,
             ',"panic":null,"pools":',
             "null" if pools is None else str(pools),
             ',"memo":[],"attempts":[],"children":null},"codec":',
             codec_text,
             ',"identity":',
-            pointer_anchors_text(outline, ptr),
-            durable,
-            "}",
         )
     )
-    return _status(interp, position, ptr, tag is not None), text.encode()
+    _last_middle = (fields, text)
+    return text
+
+
+_last_middle: tuple[tuple, str] = ((), "")
+"""The fields `_middle_text` wrote last, and their text."""
+
+
+def _codec_text(codec: Any) -> str:
+    """`fmt.json_text(_codec_name(codec))`, kept for the codec named last (a run saves with one)."""
+    global _last_codec
+    last = _last_codec
+    if last[0] is codec:
+        return last[1]
+    text = _string_text(_codec_name(codec))  # type: ignore[arg-type]
+    _last_codec = (codec, text)
+    return text
+
+
+_last_codec: tuple[Any, str] = (None, "null")
+"""The codec `_codec_text` named last, and its text (the codec kept alive: a module, as a rule)."""
 
 
 def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None, durable: dict | None = None) -> bytes:

@@ -185,7 +185,7 @@ def encode(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: 
         user, blob = _pack_blobs(blobs), b""
         user_len = len(user)
     code = _STATUS_CODES.get(status)
-    raw, hex_fingerprint = _fingerprint(fingerprint)
+    raw, hex_fingerprint = _FINGERPRINTS.get(fingerprint) or _fingerprint(fingerprint)
     head = _HEAD.pack(
         MAGIC,
         FORMAT_VERSION,

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from amrita_sense.durable.errors import CheckpointError, CheckpointNotFound
-from amrita_sense.durable.snapshots.format import read_header
+from amrita_sense.durable.snapshots.format import made_header, read_header
 from amrita_sense.durable.snapshots.messages import encode_payload
 from amrita_sense.durable.stores import deltas, sqlite_reader
 from amrita_sense.durable.stores.base import (
@@ -329,6 +329,17 @@ class SQLiteCheckpointStore:
         statement. `wait`, `graph`, `delivered` and `release` (`amrita_sense.durable.stores.waiting`)
         are written by the same statement (the wait columns, the graph name) or transaction (the
         delivered messages and the released lease, one more statement each only when given)."""
+        if (
+            type(expected_version) is int
+            and type(data) is bytes
+            and not (history or delivered)
+            and wait is None
+            and graph is None
+            and release is None
+        ):
+            record = self._save_plain(run_id, data, expected_version)
+            if record is not None:
+                return record
         _check_run_id(run_id)
         _check_expected(expected_version)
         waits = _NOT_WAITING if wait is None and graph is None else _wait_params(run_id, wait, graph)
@@ -350,6 +361,54 @@ class SQLiteCheckpointStore:
             self._write(conn, record, data, history, waits)
             _after_write(conn, run_id, marked, released)
         return record
+
+    def _save_plain(self, run_id: Any, data: bytes, expected_version: int) -> CheckpointRecord | None:
+        """`save` of the most common kind (a checkpoint policy's save between nodes: over a known
+        version, no history, wait, graph name, delivered message or released lease; the caller checked
+        those), in one statement without `RETURNING`; None, having done nothing, when the save is not
+        of that kind after all (a bad argument, a framed run, a run whose origin this store does not
+        know): `save` then goes the general way, which raises or writes as it always did. The same
+        statements, rows and record as `_save_latest` writes for such a save."""
+        if type(run_id) is not str or not 0 < len(run_id) <= 512 or expected_version < 0 or not _RETURNING:
+            return None
+        header = made_header(data) or read_header(data)  # the snapshot just packed here needs no check
+        if len(data) >= deltas.FRAMES_ALWAYS_ABOVE:
+            return None
+        now = time.time()
+        with self._lock:
+            if self._bases.framed(run_id):
+                return None
+            origin: tuple[float, str | None]
+            params: tuple[Any, ...]
+            if expected_version == 0:
+                origin = (now, None)
+                statement, params = _SAVE_FIRST_PLAIN, (header.status, header.fingerprint, now, bytearray(data), run_id)
+            else:
+                kept = self._origins.get(run_id)
+                if kept is None:
+                    return None
+                origin, statement = kept, _SAVE_NEXT_PLAIN
+                params = (header.status, header.fingerprint, now, bytearray(data), run_id, expected_version)
+            conn = self._conn
+            if conn is None or self._pid != os.getpid():
+                conn = self._connection()
+            try:
+                written = conn.execute(statement, params).rowcount == 1
+                if not written:
+                    found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
+                    current = (found.fetchone() or (0,))[0]
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise CheckpointError(f"saving a checkpoint failed in {self.path!r}: {exc}") from exc
+            if not written:
+                self._origins.pop(run_id, None)
+                raise _conflict(run_id, expected_version, current)
+            if expected_version == 0:
+                self._remember_origin(run_id, now, None)
+        return _record(
+            run_id, expected_version + 1, header.status, header.fingerprint, len(data), origin[0], now, origin[1]
+        )
 
     def _save_latest(
         self,
