@@ -141,6 +141,40 @@ async def test_a_new_priority_group_or_a_cleared_table_makes_a_new_plan():
     assert log == ["later", "sooner", "later"]
 
 
+@pytest.mark.asyncio
+async def test_a_table_put_on_the_registry_class_or_another_class_attribute_written_is_seen(monkeypatch):
+    # the compiled fast path trusts its plan's table while the registry class's attributes are unchanged
+    log = []
+
+    @Matcher("tick", block=False).handle()
+    async def first(event: Tick):
+        log.append(("first", event.n))
+
+    await MatcherFactory.trigger_event(Tick(1))
+    await MatcherFactory.trigger_event(Tick(2))  # on the plan
+    monkeypatch.setattr(EventRegistry, "_lock", threading.Lock())  # another attribute: the plan still fits
+    await MatcherFactory.trigger_event(Tick(3))
+    await MatcherFactory.trigger_event(Tick(4))
+    monkeypatch.setattr(EventRegistry, "_event_handlers", matcher_module._HandlerTable())  # a new, empty table
+    await MatcherFactory.trigger_event(Tick(5))  # no handler in it
+    await MatcherFactory.trigger_event(Tick(6))
+
+    @Matcher("tick", block=False).handle()
+    async def second(event: Tick):
+        log.append(("second", event.n))
+
+    await MatcherFactory.trigger_event(Tick(7))  # the new table's handler only
+    await MatcherFactory.trigger_event(Tick(8))
+    monkeypatch.undo()  # the old table back
+    await MatcherFactory.trigger_event(Tick(9))
+    await MatcherFactory.trigger_event(Tick(10))
+    EventRegistry()._event_handlers.clear()
+    assert log == [("first", 1), ("first", 2), ("first", 3), ("first", 4), ("second", 7), ("second", 8)] + [
+        ("first", 9),
+        ("first", 10),
+    ]
+
+
 def test_uncontended_take_and_release_leave_the_lock_free():
     lock = DispatchLock()
     assert lock.try_take() and lock.locked()

@@ -225,6 +225,30 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* The version tag of the class `cls`'s attribute cache (`tp_version_tag`), 0 when it has none (or
+       `cls` is not a class). CPython clears it (`PyType_Modified`) on every write or delete of an
+       attribute of the class or of one of its bases, and gives the class a fresh tag, never used
+       before, at its next attribute look-up: an unchanged non-zero tag means no attribute of the
+       class changed in between. */
+    CYTHON_UNUSED static unsigned int amrita_class_tag(PyObject *cls) {
+        PyTypeObject *type;
+        if (!PyType_Check(cls)) return 0;
+        type = (PyTypeObject *)cls;
+    #ifdef Py_TPFLAGS_VALID_VERSION_TAG
+        if (!PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+    #endif
+    #ifdef Py_GIL_DISABLED
+        return _Py_atomic_load_uint32_relaxed(&type->tp_version_tag);
+    #else
+        return type->tp_version_tag;
+    #endif
+    }
+    """
+    unsigned int class_tag "amrita_class_tag"(object cls)
+
+
+cdef extern from *:
+    """
     #ifndef AMRITA_SENSE_DEBUG
     #define AMRITA_SENSE_DEBUG 0
     #endif

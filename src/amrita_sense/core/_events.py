@@ -35,6 +35,7 @@ else:
     from cython.cimports.amrita_sense.core._capi import (
         FREE_THREADED,
         PyCoro_CheckExact,
+        class_tag,
         coro_start,
         has_code,
         keyword_call,
@@ -338,6 +339,9 @@ class FastPlan:
         self.steps = steps
         """`state`: the registry's version and table, the priority groups, whether the flag
         DISABLE_EXC_IGNORED is set, and the hook layer's steps (`run_rest` runs the rest of them)."""
+        if cython.compiled:
+            hook = _hook[0]
+            self.table_tag = 0 if hook is None else _table_tag(cython.cast(_Hook, hook).registry, self.table)
 
 
 _plans: dict = {}
@@ -422,7 +426,7 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
                 lock._owner = _current_task()  # the hook layer's handlers run in no coroutine of ours
                 await hook.run_rest(plan.slow_steps[index:], event, exception_ignored)
                 return
-            step = cython.cast(FastStep, steps[index]) if cython.compiled else steps[index]
+            step = _step_at(steps, index) if cython.compiled else steps[index]
             try:
                 if cython.compiled:
                     rest = _start(_call(lock, step, event))
@@ -456,6 +460,13 @@ async def _slow(cls: Any, event: Any, args: tuple, exception_ignored: Any, kwarg
     await hook.slow(cls, event, args, exception_ignored, kwargs, event_type)
 
 
+@cython.boundscheck(False)  # `index` is below len(steps): the dispatch's loop runs over range(len(steps))
+@cython.wraparound(False)
+def _step_at(steps: tuple, index: cython.Py_ssize_t) -> FastStep:
+    """Compiled: the plan's step `index` (a FastStep: `remember`'s plans hold nothing else)."""
+    return cython.cast(FastStep, steps[index])
+
+
 @cython.boundscheck(False)  # the version cell is `[version]`
 def _current(hook: _Hook, plan: FastPlan) -> bool:
     """Whether the registry's version is still the plan's."""
@@ -472,9 +483,32 @@ def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
             return False
     elif hook.version[0] != plan.version:  # `_current`'s test, without the call a pure build pays for
         return False
-    if hook.registry._event_handlers is not plan.table:
+    if cython.compiled:
+        if not _same_table(hook, plan):
+            return False
+    elif hook.registry._event_handlers is not plan.table:
         return False
     return _same_handlers(plan.groups, plan.copies)
+
+
+def _table_tag(registry: Any, table: Any) -> int:
+    """Compiled: the version tag of the class `registry` (`_capi.class_tag`) while its `_event_handlers`
+    is `table`, else 0. Read between two look-ups of the table: the first gives the class a tag when
+    it has none, and a write after the tag was read changes the tag, so a plan's tag is never one of
+    a class whose table was another."""
+    if registry._event_handlers is not table:
+        return 0
+    tag = class_tag(registry)
+    return tag if registry._event_handlers is table else 0
+
+
+def _same_table(hook: _Hook, plan: FastPlan) -> bool:
+    """Compiled: whether the registry's table is still the plan's. The class's version tag unchanged
+    since the plan was made means no attribute of it was written since, the table included; else
+    (a tag changed or never read) the table is looked up."""
+    if plan.table_tag != 0 and class_tag(hook.registry) == plan.table_tag:
+        return True
+    return hook.registry._event_handlers is plan.table
 
 
 @cython.boundscheck(False)  # `groups` and `copies` have the same length; each group's is compared first
