@@ -35,7 +35,8 @@ cdef class FastStep:
 
 cdef class FastPlan:
     cdef readonly str event_type
-    cdef readonly object event_class, table, lock
+    cdef readonly object event_class, table
+    cdef readonly DispatchLock lock
     cdef readonly object version  # the registry's version (an int)
     cdef readonly tuple groups  # the priority groups' lists
     cdef readonly tuple copies  # per priority group, its handlers then
