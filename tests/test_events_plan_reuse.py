@@ -256,3 +256,44 @@ async def test_a_matcher_or_handler_written_between_or_during_dispatches_is_seen
     first_matcher.set_block(False)
     await MatcherFactory.trigger_event(Tick(2))
     assert log == [("first", 0), ("second", 0, False), ("first", 1), ("first", 2), ("second", 2, True)]
+
+
+@dataclass
+class Batch(BaseEvent):
+    items: tuple = ()
+
+    def get_event_type(self) -> str:
+        return "tick"
+
+    @property
+    def event_type(self) -> str:
+        return "tick"
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@pytest.mark.asyncio
+async def test_a_false_event_is_refused_on_a_plan_made_for_its_class():
+    # `not event` on the fast path: the event's own __len__ / __bool__, even one given to its class later
+    log = []
+
+    @Matcher("tick", block=False).handle()
+    async def first(event: BaseEvent):
+        log.append(type(event).__name__)
+
+    await MatcherFactory.trigger_event(Batch((1,)))
+    await MatcherFactory.trigger_event(Batch((1,)))  # on the plan
+    with pytest.raises(RuntimeError, match="No event found"):
+        await MatcherFactory.trigger_event(Batch())
+    await MatcherFactory.trigger_event(Tick(1))
+    await MatcherFactory.trigger_event(Tick(2))  # on the plan
+    try:
+        Tick.__bool__ = lambda self: self.n > 0  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match="No event found"):
+            await MatcherFactory.trigger_event(Tick(0))
+        await MatcherFactory.trigger_event(Tick(3))
+    finally:
+        del Tick.__bool__  # type: ignore[attr-defined]
+    await MatcherFactory.trigger_event(Tick(0))
+    assert log == ["Batch", "Batch", "Tick", "Tick", "Tick", "Tick"]
