@@ -266,6 +266,29 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* Whether each list of the tuple `lists` holds exactly the items of the tuple at the same index of
+       `copies` (identity, in order). `lists` holds lists and is as long as `copies` (the caller's
+       invariant). With the GIL only: no list changes during this C loop, which reads borrowed items. */
+    CYTHON_UNUSED static int amrita_same_items(PyObject *lists, PyObject *copies) {
+        Py_ssize_t g, i, size, n = PyTuple_GET_SIZE(copies);
+        PyObject *items, *held;
+        for (g = 0; g < n; g++) {
+            items = PyTuple_GET_ITEM(lists, g);
+            held = PyTuple_GET_ITEM(copies, g);
+            size = PyTuple_GET_SIZE(held);
+            if (PyList_GET_SIZE(items) != size) return 0;
+            for (i = 0; i < size; i++) {
+                if (PyList_GET_ITEM(items, i) != PyTuple_GET_ITEM(held, i)) return 0;
+            }
+        }
+        return 1;
+    }
+    """
+    bint same_items "amrita_same_items"(tuple lists, tuple copies) noexcept
+
+
+cdef extern from *:
+    """
     #ifndef AMRITA_SENSE_DEBUG
     #define AMRITA_SENSE_DEBUG 0
     #endif

@@ -42,6 +42,7 @@ else:
         keyword_call,
         picks_call,
         rest_type_ready,
+        same_items,
     )
 
     rest_type_ready()
@@ -491,14 +492,12 @@ def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
     if plan.event_type is not event_type and plan.event_type != event_type:
         return False
     if cython.compiled:
-        if not _current(hook, plan):
+        if not _current(hook, plan) or not _same_table(hook, plan):
             return False
-    elif hook.version[0] != plan.version:  # `_current`'s test, without the call a pure build pays for
-        return False
-    if cython.compiled:
-        if not _same_table(hook, plan):
-            return False
-    elif hook.registry._event_handlers is not plan.table:
+        if not FREE_THREADED:  # with the GIL, one C loop over the groups' lists (`_capi.same_items`)
+            return same_items(plan.groups, plan.copies)
+    elif hook.version[0] != plan.version or hook.registry._event_handlers is not plan.table:
+        # `_current`'s and `_same_table`'s tests, without the calls a pure build pays for
         return False
     return _same_handlers(plan.groups, plan.copies)
 
