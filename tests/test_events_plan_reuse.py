@@ -141,6 +141,40 @@ async def test_a_new_priority_group_or_a_cleared_table_makes_a_new_plan():
     assert log == ["later", "sooner", "later"]
 
 
+@pytest.mark.asyncio
+async def test_a_table_put_on_the_registry_class_or_another_class_attribute_written_is_seen(monkeypatch):
+    # the compiled fast path trusts its plan's table while the registry class's attributes are unchanged
+    log = []
+
+    @Matcher("tick", block=False).handle()
+    async def first(event: Tick):
+        log.append(("first", event.n))
+
+    await MatcherFactory.trigger_event(Tick(1))
+    await MatcherFactory.trigger_event(Tick(2))  # on the plan
+    monkeypatch.setattr(EventRegistry, "_lock", threading.Lock())  # another attribute: the plan still fits
+    await MatcherFactory.trigger_event(Tick(3))
+    await MatcherFactory.trigger_event(Tick(4))
+    monkeypatch.setattr(EventRegistry, "_event_handlers", matcher_module._HandlerTable())  # a new, empty table
+    await MatcherFactory.trigger_event(Tick(5))  # no handler in it
+    await MatcherFactory.trigger_event(Tick(6))
+
+    @Matcher("tick", block=False).handle()
+    async def second(event: Tick):
+        log.append(("second", event.n))
+
+    await MatcherFactory.trigger_event(Tick(7))  # the new table's handler only
+    await MatcherFactory.trigger_event(Tick(8))
+    monkeypatch.undo()  # the old table back
+    await MatcherFactory.trigger_event(Tick(9))
+    await MatcherFactory.trigger_event(Tick(10))
+    EventRegistry()._event_handlers.clear()
+    assert log == [("first", 1), ("first", 2), ("first", 3), ("first", 4), ("second", 7), ("second", 8)] + [
+        ("first", 9),
+        ("first", 10),
+    ]
+
+
 def test_uncontended_take_and_release_leave_the_lock_free():
     lock = DispatchLock()
     assert lock.try_take() and lock.locked()
@@ -222,3 +256,44 @@ async def test_a_matcher_or_handler_written_between_or_during_dispatches_is_seen
     first_matcher.set_block(False)
     await MatcherFactory.trigger_event(Tick(2))
     assert log == [("first", 0), ("second", 0, False), ("first", 1), ("first", 2), ("second", 2, True)]
+
+
+@dataclass
+class Batch(BaseEvent):
+    items: tuple = ()
+
+    def get_event_type(self) -> str:
+        return "tick"
+
+    @property
+    def event_type(self) -> str:
+        return "tick"
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@pytest.mark.asyncio
+async def test_a_false_event_is_refused_on_a_plan_made_for_its_class():
+    # `not event` on the fast path: the event's own __len__ / __bool__, even one given to its class later
+    log = []
+
+    @Matcher("tick", block=False).handle()
+    async def first(event: BaseEvent):
+        log.append(type(event).__name__)
+
+    await MatcherFactory.trigger_event(Batch((1,)))
+    await MatcherFactory.trigger_event(Batch((1,)))  # on the plan
+    with pytest.raises(RuntimeError, match="No event found"):
+        await MatcherFactory.trigger_event(Batch())
+    await MatcherFactory.trigger_event(Tick(1))
+    await MatcherFactory.trigger_event(Tick(2))  # on the plan
+    try:
+        Tick.__bool__ = lambda self: self.n > 0  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match="No event found"):
+            await MatcherFactory.trigger_event(Tick(0))
+        await MatcherFactory.trigger_event(Tick(3))
+    finally:
+        del Tick.__bool__  # type: ignore[attr-defined]
+    await MatcherFactory.trigger_event(Tick(0))
+    assert log == ["Batch", "Batch", "Tick", "Tick", "Tick", "Tick"]

@@ -35,13 +35,15 @@ cdef class FastStep:
 
 cdef class FastPlan:
     cdef readonly str event_type
-    cdef readonly object event_class, table, lock
+    cdef readonly object event_class, table
+    cdef readonly DispatchLock lock
     cdef readonly object version  # the registry's version (an int)
     cdef readonly tuple groups  # the priority groups' lists
     cdef readonly tuple copies  # per priority group, its handlers then
     cdef readonly bint no_exc_ignored  # the flag DISABLE_EXC_IGNORED was set
     cdef readonly tuple steps  # FastStep per handler, in run order
     cdef readonly tuple slow_steps  # the hook layer's steps, for `run_rest`
+    cdef unsigned int table_tag  # the registry class's version tag while its table was `table`, or 0
 
 
 cdef class _Hook:
@@ -56,8 +58,11 @@ cdef Py_ssize_t _PLAN_LIMIT
 
 
 cdef object _positional_code(object function, tuple names)
+cdef inline FastStep _step_at(tuple steps, Py_ssize_t index)
 cdef inline bint _current(_Hook hook, FastPlan plan) except -1
 cdef bint _fits(_Hook hook, FastPlan plan, object event_type) except -1
+cdef unsigned int _table_tag(object registry, object table) except? 0
+cdef inline bint _same_table(_Hook hook, FastPlan plan) except -1
 
 
 @cython.locals(g=Py_ssize_t, i=Py_ssize_t, handlers=list, held=tuple)

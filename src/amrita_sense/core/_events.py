@@ -35,15 +35,19 @@ else:
     from cython.cimports.amrita_sense.core._capi import (
         FREE_THREADED,
         PyCoro_CheckExact,
+        class_tag,
         coro_start,
         has_code,
+        is_true,
         keyword_call,
         picks_call,
         rest_type_ready,
+        same_items,
     )
 
     rest_type_ready()
     from cython.cimports.amrita_sense.core._structures import _current_task
+    from cython.cimports.cpython.object import Py_SIZE
     from cython.cimports.cpython.pythread import (
         NOWAIT_LOCK,
         PyThread_acquire_lock,
@@ -224,11 +228,15 @@ class DispatchLock:
     def _release(self) -> None:
         self._owner = self._running = None
         self._thread = 0
-        if not self._waiters:
+        if cython.compiled and not FREE_THREADED:
+            # with the GIL nothing can queue from the look to the free; a deque's length is its size field
+            if Py_SIZE(self._waiters) == 0:
+                self._free()
+            else:
+                self._serve()
+        elif not self._waiters:
             self._free()
-            # queued meanwhile: take the lock back to serve them (compiled with the GIL, nothing can
-            # have queued: it was held from the look to the free)
-            if (not cython.compiled or FREE_THREADED) and self._waiters and self._take():
+            if self._waiters and self._take():  # queued meanwhile: take the lock back to serve them
                 self._serve()
         else:
             self._serve()
@@ -338,6 +346,9 @@ class FastPlan:
         self.steps = steps
         """`state`: the registry's version and table, the priority groups, whether the flag
         DISABLE_EXC_IGNORED is set, and the hook layer's steps (`run_rest` runs the rest of them)."""
+        if cython.compiled:
+            hook = _hook[0]
+            self.table_tag = 0 if hook is None else _table_tag(cython.cast(_Hook, hook).registry, self.table)
 
 
 _plans: dict = {}
@@ -393,18 +404,24 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
     """`MatcherFactory.trigger_event`: an argument-less event whose plan fits is dispatched here, in
     this one coroutine (`_run_steps` of the hook layer, for plain keyword calls); anything else by the
     hook layer's own dispatch."""
-    # compiled, the casts skip a type test; the pure build takes the values as they are (a cast is a
-    # call there, and Cython's own `cython.cast`, where Cython is installed, an expensive one)
+    # The same steps in both builds, each build's own way: compiled, the casts skip a type test and
+    # `is_true` reads `not event` without a call for the usual event class (no __bool__, no __len__);
+    # the pure build takes the values as they are (a cast is a call there, and Cython's own
+    # `cython.cast`, where Cython is installed, an expensive one). Only events have plans (the hook
+    # layer checked their class).
     if cython.compiled:
         hook = cython.cast(_Hook, _hook[0])  # None or a _Hook (`install`)
         plan = cython.cast(FastPlan, _last[0])  # None or a FastPlan (`remember`)
+        if plan is None or plan.event_class is not type(event):
+            plan = cython.cast(FastPlan, _plans.get(type(event)))
+        if args or kwargs or hook is None or plan is None or not is_true(event):
+            return await _slow(cls, event, args, exception_ignored, kwargs, None)
     else:
         hook, plan = _hook[0], _last[0]
-    if plan is None or plan.event_class is not type(event):
-        # only events have plans: the hook layer checked this class
-        plan = cython.cast(FastPlan, _plans.get(type(event))) if cython.compiled else _plans.get(type(event))
-    if args or kwargs or hook is None or plan is None or not event:
-        return await _slow(cls, event, args, exception_ignored, kwargs, None)
+        if plan is None or plan.event_class is not type(event):
+            plan = _plans.get(type(event))
+        if args or kwargs or hook is None or plan is None or not event:
+            return await _slow(cls, event, args, exception_ignored, kwargs, None)
     event_type = event.get_event_type()
     if not _fits(hook, plan, event_type):
         return await hook.slow(cls, event, args, exception_ignored, kwargs, event_type)
@@ -422,7 +439,7 @@ async def trigger_event(cls: Any, event: Any, *args: Any, exception_ignored: tup
                 lock._owner = _current_task()  # the hook layer's handlers run in no coroutine of ours
                 await hook.run_rest(plan.slow_steps[index:], event, exception_ignored)
                 return
-            step = cython.cast(FastStep, steps[index]) if cython.compiled else steps[index]
+            step = _step_at(steps, index) if cython.compiled else steps[index]
             try:
                 if cython.compiled:
                     rest = _start(_call(lock, step, event))
@@ -456,6 +473,13 @@ async def _slow(cls: Any, event: Any, args: tuple, exception_ignored: Any, kwarg
     await hook.slow(cls, event, args, exception_ignored, kwargs, event_type)
 
 
+@cython.boundscheck(False)  # `index` is below len(steps): the dispatch's loop runs over range(len(steps))
+@cython.wraparound(False)
+def _step_at(steps: tuple, index: cython.Py_ssize_t) -> FastStep:
+    """Compiled: the plan's step `index` (a FastStep: `remember`'s plans hold nothing else)."""
+    return cython.cast(FastStep, steps[index])
+
+
 @cython.boundscheck(False)  # the version cell is `[version]`
 def _current(hook: _Hook, plan: FastPlan) -> bool:
     """Whether the registry's version is still the plan's."""
@@ -468,13 +492,37 @@ def _fits(hook: _Hook, plan: FastPlan, event_type: Any) -> bool:
     if plan.event_type is not event_type and plan.event_type != event_type:
         return False
     if cython.compiled:
-        if not _current(hook, plan):
+        if not _current(hook, plan) or not _same_table(hook, plan):
             return False
-    elif hook.version[0] != plan.version:  # `_current`'s test, without the call a pure build pays for
-        return False
-    if hook.registry._event_handlers is not plan.table:
+        if not FREE_THREADED:  # with the GIL, one C loop over the groups' lists (`_capi.same_items`)
+            return same_items(plan.groups, plan.copies)
+    elif hook.version[0] != plan.version or hook.registry._event_handlers is not plan.table:
+        # `_current`'s and `_same_table`'s tests, without the calls a pure build pays for
         return False
     return _same_handlers(plan.groups, plan.copies)
+
+
+def _table_tag(registry: Any, table: Any) -> int:
+    """Compiled: the version tag of the class `registry` (`_capi.class_tag`) while its `_event_handlers`
+    is `table`, else 0. Read between two look-ups of the table: the first gives the class a tag when
+    it has none, and a write after the tag was read changes the tag, so a plan's tag is never one of
+    a class whose table was another."""
+    if cython.compiled:
+        if registry._event_handlers is table:
+            tag = class_tag(registry)
+            if registry._event_handlers is table:
+                return tag
+    return 0
+
+
+def _same_table(hook: _Hook, plan: FastPlan) -> bool:
+    """Compiled: whether the registry's table is still the plan's. The class's version tag unchanged
+    since the plan was made means no attribute of it was written since, the table included; else
+    (a tag changed or never read) the table is looked up."""
+    if cython.compiled:
+        if plan.table_tag != 0 and class_tag(hook.registry) == plan.table_tag:
+            return True
+    return hook.registry._event_handlers is plan.table
 
 
 @cython.boundscheck(False)  # `groups` and `copies` have the same length; each group's is compared first
