@@ -35,15 +35,13 @@ else:
     from cython.cimports.amrita_sense.core._capi import (
         FREE_THREADED,
         PyCoro_CheckExact,
-        class_tag,
         coro_start,
         has_code,
-        is_true,
         keyword_call,
         picks_call,
         rest_type_ready,
-        same_items,
     )
+    from cython.cimports.amrita_sense.core._capi_events import class_tag, is_true, same_items
 
     rest_type_ready()
     from cython.cimports.amrita_sense.core._structures import _current_task
