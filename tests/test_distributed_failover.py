@@ -139,6 +139,25 @@ def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path, r
     assert store.list() == []  # finished runs leave no checkpoint behind
 
 
+def test_a_worker_that_dies_after_its_run_ended_leaves_the_result_to_the_failover(dist, tmp_path):
+    """Killed between the run's end and its outcome reaching the pool (in the setup's `close`), a
+    worker used to have deleted the run's checkpoint already, so the run started again from its first
+    node. The ended checkpoint now stays until the pool has the outcome: the failover returns the run's
+    result, no step runs twice, and the checkpoint is deleted after all."""
+    from amrita_sense.durable import SQLiteCheckpointStore
+
+    sink = tmp_path / "effects"
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    with _pool(dist, checkpoint_store=store, checkpoint_options={"codec": pickle}) as pool:
+        spec = {"steps": STEPS, "delay": 0.0, "sink": str(sink), "value": 7}
+        handle = pool.submit(ds.counting, spec, setup=ds.dying_close_setup)
+        assert handle.result(120) == ds.expected(7, STEPS)
+        assert handle.outcome().attempts == 2
+    assert (tmp_path / "effects.killed").exists()  # the first worker did die in the window
+    assert _effects(sink)[7] == ds.expected(7, STEPS)[1]
+    assert store.list() == []
+
+
 def test_without_a_store_each_run_finishes_or_is_reported_lost(dist, tmp_path):
     sink = tmp_path / "effects"
     with _pool(dist) as pool:

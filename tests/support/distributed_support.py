@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 from typing import Any
@@ -47,6 +48,21 @@ def job_setup(spec: Any) -> Any:
 
     job = Job(**spec) if isinstance(spec, dict) else Job(spec)
     return RunSetup(args=(job,), result=lambda job: (job.value, list(job.trace)))
+
+
+def dying_close_setup(spec: dict) -> Any:
+    """`job_setup` whose `close` kills its worker's process (SIGKILL) the first time: after the run
+    ended, before its outcome leaves the worker (a file beside the sink says it was done)."""
+    made = job_setup(spec)
+    marker = spec["sink"] + ".killed"
+
+    def close() -> None:
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    made.close = close
+    return made
 
 
 def client_job_setup(spec: Any) -> Any:

@@ -29,7 +29,7 @@ from amrita_sense.distributed import pickling
 from amrita_sense.distributed._bridge import PoolLoop, Reply, wait_async, wait_for
 from amrita_sense.distributed.errors import NotPicklable, PoolClosed, RunEnded
 from amrita_sense.distributed.fanout import amap_runs, map_runs
-from amrita_sense.distributed.outcome import CANCELLED, ERROR, LOST, RunOutcome, Unshippable, default_setup
+from amrita_sense.distributed.outcome import CANCELLED, ERROR, FINISHED, LOST, RunOutcome, Unshippable, default_setup
 from amrita_sense.distributed.worker import BATCH, CONTINUE, FAILOVER, FRESH, SenseWorker
 from amrita_sense.durable import Checkpointing, MemoryCheckpointStore, SQLiteCheckpointStore, Waker
 from amrita_sense.durable.snapshots.codecs import PartialPickle
@@ -278,7 +278,9 @@ class SensePool:
             signed; to resume the pool's runs from another process, give the pool (and that process)
             the same keyring (`Keyring.from_env`).
         keep_checkpoints: keep a run's checkpoint after it finished or was cancelled (by default it
-            is deleted then; halted and panicked runs always keep theirs).
+            is deleted once its outcome has reached the pool, so that a worker dying in between leaves
+            the ended run to its failover, which returns the result; halted and panicked runs always
+            keep theirs).
         max_attempts: how many times a run may be started (its first start included) before a
             worker's death loses it.
         restart_lost: without a checkpoint store, start a run whose worker died again from the
@@ -646,7 +648,7 @@ class SensePool:
             worker, _ = await self._acquire([state])
             generation = worker.generation
             try:
-                return await self._run_on(worker, state, mode)
+                outcome = await self._run_on(worker, state, mode)
             except RayActorError as exc:
                 await self._worker_died(worker, generation, exc)
                 if _failed_to_start(exc):
@@ -656,8 +658,11 @@ class SensePool:
                 if lost is not None:
                     return lost
                 mode = self._failover_mode(mode)
+                continue
             finally:
                 self._release(worker, [state])
+            await self._forget_checkpoints(worker, [outcome])
+            return outcome
 
     def _failover_mode(self, mode: str) -> str:
         """How a run whose worker died starts again: from its checkpoint, or as before (restart_lost)."""
@@ -699,8 +704,28 @@ class SensePool:
         except Exception as exc:  # noqa: BLE001 - the worker's method failed: reported on every run
             datas = [self._method_failed(worker, state, exc) for state in live]
         self._release(worker, live)
-        for state, data in zip(live, datas):
-            self._finish(state, data if isinstance(data, RunOutcome) else self._unpack(worker, state, data))
+        outcomes = [
+            data if isinstance(data, RunOutcome) else self._unpack(worker, state, data)
+            for state, data in zip(live, datas)
+        ]
+        await self._forget_checkpoints(worker, outcomes)
+        for state, outcome in zip(live, outcomes):
+            self._finish(state, outcome)
+
+    async def _forget_checkpoints(self, worker: _Worker, outcomes: list[RunOutcome]) -> None:
+        """With the outcomes here, the checkpoints of the finished and cancelled runs among them deleted
+        (by a worker: the store may only open there). A failure is noted on the outcome: the checkpoint
+        stays, which costs only space."""
+        ended = [outcome.run_id for outcome in outcomes if outcome.status in (FINISHED, CANCELLED)]
+        if self._store is None or self._keep or not ended:
+            return
+        try:
+            failed = await worker.actor.forget_checkpoints.remote(ended)
+        except Exception as exc:  # noqa: BLE001 - e.g. the worker died just now
+            failed = dict.fromkeys(ended, repr(exc))
+        for outcome in outcomes:
+            if outcome.run_id in failed:
+                outcome.extra["cleanup_error"] = failed[outcome.run_id]
 
     def _call_args(self, state: _RunState, mode: str) -> tuple:
         workflow = state.workflow

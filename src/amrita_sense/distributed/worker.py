@@ -426,8 +426,9 @@ class SenseWorker:
                 outcome.traceback = _format(error)
         if status in (HALTED, PANICKED):
             outcome.snapshot = _snapshot_or_none(run.interp, self._codec, self._keyring)
-        await self._forget_checkpoint(run, outcome)
-        await self._close_setup(run, outcome)
+        await self._close_setup(
+            run, outcome
+        )  # its checkpoint stays until the pool has the outcome (`forget_checkpoints`)
         return outcome
 
     @staticmethod
@@ -447,13 +448,19 @@ class SenseWorker:
                 outcome.sense_traceback = run.interp._make_traceback()
         return outcome
 
-    async def _forget_checkpoint(self, run: _Run, outcome: RunOutcome) -> None:
-        if run.policy is None or self._keep or outcome.status not in (FINISHED, CANCELLED):
-            return
-        try:
-            await _settle(run.policy.store.delete(run.run_id))
-        except Exception as error:  # noqa: BLE001 - the run is over; a stale checkpoint is only space
-            outcome.extra["cleanup_error"] = repr(error)
+    async def forget_checkpoints(self, run_ids: list[str]) -> dict[str, str]:
+        """Delete the checkpoints of ended runs whose outcomes the pool has received (it asks for the
+        finished and cancelled ones, unless it keeps checkpoints); what failed, by run id. Only then: a
+        worker that dies after its run ended, before the outcome reached the pool, leaves the ended
+        checkpoint, and the run's failover returns its result instead of running it again."""
+        store = self._checkpoint_store()
+        failed: dict[str, str] = {}
+        for run_id in run_ids if store is not None and not self._keep else ():
+            try:
+                await _settle(store.delete(run_id))
+            except Exception as error:  # noqa: BLE001 - the run is over; a stale checkpoint is only space
+                failed[run_id] = repr(error)
+        return failed
 
     def _retire(self, run: _Run) -> None:
         if self._runs.get(run.run_id) is run:
