@@ -420,7 +420,11 @@ class Checkpointing:
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
-            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+            raise self._save_failed(exc) from exc
+
+    def _save_failed(self, exc: Exception) -> CheckpointError:
+        """A backend's own error in a save, reported as a checkpoint failure."""
+        return CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}")
 
     def _store_now(self, data: bytes) -> Any:
         """`_store(data)` of a save with nothing besides its data (no offload, marks or history) into a
@@ -431,7 +435,7 @@ class Checkpointing:
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
-            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+            raise self._save_failed(exc) from exc
 
     async def _stored(self, saved: Any) -> CheckpointRecord:
         """The record a store's `save` returned as `saved` (`_store_now`): awaited when it is awaitable."""
@@ -440,7 +444,7 @@ class Checkpointing:
         except CheckpointError:
             raise
         except Exception as exc:  # a backend's own error: report it as a checkpoint failure
-            raise CheckpointError(f"saving the checkpoint of run {self.run_id!r} failed: {exc!r}") from exc
+            raise self._save_failed(exc) from exc
 
     async def _interruption(self) -> RunInterrupted | None:
         """After a conflict: `RunInterrupted` when a start took the run id over at the version this
