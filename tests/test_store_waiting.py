@@ -544,8 +544,9 @@ def test_an_sqlite_file_of_schema_3_is_upgraded_in_place(tmp_path):
         store.save("r", HALTED, history=True)
     with sqlite3.connect(path) as raw:  # back to what schema 3 wrote
         raw.execute("DROP INDEX sense_checkpoints_due")
+        raw.execute("DROP INDEX sense_checkpoints_ready")
         raw.execute("DROP TABLE sense_messages")
-        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until"):
+        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until", "ready_at"):
             raw.execute(f"ALTER TABLE sense_checkpoints DROP COLUMN {column}")
         raw.execute("PRAGMA user_version = 3")
     with SQLiteCheckpointStore(path) as store:
@@ -555,7 +556,7 @@ def test_an_sqlite_file_of_schema_3_is_upgraded_in_place(tmp_path):
         (got,) = store.claim_due("w", lease_seconds=10)
         assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION == 4
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == _SCHEMA_VERSION == 5
 
 
 def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_dsn):
@@ -570,7 +571,7 @@ def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_d
         store.save("r", HALTED, history=True)
     with psycopg.connect(postgres_dsn, autocommit=True) as raw:  # back to what version 2 wrote
         raw.execute(f'DROP TABLE "{schema}".messages')
-        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until"):
+        for column in ("graph", "wait_topic", "due_at", "lease_owner", "lease_until", "ready_at", "sends"):
             raw.execute(f'ALTER TABLE "{schema}".checkpoints DROP COLUMN {column}')
         raw.execute(f"UPDATE \"{schema}\".meta SET value = 2 WHERE key = 'schema_version'")
     with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
@@ -581,7 +582,7 @@ def test_a_postgres_schema_of_version_2_is_upgraded_in_place(request, postgres_d
         assert (got.run_id, got.graph, got.record.version, got.message.message_id) == ("r", "g", 2, "m")
     with psycopg.connect(postgres_dsn, autocommit=True) as raw:
         found = raw.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
-        assert found == (SCHEMA_VERSION,) == (3,)
+        assert found == (SCHEMA_VERSION,) == (4,)
 
 
 @pytest.mark.asyncio

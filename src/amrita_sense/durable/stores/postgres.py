@@ -137,15 +137,20 @@ else:
 
 __all__ = ["SCHEMA_VERSION", "AsyncPostgresCheckpointStore", "PostgresCheckpointStore"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the tables this code writes (the `meta` row); a newer one is refused. 2: frames
 (a history row may be a delta from the one before it, `base`; a row kept only as such a base is
 not `listed`; the latest's `data` is empty when its frame is in the history table); 3: waits (a
 run's `graph`, its wait's `wait_topic` / `due_at`, its waker's `lease_owner` / `lease_until`) and
-the `messages` table (`seq`: the store's sending order)."""
+the `messages` table (`seq`: the store's sending order); 4: `ready_at` (when a waiting run became
+or becomes claimable, kept by saves and sends, so a claim walks an index instead of every waiting
+run and pending message) and `sends` (a count `send` moves, see `_READY_AT`). Version 3 code must
+not write a version 4 schema: its sends would not make a run ready."""
 
 FRESH = 1.0
 """A connection back from an operation less than this many seconds ago is lent without a check."""
+_FIRST_TIMERS_READ = 32
+"""How many of the first timers `next_due` reads before it reads them all."""
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _OWN_POOL_OPTIONS = ("conninfo", "open", "connection_class")
 _SECRET_PARAMETERS = ("password", "sslpassword")
@@ -198,6 +203,13 @@ _CREATE = (
     )""",
     "CREATE INDEX IF NOT EXISTS messages_pending ON {s}.messages (run_id, topic, seq) WHERE NOT delivered",
     "CREATE INDEX IF NOT EXISTS checkpoints_due ON {s}.checkpoints (due_at) WHERE due_at IS NOT NULL",
+    "ALTER TABLE {s}.checkpoints ADD COLUMN IF NOT EXISTS ready_at double precision, "
+    "ADD COLUMN IF NOT EXISTS sends bigint NOT NULL DEFAULT 0",
+    # version 3's waiting runs: when each became (or becomes) claimable
+    "UPDATE {s}.checkpoints c SET ready_at = least(c.due_at, (SELECT min(m.sent_at) FROM {s}.messages m "
+    "WHERE m.run_id = c.run_id AND m.topic = c.wait_topic AND NOT m.delivered)) "
+    "WHERE c.ready_at IS NULL AND (c.due_at IS NOT NULL OR c.wait_topic IS NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS checkpoints_ready ON {s}.checkpoints (ready_at, run_id) WHERE ready_at IS NOT NULL",
 )
 _META_EXISTS = "SELECT to_regclass(%(meta)s) IS NOT NULL"
 _META_VERSION = "SELECT value FROM {s}.meta WHERE key = 'schema_version'"
@@ -209,11 +221,27 @@ _SET_VERSION = (
 
 _INSERT_LATEST = (
     "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data, "
-    "wait_topic, due_at, graph) VALUES (%(run_id)s, 1, %(status)s, %(fingerprint)s, %(size)s, %(now)s, %(now)s, "
-    "%(data)s, %(wait_topic)s, %(due_at)s, %(graph)s) "
+    "wait_topic, due_at, graph, ready_at) VALUES (%(run_id)s, 1, %(status)s, %(fingerprint)s, %(size)s, %(now)s, "
+    "%(now)s, %(data)s, %(wait_topic)s, %(due_at)s, %(graph)s, %(due_at)s) "
 )
-_WAIT_SET = "wait_topic = %(wait_topic)s, due_at = %(due_at)s, graph = coalesce(%(graph)s, c.graph)"
-"""Every save writes the run's wait (NULLs: not waiting) and keeps its graph name unless given one."""
+_READY_AT = (
+    # a run waiting on a topic is ready at its oldest pending message there (not one this save marks
+    # delivered) when that is before its timer; and at once when a `send` committed after this
+    # statement's snapshot was taken (the run's `sends` on the locked row moved: its message is not
+    # seen here, and a send that came first found the run not waiting on the topic yet; the claim
+    # checks whether the run is due)
+    "CASE WHEN %(wait_topic)s::text IS NULL THEN %(due_at)s::double precision ELSE least(%(due_at)s::double precision, "
+    "(SELECT min(m.sent_at) FROM {s}.messages m WHERE m.run_id = %(run_id)s AND m.topic = %(wait_topic)s::text "
+    "AND NOT m.delivered AND m.message_id <> ALL(coalesce(%(delivered)s::text[], '{{}}'))), "
+    "CASE WHEN c.sends IS DISTINCT FROM (SELECT k.sends FROM {s}.checkpoints k WHERE k.run_id = %(run_id)s) "
+    "THEN %(now)s END) END"
+)
+_WAIT_SET = (
+    "wait_topic = %(wait_topic)s, due_at = %(due_at)s, graph = coalesce(%(graph)s, c.graph), ready_at = " + _READY_AT
+)
+"""Every save writes the run's wait (NULLs: not waiting), when it is ready to be claimed (`ready_at`:
+the earlier of its timer and its oldest pending message on the wait's topic, `send` lowers it),
+and keeps its graph name unless given one."""
 _WRITES = {
     # expected_version None: a new run gets version 1, an existing one the next version
     "any": _INSERT_LATEST + "ON CONFLICT (run_id) DO UPDATE SET version = c.version + 1, status = EXCLUDED.status, "
@@ -346,8 +374,8 @@ _PUT_FRAME = (
 )
 _PUT_FRAMED_LATEST = (
     "INSERT INTO {s}.checkpoints AS c (run_id, version, status, fingerprint, size, created_at, updated_at, data, "
-    "wait_topic, due_at, graph) VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, %(now)s, "
-    "%(now)s, ''::bytea, %(wait_topic)s, %(due_at)s, %(graph)s) "
+    "wait_topic, due_at, graph, ready_at) VALUES (%(run_id)s, %(version)s, %(status)s, %(fingerprint)s, %(size)s, "
+    "%(now)s, %(now)s, ''::bytea, %(wait_topic)s, %(due_at)s, %(graph)s, %(due_at)s) "
     "ON CONFLICT (run_id) DO UPDATE SET version = EXCLUDED.version, status = EXCLUDED.status, "
     "fingerprint = EXCLUDED.fingerprint, size = EXCLUDED.size, updated_at = EXCLUDED.updated_at, data = ''::bytea, "
     + _WAIT_SET
@@ -396,31 +424,34 @@ _MESSAGE = "run_id, topic, message_id, seq, sent_at, payload"
 _LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= %(now)s)"
 _IN_GRAPHS = "AND (%(graphs)s::text[] IS NULL OR c.graph = ANY(%(graphs)s::text[]))"
 _CLAIM = (
-    # the due runs (a passed timer; a pending message on the wait's topic) whose lease is free, locked
-    # with SKIP LOCKED (a run another waker is claiming is skipped, never waited for), then leased; the
-    # lease condition is checked again on the locked row
-    "WITH due (run_id, since) AS ("
-    f"SELECT c.run_id, c.due_at FROM {{s}}.checkpoints c WHERE c.due_at <= %(now)s AND {_LEASE_FREE} {_IN_GRAPHS} "
-    "UNION ALL SELECT m.run_id, min(m.sent_at) FROM {s}.messages m JOIN {s}.checkpoints c "
-    f"ON c.run_id = m.run_id AND c.wait_topic = m.topic WHERE NOT m.delivered AND {_LEASE_FREE} {_IN_GRAPHS} "
-    "GROUP BY m.run_id), "
-    "firsts AS (SELECT run_id, min(since) AS first FROM due GROUP BY run_id), "
-    "picked AS (SELECT c.run_id, f.first FROM {s}.checkpoints c JOIN firsts f ON f.run_id = c.run_id "
-    f"WHERE {_LEASE_FREE} AND (c.wait_topic IS NOT NULL OR c.due_at IS NOT NULL) "
-    "ORDER BY f.first, c.run_id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED) "
+    # the due runs (a passed timer; a pending message on the wait's topic) whose lease is free, in the
+    # order they became ready (`ready_at`, an index walk that stops at `limit`), locked with SKIP LOCKED
+    # (a run another waker is claiming is skipped, never waited for), then leased; the lease condition
+    # is checked again on the locked row
+    "WITH picked AS (SELECT c.run_id, c.ready_at AS first, c.wait_topic AS topic FROM {s}.checkpoints c "
+    # (a scalar subquery per row, which the planner cannot turn into a hash of every pending message)
+    f"WHERE c.ready_at <= %(now)s AND {_LEASE_FREE} {_IN_GRAPHS} AND (c.due_at <= %(now)s OR (SELECT m.seq "
+    "FROM {s}.messages m WHERE m.run_id = c.run_id AND m.topic = c.wait_topic AND NOT m.delivered LIMIT 1) "
+    "IS NOT NULL) "
+    "ORDER BY c.ready_at, c.run_id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED) "
+    # with each run's oldest pending message on its wait's topic (the one a resume delivers)
     "UPDATE {s}.checkpoints c SET lease_owner = %(owner)s, lease_until = %(until)s FROM picked p "
+    "LEFT JOIN LATERAL (SELECT m.message_id, m.seq, m.sent_at, m.payload FROM {s}.messages m "
+    "WHERE m.run_id = p.run_id AND m.topic = p.topic AND NOT m.delivered ORDER BY m.seq LIMIT 1) f ON true "
     f"WHERE c.run_id = p.run_id RETURNING {', '.join('c.' + n for n in _RECORD.split(', '))}, c.graph, "
-    "c.wait_topic, c.due_at, p.first, c.data"
+    "c.wait_topic, c.due_at, p.first, c.data, f.message_id, f.seq, f.sent_at, f.payload"
 )
-_FIRST_PENDING = (
-    f"SELECT DISTINCT ON (m.run_id) {', '.join('m.' + n for n in _MESSAGE.split(', '))} FROM {{s}}.messages m "
-    "JOIN unnest(%(runs)s::text[], %(topics)s::text[]) AS w(run_id, topic) ON m.run_id = w.run_id "
-    "AND m.topic = w.topic WHERE NOT m.delivered ORDER BY m.run_id, m.seq"
+_LOCK_FOR_SEND = (
+    # the row lock, and a new row version a save that started before this send commits sees (`_READY_AT`)
+    "UPDATE {s}.checkpoints SET sends = sends + 1 WHERE run_id = %(run_id)s RETURNING status"
 )
-_LOCK_FOR_SEND = "SELECT status FROM {s}.checkpoints WHERE run_id = %(run_id)s FOR NO KEY UPDATE"
 _PUT_MESSAGE = (
-    "INSERT INTO {s}.messages (run_id, message_id, topic, sent_at, payload) VALUES (%(run_id)s, %(message_id)s, "
-    "%(topic)s, %(now)s, %(payload)s) ON CONFLICT (run_id, message_id) DO NOTHING RETURNING seq"
+    # a new message on the topic the run waits on makes the run ready
+    "WITH put AS (INSERT INTO {s}.messages (run_id, message_id, topic, sent_at, payload) VALUES (%(run_id)s, "
+    "%(message_id)s, %(topic)s, %(now)s, %(payload)s) ON CONFLICT (run_id, message_id) DO NOTHING RETURNING seq), "
+    "ready AS (UPDATE {s}.checkpoints c SET ready_at = least(c.ready_at, %(now)s) WHERE c.run_id = %(run_id)s "
+    "AND c.wait_topic = %(topic)s AND EXISTS (SELECT 1 FROM put)) "
+    "SELECT seq FROM put"
 )
 _KEPT_MESSAGE = f"SELECT {_MESSAGE} FROM {{s}}.messages WHERE run_id = %(run_id)s AND message_id = %(message_id)s"
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(wake)s)"
@@ -440,6 +471,11 @@ _RELEASE = (
 _MESSAGES = (
     f"SELECT {_MESSAGE} FROM {{s}}.messages WHERE run_id = %(run_id)s "
     "AND (%(topic)s::text IS NULL OR topic = %(topic)s::text) AND (NOT %(pending)s OR NOT delivered) ORDER BY seq"
+)
+_FIRST_TIMERS = (
+    # the first timers in due order, whatever their lease or graph (no filter: the index walk is the
+    # plan even before the table has statistics)
+    "SELECT due_at, lease_until, graph FROM {s}.checkpoints WHERE due_at IS NOT NULL ORDER BY due_at LIMIT %(limit)s"
 )
 _NEXT_DUE = (
     "SELECT min(greatest(due_at, lease_until)) FROM {s}.checkpoints c WHERE due_at IS NOT NULL "
@@ -491,7 +527,6 @@ def _statements(schema: str) -> dict[str, Any]:
     out["claim_run"] = _CLAIM_RUN.format(s=s)
     for name, sql in (
         ("claim", _CLAIM),
-        ("first_pending", _FIRST_PENDING),
         ("lock_for_send", _LOCK_FOR_SEND),
         ("put_message", _PUT_MESSAGE),
         ("kept_message", _KEPT_MESSAGE),
@@ -500,6 +535,7 @@ def _statements(schema: str) -> dict[str, Any]:
         ("release", _RELEASE),
         ("messages", _MESSAGES),
         ("next_due", _NEXT_DUE),
+        ("first_timers", _FIRST_TIMERS),
     ):
         out[name] = sql.format(s=s)
     return out
@@ -701,6 +737,7 @@ class _PostgresStore:
             "wait_topic": None if wait is None else wait.topic,
             "due_at": None if wait is None or wait.due_at is None else float(wait.due_at),
             "graph": _check_graph(graph),
+            "delivered": list(marked) if marked else None,
         }
         with self._bases_lock:
             framed = deltas.as_frames(len(data), history, self._bases.framed(run_id))
@@ -993,7 +1030,8 @@ class _PostgresStore:
         lease = _check_lease(owner, lease_seconds)
         _check_limit(limit)
         names = _check_graphs(graphs)
-        return _Operation("claiming due runs", self._claim_steps(owner, lease, limit, names, now), atomic=True)
+        steps = self._claim_steps(owner, lease, limit, names, now)
+        return _Operation("claiming due runs", steps, atomic=False)  # one statement
 
     def _claim_steps(self, owner: str, lease: float, limit: int, names: Any, now: float | None) -> Steps:
         if names is not None and not names:
@@ -1002,13 +1040,6 @@ class _PostgresStore:
         params = {"now": at, "until": at + lease, "owner": owner, "limit": limit}
         params["graphs"] = None if names is None else sorted(names)
         rows = yield self._sql["claim"], params
-        rows = sorted(rows, key=lambda row: (row[11], row[0]))
-        waiting = [(row[0], row[9]) for row in rows if row[9] is not None]
-        messages: dict[str, StoredMessage] = {}
-        if waiting:
-            runs, topics = [run for run, _ in waiting], [topic for _, topic in waiting]
-            for found in (yield self._sql["first_pending"], {"runs": runs, "topics": topics}):
-                messages[found[0]] = StoredMessage(*found)
         return [
             Claim(
                 row[0],
@@ -1017,10 +1048,10 @@ class _PostgresStore:
                 row[8],
                 Wait(row[9], row[10]),
                 CheckpointRecord(*row[:8]),
-                messages.get(row[0]),
+                None if row[13] is None else StoredMessage(row[0], row[9], *row[13:17]),
                 _claimed_data(row[12]),
             )
-            for row in rows
+            for row in sorted(rows, key=lambda row: (row[11], row[0]))
         ]
 
     def _renew_op(self, run_id: str, owner: str, lease_seconds: float) -> _Operation:
@@ -1063,7 +1094,13 @@ class _PostgresStore:
         return _Operation("finding the next due run", self._next_due_steps(params), atomic=False, small=True)
 
     def _next_due_steps(self, params: dict[str, Any]) -> Steps:
-        return (yield self._sql["next_due"], params)[0][0]
+        rows = yield self._sql["first_timers"], {"limit": _FIRST_TIMERS_READ}
+        graphs = params["graphs"]
+        ours = [(due, lease) for due, lease, graph in rows if graphs is None or graph in graphs]
+        # exact when a timer of ours no lease holds is among them: the timers after it are not earlier
+        if any(lease is None for _, lease in ours) or len(rows) < _FIRST_TIMERS_READ:
+            return min((due if lease is None else max(due, lease) for due, lease in ours), default=None)
+        return (yield self._sql["next_due"], params)[0][0]  # held or other graphs' timers first: all of them
 
     def _wakeup_timeout(self, timeout: Any) -> float:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:

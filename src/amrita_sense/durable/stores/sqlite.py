@@ -50,13 +50,15 @@ from amrita_sense.durable.stores.waiting import (
     _refuses,
 )
 
-_SCHEMA_VERSION = 4
+_SCHEMA_VERSION = 5
 """1: the latest checkpoint per run; 2: `forked_from`, and the history table; 3: frames (a history
 row may be a delta from the one before it, `base`; one kept only as such a base is not `listed`;
 the latest's `data` is empty when its frame is in the history table; `size` of the whole snapshot);
 4: waits (a run's `graph`, its wait's `wait_topic` / `due_at`, both NULL when it does not wait, and
 its waker's `lease_owner` / `lease_until`) and the `sense_messages` table (`seq`: the store's
-sending order)."""
+sending order); 5: `ready_at` (when a waiting run became or becomes claimable: the earlier of its
+timer and its oldest pending message on its wait's topic; saves and sends keep it, so a claim walks
+an index instead of every waiting run and pending message)."""
 _SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS sense_checkpoints (
@@ -73,7 +75,8 @@ CREATE TABLE IF NOT EXISTS sense_checkpoints (
     wait_topic  TEXT,
     due_at      REAL,
     lease_owner TEXT,
-    lease_until REAL
+    lease_until REAL,
+    ready_at    REAL
 )""",
     """
 CREATE TABLE IF NOT EXISTS sense_history (
@@ -101,6 +104,8 @@ CREATE TABLE IF NOT EXISTS sense_messages (
 )""",
     "CREATE INDEX IF NOT EXISTS sense_messages_pending ON sense_messages (run_id, topic, seq) WHERE delivered = 0",
     "CREATE INDEX IF NOT EXISTS sense_checkpoints_due ON sense_checkpoints (due_at) WHERE due_at IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS sense_checkpoints_ready ON sense_checkpoints (ready_at, run_id) "
+    "WHERE ready_at IS NOT NULL",
 )
 _ADDED_COLUMNS = (
     ("sense_checkpoints", "forked_from", "TEXT"),
@@ -113,18 +118,34 @@ _ADDED_COLUMNS = (
     ("sense_checkpoints", "due_at", "REAL"),
     ("sense_checkpoints", "lease_owner", "TEXT"),
     ("sense_checkpoints", "lease_until", "REAL"),
+    ("sense_checkpoints", "ready_at", "REAL"),
 )
 """The columns later schema versions added to a table an earlier one created."""
 _RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 """SQLite 3.35 and later: a save without history is one statement (`RETURNING`); before, a transaction."""
 _INSERT = (
     "INSERT INTO sense_checkpoints (status, fingerprint, created_at, updated_at, data, run_id, version, "
-    "wait_topic, due_at, graph) VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1, ?7, ?8, ?9) ON CONFLICT (run_id) "
+    "wait_topic, due_at, graph, ready_at) VALUES (?1, ?2, ?3, ?3, ?4, ?5, 1, ?7, ?8, ?9, ?8) ON CONFLICT (run_id) "
 )
 _UPDATE = (
     "status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, size = NULL, version = version + 1, "
-    "wait_topic = ?7, due_at = ?8, graph = coalesce(?9, graph)"
+    "wait_topic = ?7, due_at = ?8, graph = coalesce(?9, graph), ready_at = ?8"
 )
+"""A save's write: the run is ready at its timer (`_READY` then adds a wait's pending messages)."""
+_READY_AT = (
+    "ready_at = CASE WHEN wait_topic IS NULL THEN due_at ELSE nullif(min(coalesce(due_at, 9e999), coalesce(("
+    "SELECT min(m.sent_at) FROM sense_messages m WHERE m.run_id = sense_checkpoints.run_id "
+    "AND m.topic = sense_checkpoints.wait_topic AND m.delivered = 0), 9e999)), 9e999) END"
+)
+"""When the run is ready to be claimed: the earlier of its timer and its oldest pending message on
+its wait's topic (NULL: it does not wait)."""
+_READY = f"UPDATE sense_checkpoints SET {_READY_AT} WHERE run_id = ?"
+"""`_READY_AT` of one run, in a save's transaction after its write and its delivered messages."""
+_READY_FROM_VERSION_4 = (
+    f"UPDATE sense_checkpoints SET {_READY_AT} "
+    "WHERE ready_at IS NULL AND (due_at IS NOT NULL OR wait_topic IS NOT NULL)"
+)
+"""The waiting runs of a file of schema 4, made ready as a save would have."""
 _NEW_VERSION = " RETURNING version, created_at, forked_from"
 _SAVE_ANY = _INSERT + "DO UPDATE SET " + _UPDATE + _NEW_VERSION
 _SAVE_NEW = _INSERT + "DO NOTHING" + _NEW_VERSION
@@ -139,7 +160,7 @@ _SAVE_FIRST_PLAIN = (
 )
 _SAVE_NEXT_PLAIN = (
     "UPDATE sense_checkpoints SET status = ?1, fingerprint = ?2, updated_at = ?3, data = ?4, size = NULL, "
-    "version = version + 1, wait_topic = NULL, due_at = NULL WHERE run_id = ?5 AND version = ?6"
+    "version = version + 1, wait_topic = NULL, due_at = NULL, ready_at = NULL WHERE run_id = ?5 AND version = ?6"
 )
 """`_SAVE_FIRST` and `_SAVE_NEXT` of a save with no wait and no graph name (what they write then),
 without the NULL parameters: `sqlite3` binds a None (and a `bytes`) only after a failed adapter
@@ -168,13 +189,17 @@ _DELIVERED = "UPDATE sense_messages SET delivered = 1 WHERE run_id = ? AND messa
 _RELEASE = "UPDATE sense_checkpoints SET lease_owner = NULL, lease_until = NULL WHERE run_id = ? AND lease_owner = ?"
 _LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= ?1)"
 _DUE = (
-    "WITH due (run_id, since) AS ("
-    f"SELECT c.run_id, c.due_at FROM sense_checkpoints c WHERE c.due_at <= ?1 AND {_LEASE_FREE} {{graphs}} "
-    "UNION ALL SELECT m.run_id, min(m.sent_at) FROM sense_messages m JOIN sense_checkpoints c "
-    f"ON c.run_id = m.run_id AND c.wait_topic = m.topic WHERE m.delivered = 0 AND {_LEASE_FREE} {{graphs}} "
-    "GROUP BY m.run_id) SELECT run_id, min(since) AS first FROM due GROUP BY run_id ORDER BY first, run_id LIMIT ?2"
+    # the ready runs in the order they became ready (an index walk that stops at the limit); whether
+    # each is due is checked again (a pending message of another topic never makes a run ready)
+    f"SELECT c.run_id FROM sense_checkpoints c WHERE c.ready_at <= ?1 AND {_LEASE_FREE} {{graphs}} "
+    "AND (c.due_at <= ?1 OR EXISTS (SELECT 1 FROM sense_messages m WHERE m.run_id = c.run_id "
+    "AND m.topic = c.wait_topic AND m.delivered = 0)) ORDER BY c.ready_at, c.run_id LIMIT ?2"
 )
 """The runs `claim_due` leases: a passed timer or a pending message on the wait's topic, lease free."""
+_MADE_READY = (
+    "UPDATE sense_checkpoints SET ready_at = min(coalesce(ready_at, ?2), ?2) WHERE run_id = ?1 AND wait_topic = ?3"
+)
+"""A message sent on the topic a run waits on makes it ready."""
 _MESSAGE_COLUMNS = "run_id, topic, message_id, seq, sent_at, payload"
 _CHAIN = (
     "SELECT version, base, data FROM sense_history WHERE run_id = ?1 AND version <= ?2 AND version >= "
@@ -359,7 +384,7 @@ class SQLiteCheckpointStore:
                 run_id, current + 1, header.status, header.fingerprint, len(data), created, now, forked
             )
             self._write(conn, record, data, history, waits)
-            _after_write(conn, run_id, marked, released)
+            _after_write(conn, run_id, marked, released, waits)
         return record
 
     def _save_plain(self, run_id: Any, data: bytes, expected_version: int) -> CheckpointRecord | None:
@@ -445,9 +470,10 @@ class SQLiteCheckpointStore:
                     statement = _SAVE_FIRST if known else _SAVE_NEW
                 else:
                     statement = _SAVE_NEXT if known else _SAVE_OVER
+            together = marked or released or waits[0] is not None  # a wait's topic: `_READY` after the write
             try:
                 conn = self._connection()
-                if marked or released:
+                if together:
                     conn.execute("BEGIN IMMEDIATE")
                 try:
                     if known and expected_version is not None and origin is not None:
@@ -458,8 +484,8 @@ class SQLiteCheckpointStore:
                     if not rows:
                         found = conn.execute("SELECT version FROM sense_checkpoints WHERE run_id = ?", (run_id,))
                         current = (found.fetchone() or (0,))[0]
-                    elif marked or released:
-                        _after_write(conn, run_id, marked, released)
+                    elif together:
+                        _after_write(conn, run_id, marked, released, waits)
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
@@ -515,7 +541,7 @@ class SQLiteCheckpointStore:
                         "size = excluded.size, " + _WAIT_SET,
                         (run_id, version, header.status, header.fingerprint, created, now, len(data), *waits),
                     )
-                    _after_write(conn, run_id, marked, released)
+                    _after_write(conn, run_id, marked, released, waits)
                     if base is None:
                         self._collect_frames(conn, run_id)  # the frames before a keyframe may go
                     if history:
@@ -764,6 +790,7 @@ class SQLiteCheckpointStore:
                 (run_id, message_id, topic, now, encoded),
             )
             seq = cursor.lastrowid
+            conn.execute(_MADE_READY, (run_id, now, topic))
         assert seq is not None
         return StoredMessage(run_id, topic, message_id, seq, now, encoded)
 
@@ -786,7 +813,7 @@ class SQLiteCheckpointStore:
             now = time.time() if now is None else float(now)
             until = now + lease
             due = conn.execute(sql, (now, limit, *graph_params)).fetchall()
-            for run_id, _ in due:
+            for (run_id,) in due:
                 row = conn.execute(
                     f"SELECT {_COLUMNS}, graph, wait_topic, due_at, data FROM sense_checkpoints WHERE run_id = ?",
                     (run_id,),
@@ -851,11 +878,19 @@ class SQLiteCheckpointStore:
         if names is not None:
             params = tuple(sorted(names))
             where = f"AND graph IN ({', '.join('?' * len(params))})"
-        sql = f"SELECT min(max(due_at, coalesce(lease_until, due_at))) FROM sense_checkpoints WHERE due_at IS NOT NULL {where}"
-        return self._query(sql, params, "finding the next due run")[0][0]
+        # only the timers up to the first one no lease holds (those after it cannot be earlier)
+        sql = (
+            "SELECT min(max(due_at, coalesce(lease_until, due_at))) FROM sense_checkpoints WHERE due_at <= "
+            "coalesce((SELECT due_at FROM sense_checkpoints WHERE due_at IS NOT NULL AND lease_until IS NULL "
+            f"{where} ORDER BY due_at LIMIT 1), 9e999) {where}"
+        )
+        return self._query(sql, params * 2, "finding the next due run")[0][0]
 
 
-_WAIT_SET = "wait_topic = excluded.wait_topic, due_at = excluded.due_at, graph = coalesce(excluded.graph, graph)"
+_WAIT_SET = (
+    "wait_topic = excluded.wait_topic, due_at = excluded.due_at, graph = coalesce(excluded.graph, graph), "
+    "ready_at = excluded.due_at"
+)
 
 
 _NOT_WAITING = (None, None, None)
@@ -869,14 +904,19 @@ def _wait_params(run_id: str, wait: Any, graph: Any) -> tuple:
     return (wait.topic, None if wait.due_at is None else float(wait.due_at), _check_graph(graph))
 
 
-def _after_write(conn: sqlite3.Connection, run_id: str, marked: tuple[str, ...], released: str | None) -> None:
-    """In a save's transaction, after its write: mark the delivered messages, release the lease."""
+def _after_write(
+    conn: sqlite3.Connection, run_id: str, marked: tuple[str, ...], released: str | None, waits: tuple = _NOT_WAITING
+) -> None:
+    """In a save's transaction, after its write: mark the delivered messages, release the lease, and
+    set when a waiting run is ready (`_READY`, once its delivered messages are marked)."""
     if len(marked) == 1:
         conn.execute(_DELIVERED, (run_id, marked[0]))
     elif marked:
         conn.executemany(_DELIVERED, [(run_id, message_id) for message_id in marked])
     if released is not None:
         conn.execute(_RELEASE, (run_id, released))
+    if waits[0] is not None or waits[1] is not None:
+        conn.execute(_READY, (run_id,))
 
 
 def _reopen_sqlite(path: str, options: dict) -> SQLiteCheckpointStore:
@@ -897,6 +937,7 @@ def _upgrade_schema(conn: sqlite3.Connection, path: str) -> None:
             _add_columns(conn)
             for statement in _SCHEMA:
                 conn.execute(statement)
+            conn.execute(_READY_FROM_VERSION_4)
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
