@@ -196,8 +196,8 @@ def test_the_cli_worker_refuses_bad_input_with_one_line_and_exit_2(tmp_path, ext
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("concurrency", "connections"), [(1, 4), (8, 10), (20, 22)])
-def test_the_cli_worker_gives_its_postgres_store_a_connection_for_each_run_in_flight(
+@pytest.mark.parametrize(("concurrency", "connections"), [(1, 4), (8, 10), (14, 16), (64, 16)])
+def test_the_cli_worker_gives_its_postgres_store_a_connection_for_each_run_in_flight_up_to_a_bound(
     monkeypatch, concurrency, connections
 ):
     pytest.importorskip("psycopg")

@@ -14,7 +14,7 @@ connection string (a `postgresql://` / `postgres://` URL or a libpq `key=value` 
                                   AMRITA_SENSE_KEYS when it is set and no other is named
     --allow-unsigned              decode unsigned data with pickle (a store only you write)
     --lease S / --poll S          lease seconds (30) / longest pause between polls (1)
-    --concurrency N / --owner ID  runs resumed at once (8) / the name in the leases
+    --concurrency N / --owner ID  runs resumed at once (64) / the name in the leases
     --migrate                     move runs parked on an older version of their graph onto it
 
 Bad input (a graph that cannot be loaded, a store that cannot be opened, a missing key variable)
@@ -34,10 +34,12 @@ from typing import Any, NoReturn
 
 from amrita_sense.durable.snapshots.signing import Keyring
 from amrita_sense.durable.stores.sqlite import SQLiteCheckpointStore
-from amrita_sense.durable.waits.waker import Waker
+from amrita_sense.durable.waits.waker import DEFAULT_CONCURRENCY, Waker
 from amrita_sense.pictures.cli import EXIT_BAD_INPUT, PROG, BadInput, load_graph
 
 DEFAULT_KEYS_ENV = "AMRITA_SENSE_KEYS"
+POOL_RUNS = 14
+"""The runs in flight the CLI worker's Postgres pool keeps a connection for (two more beside them)."""
 _POSTGRES = ("postgresql://", "postgres://")
 
 
@@ -68,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--migrate", action="store_true")
     found.add_argument("--lease", type=_positive, default=30.0)
     found.add_argument("--poll", type=_positive, default=1.0)
-    found.add_argument("--concurrency", type=int, default=8)
+    found.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     found.add_argument("--owner")
     return found
 
@@ -97,9 +99,10 @@ def _keyring(variable: str | None) -> Keyring | None:
 
 
 def _pool_size(concurrency: int) -> int:
-    """A connection for each run in flight and two more (a claim, a renewal or a release beside them):
-    an operation that waits for a connection costs more than the connection."""
-    return max(4, concurrency + 2)
+    """A connection for each run in flight, up to `POOL_RUNS`, and two more (a claim, a renewal or a
+    release beside them): an operation that waits for a connection costs more than the connection,
+    but runs in flight mostly wait for their nodes, not the store, and a server's connections are few."""
+    return max(4, min(concurrency, POOL_RUNS) + 2)
 
 
 def _store(spec: str, schema: str | None, concurrency: int) -> Any:

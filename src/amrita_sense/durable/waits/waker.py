@@ -73,6 +73,9 @@ from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 _FAILURES_KEPT = 100
 _MIN_PAUSE = 0.02
+DEFAULT_CONCURRENCY = 64
+"""Runs a waker resumes at once by default: a resumed run mostly awaits its nodes (a model, a
+service, a person's answer), so a waker with few places would sit idle while runs are due."""
 
 
 def _positive(value: Any, what: str) -> float:
@@ -127,7 +130,7 @@ class Waker:
         migrate: bool = False,
         lease_seconds: float = 30.0,
         poll_interval: float = 1.0,
-        concurrency: int = 8,
+        concurrency: int = DEFAULT_CONCURRENCY,
         owner: str | None = None,
         restore_kwargs: Any = None,
         policy_options: Mapping[str, Any] | None = None,
