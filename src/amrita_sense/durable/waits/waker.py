@@ -177,6 +177,8 @@ class Waker:
         """How many times this waker resumed a run (`serve` and `run_once`; refused runs not counted)."""
         self._saves_release = _takes_keyword(store.save, "release")
         """The store's `save` gives up a lease with its write: a run's last save releases it."""
+        self._signals = callable(getattr(store, "wait_for_wakeup", None))
+        """The store signals wake-ups (`WakeupStore`): a send, a parking save, a released lease."""
         self._sources = dict(graphs)
         self._built: dict[str, Any] = {}
         self._stop = asyncio.Event()
@@ -205,8 +207,8 @@ class Waker:
         """Resume due runs until `stop()`, up to `concurrency` at once: whenever a run ends (waits
         again, ends or fails) its place is claimed again, so a burst of due runs flows through
         without waiting for the slowest of a round. With nothing due, sleep until the store's
-        `next_due`, a wake-up from the store, a run of this waker ending, or `poll_interval`,
-        whichever is first. On `stop()`, the runs in flight run until they wait or end."""
+        `next_due`, a wake-up from the store (one that has none: a run of this waker ending), or
+        `poll_interval`, whichever is first. On `stop()`, the runs in flight run until they wait or end."""
         self._stop.clear()
         running: set[asyncio.Future] = set()
         try:
@@ -226,7 +228,9 @@ class Waker:
                     logger.error(f"waker {self.owner}: a round failed: {exc!r}")
                     self.failures.append(("", exc))
                     pause = self.poll_interval
-                await self._sleep(pause, running)
+                # a store that signals wake-ups signals the run that ends parked too: only a polled
+                # store looks again when one of its runs ends
+                await self._sleep(pause, () if self._signals else running)
         except BaseException:  # cancelled: so are the runs in flight
             for task in running:
                 task.cancel()
@@ -271,9 +275,8 @@ class Waker:
             return
         stopped = asyncio.ensure_future(self._stop.wait())
         waits: set[asyncio.Future] = {stopped}
-        wakeup = getattr(self.store, "wait_for_wakeup", None)
-        if callable(wakeup):
-            waits.add(asyncio.ensure_future(self._call(wakeup, seconds)))
+        if self._signals:
+            waits.add(asyncio.ensure_future(self._call(self.store.wait_for_wakeup, seconds)))
         try:
             await asyncio.wait(waits | set(running), timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
