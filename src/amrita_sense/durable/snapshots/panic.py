@@ -58,12 +58,22 @@ _NEVER_REBUILT = (BaseException, KeyboardInterrupt, SystemExit, GeneratorExit)
 
 def graph_modules(prog: Any) -> frozenset[str]:
     """The modules of the code a node table runs: the exception classes a snapshot of it may name
-    come from these, the builtins, or the engine."""
+    come from these, the builtins, or the engine (kept per table: every restore of a graph asks)."""
+    kept = _GRAPH_MODULES.get(id(prog))
+    if kept is not None and kept[0] is prog and kept[1] == len(prog.nodes):
+        return kept[2]
     modules = set()
     for node in prog.nodes:
         func = getattr(node, "func", None)
         modules.add(getattr(func, "__module__", None) or type(node).__module__)
-    return frozenset(modules)
+    if len(_GRAPH_MODULES) >= 256:
+        _GRAPH_MODULES.clear()
+    found = _GRAPH_MODULES[id(prog)] = (prog, len(prog.nodes), frozenset(modules))
+    return found[2]
+
+
+_GRAPH_MODULES: dict[int, tuple[Any, int, frozenset[str]]] = {}
+"""id(node table) -> (the table, its node count, `graph_modules`): the table is held, so its id is its own."""
 
 
 def trusted_exception(cls: Any, modules: frozenset[str]) -> bool:
