@@ -503,7 +503,8 @@ def _statements(schema: str) -> dict[str, Any]:
         out[name] = sql.format(s=s)
     out["fork"] = _FORK.format(s=s, entry=_ENTRY.format(s=s, rows="made"))
     for mode, write in _WRITES.items():
-        out[f"save_{mode}"] = f"{write.format(s=s)} {_SAVED}"
+        # a save that does not wait (nothing else besides it): no wait's ready time to find
+        out[f"save_{mode}"] = f"{write.replace(_READY_AT, 'NULL').format(s=s)} {_SAVED}"
         out[f"save_{mode}_waiting"] = _SAVED_WAITING.format(write=write.format(s=s), s=s)
         releasing = write.replace(_WAIT_SET, _WAIT_SET + _RELEASE_SET)
         out[f"save_{mode}_waiting_releasing"] = _SAVED_WAITING.format(write=releasing.format(s=s), s=s)
