@@ -147,10 +147,10 @@ def test_a_send_that_commits_while_a_parking_save_waits_for_the_row_is_not_lost(
         store.save("r", HALTED, graph="g")
         store.save("other", HALTED, graph="g")
         for run_id, topic in (("r", "a"), ("other", "b")):  # "other": a message of another topic
-            with psycopg.connect(postgres_dsn) as sender:  # a send, held open at its commit
-                for statement in ("lock_for_send", "put_message"):
-                    params = {"run_id": run_id, "topic": topic, "message_id": "m", "now": time.time(), "payload": b"{}"}
-                    sender.execute(store._sql[statement], params)
+            with psycopg.connect(postgres_dsn) as sender:  # the store's send, held open at its commit
+                operation = store._send_op(run_id, topic, "yes", "m", None, None)
+                statement, params = next(operation.steps)
+                sender.execute(statement, params)
                 saving = threading.Thread(target=store.save, args=(run_id, HALTED), kwargs={"wait": Wait("a", None)})
                 saving.start()
                 _wait_until_blocked(postgres_dsn, schema)

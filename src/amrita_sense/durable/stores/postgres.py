@@ -96,6 +96,8 @@ from amrita_sense.durable.stores.base import (
 )
 from amrita_sense.durable.stores.paging import CheckpointPage, check_page, order_by
 from amrita_sense.durable.stores.waiting import (
+    ENDED_STATUSES,
+    START_TOPIC,
     WAKE_CHANNEL,
     Claim,
     StoredMessage,
@@ -441,17 +443,22 @@ _CLAIM = (
     f"WHERE c.run_id = p.run_id RETURNING {', '.join('c.' + n for n in _RECORD.split(', '))}, c.graph, "
     "c.wait_topic, c.due_at, p.first, c.data, f.message_id, f.seq, f.sent_at, f.payload"
 )
-_LOCK_FOR_SEND = (
-    # the row lock, and a new row version a save that started before this send commits sees (`_READY_AT`)
-    "UPDATE {s}.checkpoints SET sends = sends + 1 WHERE run_id = %(run_id)s RETURNING status"
-)
-_PUT_MESSAGE = (
-    # a new message on the topic the run waits on makes the run ready
-    "WITH put AS (INSERT INTO {s}.messages (run_id, message_id, topic, sent_at, payload) VALUES (%(run_id)s, "
-    "%(message_id)s, %(topic)s, %(now)s, %(payload)s) ON CONFLICT (run_id, message_id) DO NOTHING RETURNING seq), "
-    "ready AS (UPDATE {s}.checkpoints c SET ready_at = least(c.ready_at, %(now)s) WHERE c.run_id = %(run_id)s "
-    "AND c.wait_topic = %(topic)s AND EXISTS (SELECT 1 FROM put)) "
-    "SELECT seq FROM put"
+_SENDABLE = "NOT ({status} = ANY(%(ended)s::text[]) AND %(topic)s::text <> %(start)s::text)"
+"""The run takes the message: it has not ended (a queued start is taken by a finished run too)."""
+_SEND = (
+    # one statement: the run's row lock (and a new row version, which a save that started before this
+    # send commits sees: `_READY_AT`), the message unless the run ended or the id was sent before (the
+    # lock taken first, so a run's messages are numbered in the order they commit), the run ready when
+    # it waits on the topic, and the wake-up
+    "WITH locked AS (UPDATE {s}.checkpoints c SET sends = c.sends + 1, ready_at = CASE WHEN c.wait_topic = "
+    f"%(topic)s AND {_SENDABLE.format(status='c.status')} AND NOT EXISTS (SELECT 1 FROM {{s}}.messages k "
+    "WHERE k.run_id = %(run_id)s AND k.message_id = %(message_id)s) THEN least(c.ready_at, %(now)s) "
+    "ELSE c.ready_at END WHERE c.run_id = %(run_id)s RETURNING c.status), "
+    "put AS (INSERT INTO {s}.messages (run_id, message_id, topic, sent_at, payload) SELECT %(run_id)s, "
+    f"%(message_id)s, %(topic)s, %(now)s, %(payload)s FROM locked WHERE {_SENDABLE.format(status='locked.status')} "
+    "ON CONFLICT (run_id, message_id) DO NOTHING RETURNING seq) "
+    "SELECT l.status, p.seq, CASE WHEN p.seq IS NOT NULL THEN pg_notify(%(channel)s, %(wake)s)::text END "
+    "FROM locked l LEFT JOIN put p ON true"
 )
 _KEPT_MESSAGE = f"SELECT {_MESSAGE} FROM {{s}}.messages WHERE run_id = %(run_id)s AND message_id = %(message_id)s"
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(wake)s)"
@@ -528,8 +535,7 @@ def _statements(schema: str) -> dict[str, Any]:
     out["claim_run"] = _CLAIM_RUN.format(s=s)
     for name, sql in (
         ("claim", _CLAIM),
-        ("lock_for_send", _LOCK_FOR_SEND),
-        ("put_message", _PUT_MESSAGE),
+        ("send", _SEND),
         ("kept_message", _KEPT_MESSAGE),
         ("mark_delivered", _MARK_DELIVERED),
         ("renew", _RENEW),
@@ -1008,24 +1014,20 @@ class _PostgresStore:
             payload, codec=codec, keyring=keyring, run_id=run_id, topic=topic, message_id=message_id
         )
         params = {"run_id": run_id, "topic": topic, "message_id": message_id, "now": time.time(), "payload": encoded}
-        return _Operation(f"sending a message to run {run_id!r}", self._send_steps(params), atomic=True)
+        params.update(ended=list(ENDED_STATUSES), start=START_TOPIC, **self._wake_params(run_id))
+        return _Operation(f"sending a message to run {run_id!r}", self._send_steps(params), atomic=False)
 
     def _send_steps(self, params: dict[str, Any]) -> Steps:
         run_id = params["run_id"]
-        # the run's row lock: a save that ends the run waits for this message, or this one sees it ended,
-        # and the messages of one run are numbered in the order they commit
-        rows = yield self._sql["lock_for_send"], {"run_id": run_id}
+        rows = yield self._sql["send"], params
         if not rows:
             raise CheckpointNotFound(f"no checkpoint for run {run_id!r}{self._where}: a message cannot be sent")
-        if _refuses(rows[0][0], params["topic"]):
-            raise _ended(run_id, rows[0][0])
-        made = yield self._sql["put_message"], params
-        if not made:  # the same message id was sent before: that message stays
+        status, seq = rows[0][:2]
+        if _refuses(status, params["topic"]):
+            raise _ended(run_id, status)
+        if seq is None:  # the same message id was sent before: that message stays
             return StoredMessage(*(yield self._sql["kept_message"], params)[0])
-        yield _NOTIFY, self._wake_params(run_id)
-        return StoredMessage(
-            run_id, params["topic"], params["message_id"], made[0][0], params["now"], params["payload"]
-        )
+        return StoredMessage(run_id, params["topic"], params["message_id"], seq, params["now"], params["payload"])
 
     def _claim_op(self, owner: str, lease_seconds: float, limit: int, graphs: Any, now: float | None) -> _Operation:
         lease = _check_lease(owner, lease_seconds)
