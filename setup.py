@@ -58,7 +58,7 @@ CORE_MODULES = (
     f"{RUNTIME}.core._events",
 )
 """The compiled modules of the core, each compiled from `src/<its path>.py` with the `.pxd` of its stem."""
-SAVE_MODULES = (f"{RUNTIME}.durable.snapshots._plain_snapshot",)
+SAVE_MODULES = (f"{RUNTIME}.durable.snapshots._plain_snapshot", f"{RUNTIME}.durable.checkpointing._save_at_once")
 """The compiled modules above the core (the save path's hot part), compiled the same way; each loads
 where the core loaded compiled (the pure build runs its source as `pure<stem>`)."""
 COMPILED_MODULES = CORE_MODULES + SAVE_MODULES
@@ -317,7 +317,8 @@ setup(
     package_data={_installed_name(RUNTIME): ["py.typed"]},
     # the sdist carries the core's `.pxd` files (MANIFEST.in); they only build it, so no wheel does
     exclude_package_data={
-        _installed_name(package): ["*.pxd"] for package in (RUNTIME, f"{RUNTIME}.core", f"{RUNTIME}.durable.snapshots")
+        _installed_name(package): ["*.pxd"]
+        for package in (RUNTIME, f"{RUNTIME}.core", f"{RUNTIME}.durable.snapshots", f"{RUNTIME}.durable.checkpointing")
     },
     ext_modules=_extensions(),
     cmdclass={

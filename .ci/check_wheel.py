@@ -101,14 +101,13 @@ def main() -> None:
         for typed in (f"core/{stem}.py", f"core/{pure}.py"):
             if RUNTIME + typed not in names:
                 fail(f"{typed} is not in the wheel beside the compiled core")
-    # the save path's compiled part (setup.py's SAVE_MODULES), its one source and its pure build
-    if not any(
-        n.startswith(f"{RUNTIME}durable/snapshots/_plain_snapshot.") and n.endswith((".so", ".pyd")) for n in names
-    ):
-        fail(f"the wheel holds no compiled durable/snapshots/_plain_snapshot in {RUNTIME}")
-    for typed in ("durable/snapshots/_plain_snapshot.py", "durable/snapshots/pure_plain_snapshot.py"):
-        if RUNTIME + typed not in names:
-            fail(f"{typed} is not in the wheel beside the compiled save path")
+    # the save path's compiled parts (setup.py's SAVE_MODULES), each with its one source and its pure build
+    for folder, stem in (("durable/snapshots", "_plain_snapshot"), ("durable/checkpointing", "_save_at_once")):
+        if not any(n.startswith(f"{RUNTIME}{folder}/{stem}.") and n.endswith((".so", ".pyd")) for n in names):
+            fail(f"the wheel holds no compiled {folder}/{stem} in {RUNTIME}")
+        for typed in (f"{folder}/{stem}.py", f"{folder}/pure{stem}.py"):
+            if RUNTIME + typed not in names:
+                fail(f"{typed} is not in the wheel beside the compiled save path")
     if RUNTIME + "py.typed" not in names:
         fail("py.typed is not in the wheel")
     if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):

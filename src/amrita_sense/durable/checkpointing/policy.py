@@ -44,8 +44,9 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from amrita_sense import core as _core
 from amrita_sense.durable.checkpointing import busy
 from amrita_sense.durable.checkpointing.writer import SaveWriter
 from amrita_sense.durable.errors import (
@@ -64,6 +65,14 @@ from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
 from amrita_sense.runtime.workflow import WorkflowInterpreter
+
+# a save written at once, of the build the core loaded from (`_save_at_once`)
+if TYPE_CHECKING or _core.IMPLEMENTATION == "cython":
+    from amrita_sense.durable.checkpointing import _save_at_once as _at_once
+else:
+    from amrita_sense.durable.checkpointing import pure_save_at_once as _at_once
+NOT_AT_ONCE = _at_once.NOT_AT_ONCE
+_save_at_once = _at_once.save_at_once
 
 _CHECK_CLOCK_EVERY = 64
 DURABILITY_MODES = ("sync", "async", "exit")
@@ -225,6 +234,24 @@ class Checkpointing:
         """Snapshot `interp` and store it now (over `version` when set), after the saves still being
         written (`async`: the one in flight; one still waiting is superseded by this one); the new
         record."""
+        try:  # most saves: written at once, in one call (`_save_at_once`)
+            record = _save_at_once(self, interp)
+            if record is not NOT_AT_ONCE and type(record) is not CheckpointRecord:
+                record = await self._stored(record)
+                self._acknowledge(record, interp, 0.0, None)
+        except CheckpointConflict as exc:
+            interrupted = await self._interruption()  # no save was cut short: none to find and follow
+            if interrupted is None:
+                raise
+            raise interrupted from exc
+        if record is NOT_AT_ONCE:
+            return await self._save(interp)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    async def _save(self, interp: Any) -> CheckpointRecord:
+        """`save` of a save `_save_at_once` does not write."""
         if self._writer is not None:
             await self._writer.flush(superseded=True)
         started = time.perf_counter() if _observe.current is not None else 0.0
@@ -353,11 +380,15 @@ class Checkpointing:
         """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
         try:
             return interp.snapshot(self.codec) if mac is None else take_snapshot(interp, self.codec, mac)
-        except CodecError as exc:  # the run's objects: a checkpoint failure, never the run's own panic
-            raise CheckpointError(
-                f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
-                f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
-            ) from exc
+        except CodecError as exc:
+            raise self._codec_failed(exc) from exc
+
+    def _codec_failed(self, exc: CodecError) -> CheckpointError:
+        """The codec could not encode the run's objects: a checkpoint failure, never the run's own panic."""
+        return CheckpointError(
+            f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
+            f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
+        )
 
     def _mac(self) -> Any:
         """What a snapshot taken now for a save written at once is signed with as it is packed (the
