@@ -6,4 +6,4 @@ cdef object _SNAPSHOT
 
 
 cpdef object save_at_once(object policy, object interp)
-cdef object _seal(object keyring, object run_id, object version)
+cpdef object seal_for(object keyring, object run_id, object version)

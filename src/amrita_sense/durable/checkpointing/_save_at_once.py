@@ -63,7 +63,7 @@ def save_at_once(policy: Any, interp: Any) -> Any:
     if keyring is not None:
         if type(keyring) is not Keyring or keyring.encrypt:
             return NOT_AT_ONCE  # `_signed` signs the snapshot after it is taken
-        seal = _seal(keyring, policy.run_id, 0 if version is None else version + 1)
+        seal = seal_for(keyring, policy.run_id, 0 if version is None else version + 1)
     codec = policy.codec
     try:
         if seal is None and type(interp).snapshot is not _SNAPSHOT:
@@ -89,7 +89,7 @@ def save_at_once(policy: Any, interp: Any) -> Any:
     return record
 
 
-def _seal(keyring: Any, run_id: str, version: Any) -> Any:
+def seal_for(keyring: Any, run_id: str, version: Any) -> Any:
     """`keyring.mac_for(run_id, version)` of a non-encrypting `Keyring`: its current key's HMAC and
     the context it signs for (`_HmacSha256.context`, inline)."""
     signer = keyring._macs[keyring.current]

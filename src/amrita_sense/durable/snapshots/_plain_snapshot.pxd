@@ -13,7 +13,7 @@ cdef int _SIGNED, _FLAG_HLT
 cdef Py_ssize_t _COMPRESS_ABOVE
 cdef object _FORMAT_VERSION
 cdef dict _STATUS_CODES
-cdef object _HEAD, _CRC, _ONE_BLOB, _Header, _new_header, _crc32
+cdef object _HEAD, _CRC, _ONE_BLOB, _Header, _new_header, _crc32, _InterpreterCore
 cdef dict _FORMAT_SLOTS
 cdef dict _POINTER_TEXTS, _STRING_TEXTS, _NAMES
 cdef bint _m_stop

@@ -40,7 +40,6 @@ from amrita_sense.durable.snapshots.panic import type_name
 from amrita_sense.durable.snapshots.signing import _HmacSha256
 
 if cython.compiled:
-    from cython.cimports.amrita_sense.core._state import CoreState
     from cython.cimports.amrita_sense.durable.snapshots._pack_capi import packed_header
 
 if fmt.FORMAT_VERSION != 2 or fmt.MAGIC != b"ASRS":  # what `_pack_capi.packed_header` writes
@@ -50,6 +49,8 @@ MAX_ADDRESS = 4096
 """The longest address (pointer depth) a snapshot stores (`capture.MAX_ADDRESS`)."""
 _SIGNED = fmt.SIGNED
 _FLAG_HLT = _core.FLAG_HLT
+_InterpreterCore: Any = _core.InterpreterCore
+"""The loaded core's interpreter class (the compiled one's fields are `CoreState`'s C fields)."""
 _COMPRESS_ABOVE = fmt.COMPRESS_ABOVE
 _FORMAT_VERSION = fmt.FORMAT_VERSION
 _STATUS_CODES = {status: code for code, status in enumerate(fmt.STATUSES)}
@@ -116,8 +117,8 @@ def plain_snapshot(interp: Any, codec: Any, seal: Any) -> bytes | None:
     """`capture.take_snapshot(interp, codec, seal)` of a run between two nodes with nothing on its
     stacks (see the module docstring), without a trace to carry (the caller checked); None, having
     done nothing, for any other run (the general path then writes the same bytes)."""
-    if cython.compiled and not isinstance(interp, CoreState):
-        return None
+    if not isinstance(interp, _InterpreterCore):
+        return None  # not an interpreter of the loaded core: the general path says what it lacks
     state = interp  # the core's fields, read as C fields where compiled (`CoreState`)
     prog = state._prog_v
     if prog._successor is not None:
@@ -136,8 +137,8 @@ def plain_document(interp: Any, outline: Any, codec: Any, blobs: list) -> tuple[
     `run_step_by()` yield pending) or idle, with nothing on its stacks, written straight as text
     (`capture._plain_document` writes the same); None, having done nothing, for any other run (or a
     wait to record: the general path writes those)."""
-    if cython.compiled and not isinstance(interp, CoreState):
-        return None
+    if not isinstance(interp, _InterpreterCore):
+        return None  # not an interpreter of the loaded core: the general path says what it lacks
     state = interp
     ret = state._ret_addr_stack_v
     contexts = state._context_stack_v
