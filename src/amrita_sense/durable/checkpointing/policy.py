@@ -44,7 +44,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from amrita_sense import core as _core
 from amrita_sense.durable.checkpointing import busy
@@ -236,19 +236,34 @@ class Checkpointing:
         record."""
         try:  # most saves: written at once, in one call (`_save_at_once`)
             record = _save_at_once(self, interp)
-            if record is not NOT_AT_ONCE and type(record) is not CheckpointRecord:
-                record = await self._stored(record)
-                self._acknowledge(record, interp, 0.0, None)
         except CheckpointConflict as exc:
-            interrupted = await self._interruption()  # no save was cut short: none to find and follow
-            if interrupted is None:
-                raise
-            raise interrupted from exc
+            await self._interrupted(exc)
+        if record is NOT_AT_ONCE or type(record) is not CheckpointRecord or self.on_saved is not None:
+            return await self._saved(record, interp)
+        return record
+
+    async def _saved(self, record: Any, interp: Any) -> CheckpointRecord:
+        """`save` after `_save_at_once` returned `record`: the general save when it wrote nothing
+        (`NOT_AT_ONCE`), else the record finished (`_stored`, acknowledged) and given to `on_saved`."""
         if record is NOT_AT_ONCE:
             return await self._save(interp)
+        if type(record) is not CheckpointRecord:
+            try:
+                record = await self._stored(record)
+            except CheckpointConflict as exc:
+                await self._interrupted(exc)
+            self._acknowledge(record, interp, 0.0, None)
         if self.on_saved is not None:
             await _settle(self.on_saved(record))
         return record
+
+    async def _interrupted(self, conflict: CheckpointConflict) -> NoReturn:
+        """Raise what a conflict of a save with no save cut short before it means: `RunInterrupted`
+        when a start took the run id over (`_interruption`), else the conflict itself."""
+        interrupted = await self._interruption()  # no save was cut short: none to find and follow
+        if interrupted is None:
+            raise conflict
+        raise interrupted from conflict
 
     async def _save(self, interp: Any) -> CheckpointRecord:
         """`save` of a save `_save_at_once` does not write."""
@@ -641,8 +656,13 @@ class _CheckpointSteps(StepHooks):
             (policy.every_nodes is not None and self.since_save >= policy.every_nodes and policy.durability != "exit")
             or policy._due(self.since_save, self.last_save)
         ):
-            if policy._writer is None:  # `_save_soon`, one coroutine less
-                await policy.save(interp)
+            if policy._writer is None:  # `save`, its coroutine made only when the save is not written at once
+                try:
+                    record = _save_at_once(policy, interp)
+                except CheckpointConflict as exc:
+                    await policy._interrupted(exc)
+                if record is NOT_AT_ONCE or type(record) is not CheckpointRecord or policy.on_saved is not None:
+                    await policy._saved(record, interp)
             else:
                 await policy._save_soon(interp)
             self.since_save, self.last_save = 0, time.monotonic()

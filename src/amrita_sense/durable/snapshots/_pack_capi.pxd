@@ -37,3 +37,38 @@ cdef inline object packed_header(
     _put_u32(at + 28, outline_len)
     _put_u32(at + 32, user_len)
     return head
+
+
+cdef inline bytes sections_of(bytes engine, bytes outline, bytes user, bytes blob, bint counted):
+    """`engine + outline + user + blob`, with `counted` the user section's count and length of
+    one blob written first (`format._ONE_BLOB.pack(1, len(blob))`: `user` is then empty)."""
+    cdef Py_ssize_t e = len(engine), o = len(outline), u = len(user), b = len(blob)
+    cdef Py_ssize_t prefix = 8 if counted else 0
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, e + o + u + prefix + b)
+    cdef unsigned char *at = <unsigned char *>PyBytes_AS_STRING(out)
+    memcpy(at, PyBytes_AS_STRING(engine), e)
+    at += e
+    memcpy(at, PyBytes_AS_STRING(outline), o)
+    at += o
+    memcpy(at, PyBytes_AS_STRING(user), u)
+    at += u
+    if counted:
+        _put_u32(at, 1)
+        _put_u32(at + 4, b)
+        at += 8
+    memcpy(at, PyBytes_AS_STRING(blob), b)
+    return out
+
+
+cdef inline bytes packed_of(bytes head, unsigned long crc, bytes sections, bytes trailer):
+    """`head + _CRC.pack(crc) + sections + trailer` (the checksum little-endian)."""
+    cdef Py_ssize_t h = len(head), s = len(sections), t = len(trailer)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, h + 4 + s + t)
+    cdef unsigned char *at = <unsigned char *>PyBytes_AS_STRING(out)
+    memcpy(at, PyBytes_AS_STRING(head), h)
+    at += h
+    _put_u32(at, <Py_ssize_t>(crc & 0xFFFFFFFF))
+    at += 4
+    memcpy(at, PyBytes_AS_STRING(sections), s)
+    memcpy(at + s, PyBytes_AS_STRING(trailer), t)
+    return out

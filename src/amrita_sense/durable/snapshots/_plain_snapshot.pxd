@@ -22,7 +22,9 @@ cdef object _m_names, _m_pools, _m_codec, _m_text
 cdef object _last_codec, _last_codec_text, _last_names_of, _last_names_text
 
 
-@cython.locals(flags=int, nblobs=Py_ssize_t, engine_len=Py_ssize_t, outline_len=Py_ssize_t, user_len=Py_ssize_t)
+@cython.locals(
+    flags=int, nblobs=Py_ssize_t, engine_len=Py_ssize_t, outline_len=Py_ssize_t, user_len=Py_ssize_t, exact=bint
+)
 cpdef bytes pack(object status, object fingerprint, object engine, object outline, object blobs, object seal=*)
 
 

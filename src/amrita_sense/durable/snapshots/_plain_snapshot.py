@@ -40,7 +40,7 @@ from amrita_sense.durable.snapshots.panic import type_name
 from amrita_sense.durable.snapshots.signing import _HmacSha256
 
 if cython.compiled:
-    from cython.cimports.amrita_sense.durable.snapshots._pack_capi import packed_header
+    from cython.cimports.amrita_sense.durable.snapshots._pack_capi import packed_header, packed_of, sections_of
 
 if fmt.FORMAT_VERSION != 2 or fmt.MAGIC != b"ASRS":  # what `_pack_capi.packed_header` writes
     raise ImportError("the compiled save path packs format version 2 (b'ASRS'): update it with `format`")
@@ -73,9 +73,9 @@ def pack(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: li
     nblobs = len(blobs)
     if nblobs == 0:
         user, blob, user_len = b"", b"", 0
-    elif nblobs == 1:  # the pools: the count and the length, then the blob (joined below)
+    elif nblobs == 1:  # the pools: the count and the length, then the blob (written with it below)
         blob = blobs[0]
-        user, user_len = _ONE_BLOB.pack(1, len(blob)), 8 + len(blob)
+        user, user_len = b"", 8 + len(blob)
     else:
         user, blob = fmt._pack_blobs(blobs), b""
         user_len = len(user)
@@ -89,10 +89,19 @@ def pack(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: li
         head = packed_header(code, flags, raw, engine_len, outline_len, user_len)
     if head is None:
         head = _HEAD.pack(fmt.MAGIC, _FORMAT_VERSION, code, flags, raw, engine_len, outline_len, user_len)
-    sections = b"".join((engine, outline, user, blob))  # checksummed and hashed in one call each
+    exact = type(engine) is bytes and type(outline) is bytes and type(blob) is bytes
+    if cython.compiled and exact:  # joined in C
+        sections = sections_of(engine, outline, user, blob, nblobs == 1)
+    else:
+        if nblobs == 1:
+            user = _ONE_BLOB.pack(1, len(blob))
+        sections = b"".join((engine, outline, user, blob))  # checksummed and hashed in one call each
     crc = _crc32(sections, _crc32(head))
     if seal is None:
-        packed = b"".join((head, _CRC.pack(crc), sections))
+        if cython.compiled:
+            packed = packed_of(head, crc, sections, b"")
+        else:
+            packed = b"".join((head, _CRC.pack(crc), sections))
     else:
         signer = seal[0]
         if type(signer) is _HmacSha256:  # `signer.signed_trailer(seal[1], head, sections)`, inline
@@ -105,7 +114,10 @@ def pack(status: str, fingerprint: str, engine: bytes, outline: bytes, blobs: li
             trailer = signer.trailer + outer.digest()
         else:
             trailer = signer.signed_trailer(seal[1], head, sections)
-        packed = b"".join((head, _CRC.pack(_crc32(trailer, crc)), sections, trailer))
+        if cython.compiled and type(trailer) is bytes:
+            packed = packed_of(head, _crc32(trailer, crc), sections, trailer)
+        else:
+            packed = b"".join((head, _CRC.pack(_crc32(trailer, crc)), sections, trailer))
     _FORMAT_SLOTS["_made"] = (
         packed,
         _new_header(_Header, (_FORMAT_VERSION, status, hex_fingerprint, engine_len, outline_len, user_len, flags)),
