@@ -16,10 +16,8 @@ cdef dict _STATUS_CODES
 cdef object _HEAD, _CRC, _ONE_BLOB, _Header, _new_header, _crc32, _InterpreterCore
 cdef dict _FORMAT_SLOTS
 cdef dict _POINTER_TEXTS, _STRING_TEXTS, _NAMES
-cdef bint _m_stop
-cdef Py_ssize_t _m_ret, _m_ctx
-cdef object _m_names, _m_pools, _m_codec, _m_text
-cdef object _last_codec, _last_codec_text, _last_names_of, _last_names_text
+# the kept texts of the last save (`_last_middle`, `_last_codec`, `_last_names`) stay module globals:
+# each a tuple replaced whole, a dict store (threads: no torn pair on a free-threaded build)
 
 
 @cython.locals(
@@ -33,7 +31,14 @@ cpdef object plain_snapshot(object interp, object codec, object seal)
 
 
 @cython.locals(
-    state=CoreState, ret=Stack, contexts=Stack, lock=InterpretLock, pointer=PointerVector, address=tuple, running=bint
+    state=CoreState,
+    ret=Stack,
+    contexts=Stack,
+    lock=InterpretLock,
+    pointer=PointerVector,
+    address=tuple,
+    running=bint,
+    last=tuple,
 )
 cpdef object plain_document(object interp, object outline, object codec, list blobs)
 
@@ -41,10 +46,19 @@ cpdef object plain_document(object interp, object outline, object codec, list bl
 @cython.locals(index=object)
 cdef tuple _address(object items)
 cdef str _pointer_text(tuple address)
+
+
+@cython.locals(last=tuple)
 cdef str _middle_text(bint stop, Py_ssize_t ret_limit, Py_ssize_t ctx_limit, str names_text, object pools, str codec_text)
 cpdef str string_text(object value)
 cpdef object codec_name(object codec)
+
+
+@cython.locals(last=tuple)
 cpdef str codec_text_of(object codec)
+
+
+@cython.locals(last=tuple)
 cpdef str class_names_text(object classes)
 cpdef tuple class_names_and_text(object classes)
 cpdef Py_ssize_t user_blob(object value, object codec, list blobs, str what) except -1

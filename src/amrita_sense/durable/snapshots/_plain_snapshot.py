@@ -189,7 +189,8 @@ def plain_document(interp: Any, outline: Any, codec: Any, blobs: list) -> tuple[
     if id_text is None:
         id_text = string_text(run_id)
     classes = state._exc_ignored_s
-    names_text = _last_names_text if _last_names_of is classes else class_names_text(classes)
+    last = _last_names
+    names_text = last[1] if last[0] is classes else class_names_text(classes)
     text = "".join(
         (
             '{"interp":{"id":',
@@ -245,19 +246,20 @@ _POINTER_TEXTS: dict = {}
 def _middle_text(stop: Any, ret_limit: Any, ctx_limit: Any, names_text: str, pools: Any, codec_text: str) -> str:
     """The plain document's text from `,"stop":` to `,"identity":`, of its fields (stop, the two
     stacks' limits, the pass-through names' and the codec's texts, the pools' blob), kept for the
-    fields asked last: every save of a run writes the same."""
-    global _m_stop, _m_ret, _m_ctx, _m_names, _m_pools, _m_codec, _m_text
+    fields asked last: every save of a run writes the same. threads: the fields and their text are
+    one tuple, replaced whole (a reader sees one save's, never a mix)."""
+    global _last_middle
     stop = bool(stop)
+    last = _last_middle
     if (
-        _m_text is not None
-        and stop == _m_stop
-        and ret_limit == _m_ret
-        and ctx_limit == _m_ctx
-        and names_text is _m_names
-        and pools == _m_pools
-        and codec_text is _m_codec
+        last[0] is stop
+        and last[1] == ret_limit
+        and last[2] == ctx_limit
+        and last[3] is names_text
+        and last[4] == pools
+        and last[5] is codec_text
     ):
-        return _m_text
+        return last[6]
     text = "".join(
         (
             ',"stop":',
@@ -275,26 +277,12 @@ def _middle_text(stop: Any, ret_limit: Any, ctx_limit: Any, names_text: str, poo
             ',"identity":',
         )
     )
-    _m_stop, _m_ret, _m_ctx, _m_names, _m_pools, _m_codec, _m_text = (
-        stop,
-        ret_limit,
-        ctx_limit,
-        names_text,
-        pools,
-        codec_text,
-        text,
-    )
+    _last_middle = (stop, ret_limit, ctx_limit, names_text, pools, codec_text, text)
     return text
 
 
-_m_stop: Any = False
-_m_ret: Any = 0
-_m_ctx: Any = 0
-_m_names: Any = None
-_m_pools: Any = None
-_m_codec: Any = None
-_m_text: Any = None
-"""The fields `_middle_text` wrote last, and their text (None: nothing written yet)."""
+_last_middle: tuple = (None, None, None, None, None, None, "")
+"""The fields `_middle_text` wrote last, and their text (nothing written yet: no field matches)."""
 
 
 def string_text(value: str) -> str:
@@ -319,17 +307,18 @@ def codec_name(codec: Any) -> str | None:
 
 def codec_text_of(codec: Any) -> str:
     """`fmt.json_text(codec_name(codec))`, kept for the codec named last (a run saves with one)."""
-    global _last_codec, _last_codec_text
-    if _last_codec is codec:
-        return _last_codec_text
+    global _last_codec
+    last = _last_codec
+    if last[0] is codec:
+        return last[1]
     text = string_text(codec_name(codec))  # type: ignore[arg-type]
-    _last_codec, _last_codec_text = codec, text
+    _last_codec = (codec, text)
     return text
 
 
-_last_codec: Any = None
-_last_codec_text: Any = "null"
-"""The codec `codec_text_of` named last, and its text (the codec kept alive: a module, as a rule)."""
+_last_codec: tuple = (None, "null")
+"""The codec `codec_text_of` named last, and its text (the codec kept alive: a module, as a rule;
+threads: one tuple, replaced whole)."""
 
 
 _NAMES: dict = {}
@@ -338,18 +327,19 @@ saves name it once)."""
 
 
 def class_names_text(classes: Any) -> str:
-    global _last_names_of, _last_names_text
-    if _last_names_of is classes:  # a run saves the same tuple every time (tuples are immutable)
-        return _last_names_text
+    global _last_names
+    last = _last_names
+    if last[0] is classes:  # a run saves the same tuple every time (tuples are immutable)
+        return last[1]
     text = class_names_and_text(classes)[1]
     if type(classes) is tuple:
-        _last_names_of, _last_names_text = classes, text
+        _last_names = (classes, text)
     return text
 
 
-_last_names_of: Any = None
-_last_names_text: Any = ""
-"""The pass-through class tuple `class_names_text` named last, and its text (the tuple kept alive)."""
+_last_names: tuple = (None, "")
+"""The pass-through class tuple `class_names_text` named last, and its text (the tuple kept alive;
+threads: one tuple, replaced whole)."""
 
 
 def class_names_and_text(classes: Any) -> tuple:
