@@ -254,3 +254,26 @@ async def _chain_saves(sense: SenseCopy, keyring_on: bool) -> list[bytes]:
 def test_both_builds_save_the_same_bytes(cores, keyring_on):
     compiled, pure = (run_on(sense, _chain_saves, keyring_on, "asyncio") for sense in cores)
     assert compiled == pure and len(compiled) == 4
+
+
+def test_a_policy_knows_a_coroutine_save_as_inspect_does():
+    import functools
+    import inspect
+
+    class Async(MemoryCheckpointStore):
+        async def save(self, run_id: str, data: bytes, **kw: Any) -> Any:
+            return MemoryCheckpointStore.save(self, run_id, data, **kw)
+
+    own = MemoryCheckpointStore()
+    own.save = lambda *args, **kw: None  # type: ignore[method-assign]
+    wrapped = MemoryCheckpointStore()
+
+    async def later(*args: Any, **kw: Any) -> None:
+        return None
+
+    wrapped.save = functools.partial(later)  # type: ignore[method-assign]
+    for _ in range(2):  # the second time from what the policy kept
+        for store in (MemoryCheckpointStore(), Async(), own, wrapped):
+            expected = inspect.iscoroutinefunction(store.save)
+            assert Checkpointing(store, "run")._store_awaits is expected
+            assert policy_module._awaits(store.save) is expected

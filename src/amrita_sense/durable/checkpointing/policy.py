@@ -44,6 +44,7 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
+from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from amrita_sense import core as _core
@@ -76,6 +77,24 @@ _save_at_once = _at_once.save_at_once
 
 _CHECK_CLOCK_EVERY = 64
 DURABILITY_MODES = ("sync", "async", "exit")
+
+
+def _awaits(save: Any) -> bool:
+    """`inspect.iscoroutinefunction(save)`, kept per function for a store's own `save` method (a policy
+    is made per run, over one store class as a rule)."""
+    func = getattr(save, "__func__", None) if type(save) is MethodType else None
+    if type(func) is not FunctionType:
+        return inspect.iscoroutinefunction(save)
+    found = _AWAITS.get(func)
+    if found is None:
+        if len(_AWAITS) >= 256:
+            _AWAITS.clear()
+        found = _AWAITS[func] = inspect.iscoroutinefunction(save)
+    return found
+
+
+_AWAITS: dict[Any, bool] = {}
+"""Whether a store class's `save` function is a coroutine function, per function seen."""
 
 
 async def _settle(value: Any) -> Any:
@@ -151,7 +170,12 @@ class Checkpointing:
         graph: str | None = None,
         on_busy: str | None = None,
     ) -> None:
-        if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
+        if not (  # a CheckpointStore (a policy is made per run: the checks spelled out, no generator)
+            callable(getattr(store, "save", None))
+            and callable(getattr(store, "load", None))
+            and callable(getattr(store, "list", None))
+            and callable(getattr(store, "delete", None))
+        ):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("run_id must be a non-empty string")
@@ -159,7 +183,9 @@ class Checkpointing:
             raise ValueError("every_nodes must be None or an int >= 1")
         if every_seconds is not None and not every_seconds > 0:
             raise ValueError("every_seconds must be None or a positive number of seconds")
-        if codec is not None and not all(callable(getattr(codec, name, None)) for name in ("dumps", "loads")):
+        if codec is not None and not (
+            callable(getattr(codec, "dumps", None)) and callable(getattr(codec, "loads", None))
+        ):
             raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability is one of {', '.join(map(repr, DURABILITY_MODES))}, not {durability!r}")
@@ -202,7 +228,7 @@ class Checkpointing:
         self.allow_unsigned = bool(allow_unsigned)
         self.last: CheckpointRecord | None = None
         self._writer = SaveWriter(self._write_submitted) if durability == "async" else None
-        self._store_awaits = inspect.iscoroutinefunction(store.save)
+        self._store_awaits = _awaits(store.save)
         self._unacknowledged: tuple[int | None, bytes] | None = None
         """The save in flight (the version it expected, its data), kept when something cut it short."""
         self._inbox: list[Any] = []
