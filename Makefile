@@ -32,7 +32,7 @@ bench: build  ## the benchmark runner on the source tree, quick (scripts/bench.s
 lint:  ## ruff (check and format) and cython-lint, as CI runs them (configured in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/core/*.pxd
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/cython-lint src/amrita_sense/core/*.pxd src/amrita_sense/durable/*/*.pxd
 
 format:  ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
@@ -42,5 +42,5 @@ typecheck:  ## mypy on the package, the import hook and the typed example (pypro
 	$(PY) -m mypy
 
 clean:
-	rm -rf build src/amrita_sense/core/*.c src/amrita_sense/core/*.so
+	rm -rf build src/amrita_sense/core/*.c src/amrita_sense/core/*.so src/amrita_sense/durable/*/*.c src/amrita_sense/durable/*/*.so
 	rm -f src/_sense_core.c src/_sense_core*.so src/amrita_sense/_core_py*.so src/amrita_sense/_core_py.c src/amrita_sense/_sense_core*.so  # left by older layouts

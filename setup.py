@@ -58,6 +58,10 @@ CORE_MODULES = (
     f"{RUNTIME}.core._events",
 )
 """The compiled modules of the core, each compiled from `src/<its path>.py` with the `.pxd` of its stem."""
+SAVE_MODULES = (f"{RUNTIME}.durable.snapshots._plain_snapshot", f"{RUNTIME}.durable.checkpointing._save_at_once")
+"""The compiled modules above the core (the save path's hot part), compiled the same way; each loads
+where the core loaded compiled (the pure build runs its source as `pure<stem>`)."""
+COMPILED_MODULES = CORE_MODULES + SAVE_MODULES
 OLD_CORE_BUILDS = [f"src/{RUNTIME}/_sense_core.*.so", f"src/{RUNTIME}/_core_py.*.so", f"src/{RUNTIME}/_core_py.c"]
 """What in-place builds of earlier layouts left beside the package's root aliases (they would shadow them)."""
 PTH_NAME = f"{HOOK}.pth"
@@ -218,7 +222,7 @@ def _drop_stale_c():
     for pattern in OLD_CORE_BUILDS:
         for leftover in glob.glob(pattern):
             os.remove(leftover)
-    for module in CORE_MODULES:
+    for module in COMPILED_MODULES:
         stem = _source_stem(module)
         c_file = stem + ".c"
         if not os.path.exists(c_file):
@@ -286,7 +290,7 @@ def _extensions():
         # `core/_sense_core.py` compiled under its own module name, with `core/_sense_core.pxd` (the same
         # stem) as its augmenting declarations
         return cythonize(
-            [Extension(module, [_source_stem(module) + ".py"], **build_options) for module in CORE_MODULES],
+            [Extension(module, [_source_stem(module) + ".py"], **build_options) for module in COMPILED_MODULES],
             compiler_directives=directives,
             force=force,
             quiet=True,
@@ -312,7 +316,10 @@ setup(
     package_dir=_package_dir(),
     package_data={_installed_name(RUNTIME): ["py.typed"]},
     # the sdist carries the core's `.pxd` files (MANIFEST.in); they only build it, so no wheel does
-    exclude_package_data={_installed_name(RUNTIME): ["*.pxd"], _installed_name(f"{RUNTIME}.core"): ["*.pxd"]},
+    exclude_package_data={
+        _installed_name(package): ["*.pxd"]
+        for package in (RUNTIME, f"{RUNTIME}.core", f"{RUNTIME}.durable.snapshots", f"{RUNTIME}.durable.checkpointing")
+    },
     ext_modules=_extensions(),
     cmdclass={
         "build_ext": CoreBuildExt,

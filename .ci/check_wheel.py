@@ -101,6 +101,13 @@ def main() -> None:
         for typed in (f"core/{stem}.py", f"core/{pure}.py"):
             if RUNTIME + typed not in names:
                 fail(f"{typed} is not in the wheel beside the compiled core")
+    # the save path's compiled parts (setup.py's SAVE_MODULES), each with its one source and its pure build
+    for folder, stem in (("durable/snapshots", "_plain_snapshot"), ("durable/checkpointing", "_save_at_once")):
+        if not any(n.startswith(f"{RUNTIME}{folder}/{stem}.") and n.endswith((".so", ".pyd")) for n in names):
+            fail(f"the wheel holds no compiled {folder}/{stem} in {RUNTIME}")
+        for typed in (f"{folder}/{stem}.py", f"{folder}/pure{stem}.py"):
+            if RUNTIME + typed not in names:
+                fail(f"{typed} is not in the wheel beside the compiled save path")
     if RUNTIME + "py.typed" not in names:
         fail("py.typed is not in the wheel")
     if any(n.endswith((".pyx", ".pxd", ".c")) for n in names):

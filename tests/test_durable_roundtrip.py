@@ -130,29 +130,45 @@ def test_every_checkpoint_resumes_to_the_same_end(cores, loop_name, spec, gates)
 
 
 async def _plain_documents_checked(sense: SenseCopy, job: tuple[dict, bool]) -> int:
-    """The checkpointed run, with every document the plain path writes compared with the general
-    path's text of the same state; how many the plain path wrote."""
+    """The checkpointed run, with every snapshot the plain paths write compared with the general
+    path's of the same state: the compiled one (`_plain_snapshot`: the packed bytes, signed, against
+    `format.encode` of the general path's document) and the Python one (`_plain_document`: the
+    document's text and status). How many the plain paths wrote."""
     capture = sense.sub("durable.snapshots.capture")
-    plain_document = capture._plain_document
+    fmt = sense.sub("durable.snapshots.format")
+    plain_document, plain_snapshot = capture._plain_document, capture._plain_snapshot
     written = [0]
+
+    def general(interp: Any, outline: Any, codec: Any) -> tuple[str, bytes, list]:
+        durable = capture._durable_document(interp)
+        blobs: list = []
+        state, parked = capture._capture(interp, outline, codec, blobs, with_pools=True)
+        text = capture._document_text(state, codec, capture.anchors_text(outline, state), None, durable)
+        return capture._status(interp, state["position"], state["ptr"], parked), text, blobs
 
     def compared(interp: Any, outline: Any, codec: Any, blobs: list) -> Any:
         found = plain_document(interp, outline, codec, blobs)
         if found is not None:
-            durable = capture._durable_document(interp)
-            general_blobs: list = []
-            state, parked = capture._capture(interp, outline, codec, general_blobs, with_pools=True)
-            text = capture._document_text(state, codec, capture.anchors_text(outline, state), None, durable)
-            assert found == (capture._status(interp, state["position"], state["ptr"], parked), text)
+            status, text, general_blobs = general(interp, outline, codec)
+            assert found == (status, text)
             assert blobs == general_blobs
             written[0] += 1
         return found
 
-    capture._plain_document = compared
+    def compared_snapshot(interp: Any, codec: Any, seal: Any) -> Any:
+        found = plain_snapshot(interp, codec, seal)
+        if found is not None:
+            outline = capture._outline(interp)
+            status, text, blobs = general(interp, outline, codec)
+            assert found == fmt.encode(status, outline.fingerprint, text, outline.packed, blobs, seal)
+            written[0] += 1
+        return found
+
+    capture._plain_document, capture._plain_snapshot = compared, compared_snapshot
     try:
         await _checkpointed(sense, job)
     finally:
-        capture._plain_document = plain_document
+        capture._plain_document, capture._plain_snapshot = plain_document, plain_snapshot
     return written[0]
 
 
@@ -185,12 +201,12 @@ def test_a_chain_between_its_nodes_takes_the_plain_path(cores, loop_name):
             interp = api.WorkflowInterpreter(graph)
             store = sense.sub("durable").MemoryCheckpointStore()
             interp.checkpointing = sense.sub("durable").Checkpointing(store, "run", codec=pickle)
-            plain_document, taken = capture._plain_document, []
-            capture._plain_document = lambda *args: taken.append(plain_document(*args)) or taken[-1]
+            plain_snapshot, taken = capture._plain_snapshot, []
+            capture._plain_snapshot = lambda *args: taken.append(plain_snapshot(*args)) or taken[-1]
             try:
                 await interp.run()
             finally:
-                capture._plain_document = plain_document
+                capture._plain_snapshot = plain_snapshot
             return [found is not None for found in taken]
 
         assert run_on(sense, chain, spec, loop_name) == [True] * 3  # after each node (the last: at the end)

@@ -11,9 +11,11 @@ from pathlib import Path
 from types import ModuleType
 
 
-def run_source(name: str, stem: str) -> ModuleType:
-    """Run `core/<stem>.py` as the module `name` (registered in `sys.modules` before it runs)."""
-    spec = spec_from_file_location(name, Path(__file__).with_name(f"{stem}.py"))
+def run_source(name: str, stem: str, beside: str = __file__) -> ModuleType:
+    """Run `<stem>.py` of the folder of the file `beside` (the core's, by default) as the module `name`
+    (registered in `sys.modules` before it runs). A layer above the core runs its own compiled
+    modules' sources so too (`durable/snapshots/pure_plain_snapshot.py`)."""
+    spec = spec_from_file_location(name, Path(beside).with_name(f"{stem}.py"))
     assert spec is not None and spec.loader is not None
     module = module_from_spec(spec)
     sys.modules[name] = module

@@ -44,8 +44,10 @@ import functools
 import inspect
 import time
 from collections.abc import Callable
-from typing import Any
+from types import FunctionType, MethodType
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from amrita_sense import core as _core
 from amrita_sense.durable.checkpointing import busy
 from amrita_sense.durable.checkpointing.writer import SaveWriter
 from amrita_sense.durable.errors import (
@@ -65,8 +67,34 @@ from amrita_sense.runtime import observe as _observe
 from amrita_sense.runtime.steps import StepHooks, step_loop
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
+# a save written at once, of the build the core loaded from (`_save_at_once`)
+if TYPE_CHECKING or _core.IMPLEMENTATION == "cython":
+    from amrita_sense.durable.checkpointing import _save_at_once as _at_once
+else:
+    from amrita_sense.durable.checkpointing import pure_save_at_once as _at_once
+NOT_AT_ONCE = _at_once.NOT_AT_ONCE
+_save_at_once = _at_once.save_at_once
+
 _CHECK_CLOCK_EVERY = 64
 DURABILITY_MODES = ("sync", "async", "exit")
+
+
+def _awaits(save: Any) -> bool:
+    """`inspect.iscoroutinefunction(save)`, kept per function for a store's own `save` method (a policy
+    is made per run, over one store class as a rule)."""
+    func = getattr(save, "__func__", None) if type(save) is MethodType else None
+    if type(func) is not FunctionType:
+        return inspect.iscoroutinefunction(save)
+    found = _AWAITS.get(func)
+    if found is None:
+        if len(_AWAITS) >= 256:
+            _AWAITS.clear()
+        found = _AWAITS[func] = inspect.iscoroutinefunction(save)
+    return found
+
+
+_AWAITS: dict[Any, bool] = {}
+"""Whether a store class's `save` function is a coroutine function, per function seen."""
 
 
 async def _settle(value: Any) -> Any:
@@ -142,7 +170,12 @@ class Checkpointing:
         graph: str | None = None,
         on_busy: str | None = None,
     ) -> None:
-        if not all(callable(getattr(store, name, None)) for name in ("save", "load", "list", "delete")):
+        if not (  # a CheckpointStore (a policy is made per run: the checks spelled out, no generator)
+            callable(getattr(store, "save", None))
+            and callable(getattr(store, "load", None))
+            and callable(getattr(store, "list", None))
+            and callable(getattr(store, "delete", None))
+        ):
             raise TypeError(f"store must implement save/load/list/delete (CheckpointStore), not {type(store).__name__}")
         if not isinstance(run_id, str) or not run_id:
             raise ValueError("run_id must be a non-empty string")
@@ -150,7 +183,9 @@ class Checkpointing:
             raise ValueError("every_nodes must be None or an int >= 1")
         if every_seconds is not None and not every_seconds > 0:
             raise ValueError("every_seconds must be None or a positive number of seconds")
-        if codec is not None and not all(callable(getattr(codec, name, None)) for name in ("dumps", "loads")):
+        if codec is not None and not (
+            callable(getattr(codec, "dumps", None)) and callable(getattr(codec, "loads", None))
+        ):
             raise TypeError("codec must have dumps() and loads() (for example the pickle module)")
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability is one of {', '.join(map(repr, DURABILITY_MODES))}, not {durability!r}")
@@ -193,7 +228,7 @@ class Checkpointing:
         self.allow_unsigned = bool(allow_unsigned)
         self.last: CheckpointRecord | None = None
         self._writer = SaveWriter(self._write_submitted) if durability == "async" else None
-        self._store_awaits = inspect.iscoroutinefunction(store.save)
+        self._store_awaits = _awaits(store.save)
         self._unacknowledged: tuple[int | None, bytes] | None = None
         """The save in flight (the version it expected, its data), kept when something cut it short."""
         self._inbox: list[Any] = []
@@ -225,6 +260,39 @@ class Checkpointing:
         """Snapshot `interp` and store it now (over `version` when set), after the saves still being
         written (`async`: the one in flight; one still waiting is superseded by this one); the new
         record."""
+        try:  # most saves: written at once, in one call (`_save_at_once`)
+            record = _save_at_once(self, interp)
+        except CheckpointConflict as exc:
+            await self._interrupted(exc)
+        if record is NOT_AT_ONCE or type(record) is not CheckpointRecord or self.on_saved is not None:
+            return await self._saved(record, interp)
+        return record
+
+    async def _saved(self, record: Any, interp: Any) -> CheckpointRecord:
+        """`save` after `_save_at_once` returned `record`: the general save when it wrote nothing
+        (`NOT_AT_ONCE`), else the record finished (`_stored`, acknowledged) and given to `on_saved`."""
+        if record is NOT_AT_ONCE:
+            return await self._save(interp)
+        if type(record) is not CheckpointRecord:
+            try:
+                record = await self._stored(record)
+            except CheckpointConflict as exc:
+                await self._interrupted(exc)
+            self._acknowledge(record, interp, 0.0, None)
+        if self.on_saved is not None:
+            await _settle(self.on_saved(record))
+        return record
+
+    async def _interrupted(self, conflict: CheckpointConflict) -> NoReturn:
+        """Raise what a conflict of a save with no save cut short before it means: `RunInterrupted`
+        when a start took the run id over (`_interruption`), else the conflict itself."""
+        interrupted = await self._interruption()  # no save was cut short: none to find and follow
+        if interrupted is None:
+            raise conflict
+        raise interrupted from conflict
+
+    async def _save(self, interp: Any) -> CheckpointRecord:
+        """`save` of a save `_save_at_once` does not write."""
         if self._writer is not None:
             await self._writer.flush(superseded=True)
         started = time.perf_counter() if _observe.current is not None else 0.0
@@ -353,11 +421,15 @@ class Checkpointing:
         """`interp`'s snapshot; with `mac`, packed signed (`_mac`)."""
         try:
             return interp.snapshot(self.codec) if mac is None else take_snapshot(interp, self.codec, mac)
-        except CodecError as exc:  # the run's objects: a checkpoint failure, never the run's own panic
-            raise CheckpointError(
-                f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
-                f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
-            ) from exc
+        except CodecError as exc:
+            raise self._codec_failed(exc) from exc
+
+    def _codec_failed(self, exc: CodecError) -> CheckpointError:
+        """The codec could not encode the run's objects: a checkpoint failure, never the run's own panic."""
+        return CheckpointError(
+            f"the checkpoint of run {self.run_id!r} cannot be taken: {exc} (a codec must encode every "
+            f"injected object; with codec=None a resumed run gets the pools the resuming code passes)"
+        )
 
     def _mac(self) -> Any:
         """What a snapshot taken now for a save written at once is signed with as it is packed (the
@@ -610,8 +682,13 @@ class _CheckpointSteps(StepHooks):
             (policy.every_nodes is not None and self.since_save >= policy.every_nodes and policy.durability != "exit")
             or policy._due(self.since_save, self.last_save)
         ):
-            if policy._writer is None:  # `_save_soon`, one coroutine less
-                await policy.save(interp)
+            if policy._writer is None:  # `save`, its coroutine made only when the save is not written at once
+                try:
+                    record = _save_at_once(policy, interp)
+                except CheckpointConflict as exc:
+                    await policy._interrupted(exc)
+                if record is NOT_AT_ONCE or type(record) is not CheckpointRecord or policy.on_saved is not None:
+                    await policy._saved(record, interp)
             else:
                 await policy._save_soon(interp)
             self.since_save, self.last_save = 0, time.monotonic()

@@ -70,16 +70,26 @@ The engine document (format version 1) is a JSON object::
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amrita_sense import core as _core
-from amrita_sense.durable.errors import CodecError, SnapshotUnavailable
+from amrita_sense.durable.errors import SnapshotUnavailable
 from amrita_sense.durable.snapshots import format as fmt
 from amrita_sense.durable.snapshots import node_state
 from amrita_sense.durable.snapshots.fingerprint import GraphOutline, graph_fingerprint, outline_of_program
 from amrita_sense.durable.snapshots.migrate import anchors_text, pointer_anchors_text
 from amrita_sense.durable.snapshots.panic import encode_exception, type_name
 from amrita_sense.runtime import observe as _observe
+
+# the save path's hot part, of the build the core loaded from (`_plain_snapshot`)
+if TYPE_CHECKING or _core.IMPLEMENTATION == "cython":
+    from amrita_sense.durable.snapshots import _plain_snapshot as _plain
+else:
+    from amrita_sense.durable.snapshots import pure_plain_snapshot as _plain
+
+_plain_snapshot = _plain.plain_snapshot
+_pack = _plain.pack
+"""`format.encode`, the same bytes (`_plain_snapshot.pack`)."""
 
 IDLE, BETWEEN, GATE, STEP, NESTED = "idle", "between", "gate", "step", "nested"
 MAX_ADDRESS = 4096
@@ -88,12 +98,17 @@ MAX_ADDRESS = 4096
 
 def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
     """`interp.snapshot(codec)`: the engine state as bytes (see the module docstring); packed signed
-    with `seal` (`format.encode`)."""
+    with `seal` (`format.encode`). A run between its nodes with nothing on its stacks is written and
+    packed in one call (`_plain_snapshot`, compiled in the compiled build); any other the general way."""
+    observer = _observe.current
+    carrier = None if observer is None else observer.trace_carrier(interp)
+    if not carrier:
+        packed = _plain_snapshot(interp, codec, seal)
+        if packed is not None:
+            return packed
     blobs: list[bytes] = []
     prog = interp._prog
     outline = _outline(interp) if prog.successor is not None else outline_of_program(prog)
-    observer = _observe.current
-    carrier = None if observer is None else observer.trace_carrier(interp)
     plain = None if carrier else _plain_document(interp, outline, codec, blobs)
     if plain is not None:
         status, document = plain
@@ -101,7 +116,7 @@ def take_snapshot(interp: Any, codec: Any = None, seal: Any = None) -> bytes:
         state, parked = _capture(interp, outline, codec, blobs, with_pools=True)
         document = _document_text(state, codec, anchors_text(outline, state), carrier, _durable_document(interp))
         status = _status(interp, state["position"], state["ptr"], parked)
-    return fmt.encode(status, outline.fingerprint, document, outline.packed, blobs, seal)
+    return _pack(status, outline.fingerprint, document, outline.packed, blobs, seal)
 
 
 def _durable_document(interp: Any) -> dict | None:
@@ -124,18 +139,8 @@ def _durable_text(interp: Any) -> str:
     return "" if durable is None else ',"durable":' + fmt.json_text(durable)
 
 
-def _string_text(value: str) -> str:
-    """`fmt.json_text(value)` of a string, kept (an interpreter's id, a codec's name: every save
-    of a run writes the same ones)."""
-    text = _STRING_TEXTS.get(value)
-    if text is None:
-        if len(_STRING_TEXTS) >= 1024:
-            _STRING_TEXTS.clear()
-        text = _STRING_TEXTS[value] = fmt.json_text(value)
-    return text
-
-
-_STRING_TEXTS: dict[str, str] = {}
+_string_text = _plain.string_text
+"""`fmt.json_text(value)` of a string, kept (`_plain_snapshot.string_text`)."""
 
 
 def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[bytes]) -> tuple[str, bytes] | None:
@@ -173,10 +178,8 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             (tuple(interp._ava_args_v[1:]), dict(interp._ava_kwargs_v)), codec, blobs, "the injection pools"
         )
         codec_text = _codec_text(codec)
-    id_text = _STRING_TEXTS.get(interp._interpreter_id or interp.id) or _string_text(interp.id)
-    classes = interp._exc_ignored
-    names = _last_names
-    names_text = names[1] if names[0] is classes else _class_names_text(classes)
+    id_text = _string_text(interp._interpreter_id or interp.id)
+    names_text = _class_names_text(interp._exc_ignored)
     # `pointer_anchors_text`, the graph's kept text found without the two calls
     anchors = outline.anchor_texts.get((tuple(ptr),)) or pointer_anchors_text(outline, ptr)
     steps = interp._durable_steps
@@ -250,19 +253,8 @@ _last_middle: tuple[tuple, str] = ((), "")
 """The fields `_middle_text` wrote last, and their text."""
 
 
-def _codec_text(codec: Any) -> str:
-    """`fmt.json_text(_codec_name(codec))`, kept for the codec named last (a run saves with one)."""
-    global _last_codec
-    last = _last_codec
-    if last[0] is codec:
-        return last[1]
-    text = _string_text(_codec_name(codec))  # type: ignore[arg-type]
-    _last_codec = (codec, text)
-    return text
-
-
-_last_codec: tuple[Any, str] = (None, "null")
-"""The codec `_codec_text` named last, and its text (the codec kept alive: a module, as a rule)."""
+_codec_text = _plain.codec_text_of
+"""`fmt.json_text(_codec_name(codec))`, kept for the codec named last (`_plain_snapshot.codec_text_of`)."""
 
 
 def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None, durable: dict | None = None) -> bytes:
@@ -283,10 +275,7 @@ def _document_text(state: dict, codec: Any, identity: str, carrier: dict | None,
     return "".join(parts).encode()
 
 
-def _codec_name(codec: Any) -> str | None:
-    if codec is None:
-        return None
-    return getattr(codec, "__name__", None) or type(codec).__qualname__
+_codec_name = _plain.codec_name
 
 
 def _status(interp: Any, position: str, ptr: list[int], parked: bool) -> str:
@@ -398,39 +387,13 @@ def _attempts(outline: GraphOutline, interp: Any) -> list[list]:
     return node_state.capture_attempts(outline.program, rows, interp) if rows else []
 
 
-_NAMES: dict[tuple, tuple[list[str], str]] = {}
-"""The names of the pass-through class tuples seen, and as JSON text (a run keeps the same one:
-saves name it once)."""
-
-
 def _class_names(classes: Any) -> list[str]:
     return list(_class_names_and_text(classes)[0])
 
 
-def _class_names_text(classes: Any) -> str:
-    global _last_names
-    last = _last_names
-    if last[0] is classes:  # a run saves the same tuple every time (tuples are immutable)
-        return last[1]
-    text = _class_names_and_text(classes)[1]
-    if type(classes) is tuple:
-        _last_names = (classes, text)
-    return text
-
-
-_last_names: tuple[Any, str] = (None, "")
-"""The pass-through class tuple `_class_names_text` named last, and its text (the tuple kept alive)."""
-
-
-def _class_names_and_text(classes: Any) -> tuple[list[str], str]:
-    key = tuple(classes)
-    found = _NAMES.get(key)
-    if found is None:
-        if len(_NAMES) > 256:
-            _NAMES.clear()
-        names = [type_name(cls) for cls in key]
-        found = _NAMES[key] = (names, fmt.json_text(names))
-    return found
+_class_names_text = _plain.class_names_text
+"""The pass-through names' JSON text, kept (`_plain_snapshot.class_names_text`)."""
+_class_names_and_text = _plain.class_names_and_text
 
 
 def _pointer_and_flags(interp: Any) -> tuple[list[int], int, bool]:
@@ -516,19 +479,7 @@ def _pools_blob(interp: Any, codec: Any, blobs: list[bytes]) -> int:
     return _user_blob((args, dict(interp._ava_kwargs_v)), codec, blobs, "the injection pools")
 
 
-def _user_blob(value: Any, codec: Any, blobs: list[bytes], what: str) -> int:
-    if codec is None:
-        raise CodecError(f"{what} hold user objects: pass a codec (for example pickle) to snapshot them")
-    try:
-        blob = codec.dumps(value)
-    except Exception as exc:  # noqa: BLE001
-        raise CodecError(f"the codec could not encode {what}: {exc!r}") from exc
-    if type(blob) is not bytes:
-        if not isinstance(blob, (bytes, bytearray)):
-            raise CodecError(f"the codec's dumps() returned {type(blob).__name__}, not bytes")
-        blob = bytes(blob)
-    blobs.append(blob)
-    return len(blobs) - 1
+_user_blob = _plain.user_blob
 
 
 def _children_document(interp: Any, codec: Any, blobs: list[bytes]) -> tuple[dict, bool]:
