@@ -58,22 +58,19 @@ def _wait_for_lines(sink: Path, count: int, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def _wait_for_runs_midway_on(worker: int, groups: list[list], sink: Path, timeout: float = 60.0) -> None:
-    """Until each group has a run on `worker` that has done a step and has two or more to go: the kill
-    then lands in the middle of runs of every group, whatever order a loaded machine ran them in."""
+def _kill_midway(pool: object, worker: int, groups: list[list], sink: Path, timeout: float = 60.0) -> int:
+    """Kill `worker` (SIGKILL) once each group has a run on it that has done a step and has half its
+    steps or more to go (about 0.2 s of work: a loaded machine's kill still lands in the middle of runs
+    of every group, whatever order it ran them in); the pid killed."""
+    pid = pool.workers()[worker]["pid"]  # before: the kill follows the finding at once
     deadline = time.monotonic() + timeout
     while True:
         done = Counter(int(line.split(" ", 1)[0]) for line in sink.read_text().splitlines()) if sink.exists() else {}
-        if all(any(h.worker == worker and 0 < done.get(v, 0) < STEPS - 1 for h, v in group) for group in groups):
-            return
+        if all(any(h.worker == worker and 0 < done.get(v, 0) <= STEPS // 2 for h, v in group) for group in groups):
+            os.kill(pid, signal.SIGKILL)
+            return pid
         assert time.monotonic() < deadline, f"no run of every group was midway on worker {worker}"
         time.sleep(0.005)
-
-
-def _kill(pool: object, index: int) -> int:
-    pid = pool.workers()[index]["pid"]
-    os.kill(pid, signal.SIGKILL)
-    return pid
 
 
 def _effects(sink: Path) -> dict[int, list[str]]:
@@ -118,8 +115,7 @@ def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path, r
         handles = _submit(pool, sink, range(40), setup)
         victim = parked.worker
         numbered = list(zip(handles, range(40)))
-        _wait_for_runs_midway_on(victim, [numbered[:20], numbered[20:]], sink)
-        old_pid = _kill(pool, victim)
+        old_pid = _kill_midway(pool, victim, [numbered[:20], numbered[20:]], sink)
         for handle, value in zip(handles, range(40)):
             assert handle.result(120) == ds.expected(value, STEPS)
         assert any(h.outcome().attempts == 2 for h in handles[:20])
