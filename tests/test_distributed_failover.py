@@ -59,14 +59,14 @@ def _wait_for_lines(sink: Path, count: int, timeout: float = 60.0) -> None:
 
 
 def _kill_midway(pool: object, worker: int, groups: list[list], sink: Path, timeout: float = 60.0) -> int:
-    """Kill `worker` (SIGKILL) once each group has a run on it that has done a step and has half its
-    steps or more to go (about 0.2 s of work: a loaded machine's kill still lands in the middle of runs
-    of every group, whatever order it ran them in); the pid killed."""
+    """Kill `worker` (SIGKILL) once each group has a run on it that has done a step and has two or more
+    to go (the kill lands in the middle of runs of every group, whatever order a loaded machine ran
+    them in: the pid is read first, so the kill follows the finding at once); the pid killed."""
     pid = pool.workers()[worker]["pid"]  # before: the kill follows the finding at once
     deadline = time.monotonic() + timeout
     while True:
         done = Counter(int(line.split(" ", 1)[0]) for line in sink.read_text().splitlines()) if sink.exists() else {}
-        if all(any(h.worker == worker and 0 < done.get(v, 0) <= STEPS // 2 for h, v in group) for group in groups):
+        if all(any(h.worker == worker and 0 < done.get(v, 0) < STEPS - 1 for h, v in group) for group in groups):
             os.kill(pid, signal.SIGKILL)
             return pid
         assert time.monotonic() < deadline, f"no run of every group was midway on worker {worker}"
