@@ -296,6 +296,61 @@ async def test_sleep_resumes_only_after_its_time(kind, make_store):
     assert name == "woke" and at >= began + 0.3 and not rest
 
 
+@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.asyncio
+async def test_serve_restores_a_timer_run_ahead_and_starts_it_at_its_time(kind, make_store):
+    """`lookahead`: the run is claimed and restored before its timer ends, and its next node runs
+    only once it has."""
+    store, log = make_store(kind), Log()
+    restored: list[float] = []
+
+    @Node()
+    async def woke(log: Log) -> None:
+        log.items.append(("woke", time.time()))
+
+    def restore_kwargs(run_id: str, name: str) -> dict:
+        restored.append(time.time())
+        return {"extra_args": (log,)}
+
+    graph = NodeCompose(SLEEP(1.2), woke).render()
+    await start(graph, store, "nap", log).run()
+    due = store.next_due()
+    waker = Waker(
+        store, {"g": graph}, restore_kwargs=restore_kwargs, lookahead=1.0, lease_seconds=3, poll_interval=0.05
+    )
+    async with waker:
+        await until(lambda: log.items, "the run woke")
+    ((name, woke_at),) = log.items
+    assert name == "woke" and restored[0] < due - 0.5 and woke_at >= due
+    assert waker.resumed == 1 and not waker.failures and store.load("nap").record.status == "finished"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.asyncio
+async def test_a_stopped_waker_releases_the_runs_it_held_for_their_timers_unstarted(kind, make_store):
+    store, log = make_store(kind), Log()
+    graph = NodeCompose(SLEEP(5), recorder("woke")).render()
+    await start(graph, store, "nap", log).run()
+    due = store.next_due()
+    async with waker_for(store, graph, log, lookahead=8, poll_interval=0.05) as waker:
+        # held: the next timer to wake for is the lease's end, past the run's own
+        await until(lambda: store.next_due() > due + 1, "the run was claimed ahead")
+    assert log.items == [] and waker.resumed == 0 and not waker.failures
+    assert store.next_due() == pytest.approx(due)  # released: free for any waker once due
+    (claim,) = store.claim_due("w2", lease_seconds=1, now=due + 0.1)
+    assert claim.run_id == "nap" and claim.record.status == "waiting"
+
+
+def test_lookahead_is_at_most_a_third_of_the_lease():
+    store, graph = MemoryCheckpointStore(), NodeCompose(SLEEP(5), recorder("woke")).render()
+    with pytest.raises(ValueError, match="lookahead"):
+        Waker(store, {"g": graph}, lease_seconds=3, lookahead=1.5)
+    with pytest.raises(ValueError, match="lookahead"):
+        Waker(store, {"g": graph}, lookahead=-1)
+    assert Waker(store, {"g": graph}, lease_seconds=1.5).lookahead == 0.5  # the default, bounded
+    assert Waker(store, {"g": graph}).lookahead == 1.0
+
+
 @pytest.mark.asyncio
 async def test_sleep_until_an_aware_datetime_already_passed_resumes_at_the_next_round():
     store, log = MemoryCheckpointStore(), Log()

@@ -187,6 +187,8 @@ def test_the_cli_worker_resumes_runs_and_stops_cleanly_on_sigterm_and_sigint(tmp
         (["--graph", "nonsense"], "NAME=module:factory"),
         (["--keys-env", "WAITS_NO_SUCH_VARIABLE"], "WAITS_NO_SUCH_VARIABLE"),
         (["--store", "redis://x"], "unsupported store URL redis://"),
+        (["--lookahead", "-1"], "expected a number of seconds >= 0"),
+        (["--lookahead", "2"], "to a third of lease_seconds (1.66667)"),
     ],
 )
 def test_the_cli_worker_refuses_bad_input_with_one_line_and_exit_2(tmp_path, extra, message):

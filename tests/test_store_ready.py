@@ -53,9 +53,9 @@ class _Twins:
         record, _ = await self.both("save", run_id, HALTED, **options)
         self.versions[run_id] = record.version
 
-    async def claim(self, now: float, limit: int) -> None:
+    async def claim(self, now: float, limit: int, ahead: float = 0.0) -> None:
         owner = f"w{len(self.claimed)}"
-        got, judged = await self.both("claim_due", owner, lease_seconds=10_000, limit=limit, now=now)
+        got, judged = await self.both("claim_due", owner, lease_seconds=10_000, limit=limit, now=now, ahead=ahead)
 
         def seen(claims: list) -> list[tuple[str, str | None]]:
             return sorted((c.run_id, None if c.message is None else c.message.message_id) for c in claims)
@@ -87,9 +87,11 @@ async def _random_rounds(store: Any, seed: int) -> None:
             await twins.park(run_id, None if topic is None and due is None else Wait(topic, due))
         elif action < 0.7:
             await twins.both("send", run_id, rng.choice(("a", "b")), step, message_id=f"m{step}")
-        else:  # claim now, or once every timer has passed; a limit that sometimes cuts the ready runs
+        else:  # claim now, or once every timer has passed; a limit that sometimes cuts the ready runs;
+            # sometimes ahead of the timers that end within the next 1,500 s
             now = time.time() + 1 if rng.random() < 0.8 else base + 5000
-            await twins.claim(now, rng.choice((2, 50)) if now > base + 4000 else 50)
+            ahead = rng.choice((0.0, 0.0, 1500.0))
+            await twins.claim(now, rng.choice((2, 50)) if now > base + 4000 or ahead else 50, ahead)
     await twins.claim(base + 5000, 50)
 
 

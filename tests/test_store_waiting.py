@@ -183,6 +183,27 @@ async def test_claim_due_returns_only_due_runs(stores):
 
 
 @pytest.mark.asyncio
+async def test_claim_due_ahead_takes_the_timers_that_end_within_it(stores):
+    async with stores.open() as store:
+        now = time.time()
+        await park(store, "held-soon", None, now + 60)
+        (held,) = await claim(store, "other", now=now + 61, lease_seconds=30)  # its lease ends at now + 91
+        assert held.run_id == "held-soon"
+        await park(store, "due", None, now - 5)
+        await park(store, "soon", None, now + 50)
+        await park(store, "later", None, now + 500)
+        await park(store, "timeout-soon", "approval", now + 50)  # a message may come before it
+        with pytest.raises(ValueError, match="ahead"):
+            await claim(store, ahead=-1)
+        assert [c.run_id for c in await claim(store, ahead=0.0, lease_seconds=100_000)] == ["due"]
+        got = await claim(store, ahead=100, lease_seconds=100_000)
+        # the lease is checked against now, not the horizon: `held-soon` stays with its owner
+        assert [(c.run_id, c.message, c.wait) for c in got] == [("soon", None, Wait(None, pytest.approx(now + 50)))]
+        assert await claim(store, "w2", ahead=100) == []  # leased to w1 ahead of its time
+        assert [c.run_id for c in await claim(store, "w2", ahead=600)] == ["later"]
+
+
+@pytest.mark.asyncio
 async def test_next_due_looks_past_a_held_lease(stores):
     async with stores.open() as store:
         now = time.time()

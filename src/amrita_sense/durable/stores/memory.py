@@ -31,6 +31,7 @@ from amrita_sense.durable.stores.waiting import (
     Claim,
     StoredMessage,
     Wait,
+    _check_ahead,
     _check_delivered,
     _check_graph,
     _check_graphs,
@@ -301,14 +302,23 @@ class MemoryCheckpointStore:
         ]
 
     def claim_due(
-        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+        self,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int = 16,
+        graphs: Any = None,
+        now: float | None = None,
+        ahead: float = 0.0,
     ) -> builtins.list[Claim]:
         """Lease the due waiting runs to `owner` (`amrita_sense.durable.stores.waiting`)."""
         lease = _check_lease(owner, lease_seconds)
         _check_limit(limit)
         names = _check_graphs(graphs)
+        horizon = _check_ahead(ahead)
         with self._lock:
             now = time.time() if now is None else float(now)
+            horizon += now
             due: list[tuple[float, str, StoredMessage | None]] = []
             for run_id, wait in self._waits.items():
                 if names is not None and self._graphs.get(run_id) not in names:
@@ -318,12 +328,13 @@ class MemoryCheckpointStore:
                     continue
                 pending = self._pending(run_id, wait.topic)[:1] if wait.topic is not None else []
                 message = pending[0] if pending else None
-                timer = wait.due_at is not None and wait.due_at <= now
+                # a timer only (no message can make it due sooner) is taken `ahead` of its time
+                timer = wait.due_at is not None and wait.due_at <= (now if wait.topic is not None else horizon)
                 if message is None and not timer:
                     continue
                 since = min(
-                    message.sent_at if message is not None else now,
-                    wait.due_at if timer and wait.due_at is not None else now,
+                    message.sent_at if message is not None else horizon,
+                    wait.due_at if timer and wait.due_at is not None else horizon,
                 )
                 due.append((since, run_id, message))
             due.sort(key=lambda item: (item[0], item[1]))

@@ -102,6 +102,7 @@ from amrita_sense.durable.stores.waiting import (
     Claim,
     StoredMessage,
     Wait,
+    _check_ahead,
     _check_delivered,
     _check_graph,
     _check_graphs,
@@ -432,7 +433,9 @@ _CLAIM = (
     # is checked again on the locked row
     "WITH picked AS (SELECT c.run_id, c.ready_at AS first, c.wait_topic AS topic FROM {s}.checkpoints c "
     # (a scalar subquery per row, which the planner cannot turn into a hash of every pending message)
-    f"WHERE c.ready_at <= %(now)s AND {_LEASE_FREE} {_IN_GRAPHS} AND (c.due_at <= %(now)s OR (SELECT m.seq "
+    # (a timer only, no topic, is taken when it ends by the horizon: `now` + `ahead`)
+    f"WHERE c.ready_at <= %(horizon)s AND {_LEASE_FREE} {_IN_GRAPHS} AND (c.due_at <= %(now)s OR "
+    "(c.wait_topic IS NULL AND c.due_at <= %(horizon)s) OR (SELECT m.seq "
     "FROM {s}.messages m WHERE m.run_id = c.run_id AND m.topic = c.wait_topic AND NOT m.delivered LIMIT 1) "
     "IS NOT NULL) "
     "ORDER BY c.ready_at, c.run_id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED) "
@@ -1029,18 +1032,20 @@ class _PostgresStore:
             return StoredMessage(*(yield self._sql["kept_message"], params)[0])
         return StoredMessage(run_id, params["topic"], params["message_id"], seq, params["now"], params["payload"])
 
-    def _claim_op(self, owner: str, lease_seconds: float, limit: int, graphs: Any, now: float | None) -> _Operation:
+    def _claim_op(
+        self, owner: str, lease_seconds: float, limit: int, graphs: Any, now: float | None, ahead: float
+    ) -> _Operation:
         lease = _check_lease(owner, lease_seconds)
         _check_limit(limit)
         names = _check_graphs(graphs)
-        steps = self._claim_steps(owner, lease, limit, names, now)
+        steps = self._claim_steps(owner, lease, limit, names, now, _check_ahead(ahead))
         return _Operation("claiming due runs", steps, atomic=False)  # one statement
 
-    def _claim_steps(self, owner: str, lease: float, limit: int, names: Any, now: float | None) -> Steps:
+    def _claim_steps(self, owner: str, lease: float, limit: int, names: Any, now: float | None, ahead: float) -> Steps:
         if names is not None and not names:
             return []
         at = time.time() if now is None else float(now)
-        params = {"now": at, "until": at + lease, "owner": owner, "limit": limit}
+        params = {"now": at, "horizon": at + ahead, "until": at + lease, "owner": owner, "limit": limit}
         params["graphs"] = None if names is None else sorted(names)
         rows = yield self._sql["claim"], params
         return [
@@ -1404,11 +1409,19 @@ class PostgresCheckpointStore(_PostgresStore):
         return self._run(self._send_op(run_id, topic, payload, message_id, codec, keyring))
 
     def claim_due(
-        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+        self,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int = 16,
+        graphs: Any = None,
+        now: float | None = None,
+        ahead: float = 0.0,
     ) -> builtins.list[Claim]:
         """Lease the due waiting runs to `owner` (one statement; rows locked by another claim or a save
-        are skipped, `FOR UPDATE SKIP LOCKED`), with each run's first pending message on its topic."""
-        return self._run(self._claim_op(owner, lease_seconds, limit, graphs, now))
+        are skipped, `FOR UPDATE SKIP LOCKED`), with each run's first pending message on its topic; with
+        `ahead`, the timer-only runs that end within `ahead` seconds too."""
+        return self._run(self._claim_op(owner, lease_seconds, limit, graphs, now, ahead))
 
     def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:
         """Extend `owner`'s lease on the run by `lease_seconds` from now; False when it is not `owner`'s."""
@@ -1700,10 +1713,17 @@ class AsyncPostgresCheckpointStore(_PostgresStore):
         return await self._run(self._send_op(run_id, topic, payload, message_id, codec, keyring))
 
     async def claim_due(
-        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+        self,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int = 16,
+        graphs: Any = None,
+        now: float | None = None,
+        ahead: float = 0.0,
     ) -> builtins.list[Claim]:
         """As `PostgresCheckpointStore.claim_due`."""
-        return await self._run(self._claim_op(owner, lease_seconds, limit, graphs, now))
+        return await self._run(self._claim_op(owner, lease_seconds, limit, graphs, now, ahead))
 
     async def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool:
         """As `PostgresCheckpointStore.renew`."""

@@ -38,6 +38,7 @@ from amrita_sense.durable.stores.waiting import (
     Claim,
     StoredMessage,
     Wait,
+    _check_ahead,
     _check_delivered,
     _check_graph,
     _check_graphs,
@@ -191,11 +192,13 @@ _LEASE_FREE = "(c.lease_until IS NULL OR c.lease_until <= ?1)"
 _DUE = (
     # the ready runs in the order they became ready (an index walk that stops at the limit); whether
     # each is due is checked again (a pending message of another topic never makes a run ready)
-    f"SELECT c.run_id FROM sense_checkpoints c WHERE c.ready_at <= ?1 AND {_LEASE_FREE} {{graphs}} "
-    "AND (c.due_at <= ?1 OR EXISTS (SELECT 1 FROM sense_messages m WHERE m.run_id = c.run_id "
-    "AND m.topic = c.wait_topic AND m.delivered = 0)) ORDER BY c.ready_at, c.run_id LIMIT ?2"
+    f"SELECT c.run_id FROM sense_checkpoints c WHERE c.ready_at <= ?3 AND {_LEASE_FREE} {{graphs}} "
+    "AND (c.due_at <= ?1 OR (c.wait_topic IS NULL AND c.due_at <= ?3) OR EXISTS (SELECT 1 FROM sense_messages m "
+    "WHERE m.run_id = c.run_id AND m.topic = c.wait_topic AND m.delivered = 0)) "
+    "ORDER BY c.ready_at, c.run_id LIMIT ?2"
 )
-"""The runs `claim_due` leases: a passed timer or a pending message on the wait's topic, lease free."""
+"""The runs `claim_due` leases: a passed timer, a timer only that ends by the horizon (?3: `now` +
+`ahead`) or a pending message on the wait's topic; lease free."""
 _MADE_READY = (
     "UPDATE sense_checkpoints SET ready_at = min(coalesce(ready_at, ?2), ?2) WHERE run_id = ?1 AND wait_topic = ?3"
 )
@@ -795,24 +798,32 @@ class SQLiteCheckpointStore:
         return StoredMessage(run_id, topic, message_id, seq, now, encoded)
 
     def claim_due(
-        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+        self,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int = 16,
+        graphs: Any = None,
+        now: float | None = None,
+        ahead: float = 0.0,
     ) -> builtins.list[Claim]:
         """Lease the due waiting runs to `owner`, in one write transaction (`BEGIN IMMEDIATE`: a claim
         by another thread or process waits for it and then sees the leases)."""
         lease = _check_lease(owner, lease_seconds)
         _check_limit(limit)
         names = _check_graphs(graphs)
+        ahead = _check_ahead(ahead)
         if names is not None and not names:
             return []
         graph_params = tuple(sorted(names or ()))
-        numbered = ", ".join(f"?{3 + i}" for i in range(len(graph_params)))
+        numbered = ", ".join(f"?{4 + i}" for i in range(len(graph_params)))
         where = f"AND c.graph IN ({numbered})" if names is not None else ""
         sql = _DUE.format(graphs=where)
         claims = []
         with self._transaction("claiming due runs") as conn:
             now = time.time() if now is None else float(now)
             until = now + lease
-            due = conn.execute(sql, (now, limit, *graph_params)).fetchall()
+            due = conn.execute(sql, (now, limit, now + ahead, *graph_params)).fetchall()
             for (run_id,) in due:
                 row = conn.execute(
                     f"SELECT {_COLUMNS}, graph, wait_topic, due_at, data FROM sense_checkpoints WHERE run_id = ?",

@@ -17,11 +17,15 @@ A store that supports waits (`WaitingStore`; every shipped backend) adds to the 
   the store never decodes it. The same `message_id` twice for one run keeps the first message only.
   `CheckpointNotFound` for a run id the store does not have, `RunEnded` for a finished run (except on
   `START_TOPIC`: a start may queue behind a finished run whose queued starts have not run yet).
-- `claim_due(owner, *, lease_seconds, limit=..., graphs=None, now=None) -> list[Claim]`: the waiting
-  runs that are due (their `due_at` passed, or an undelivered message on their wait's topic is kept)
-  and whose lease is free or expired, each leased to `owner` by a conditional write: two wakers never
-  hold the same run. A claim carries the claimed checkpoint's bytes where the store read them in the
-  same statement (`Claim.data`).
+- `claim_due(owner, *, lease_seconds, limit=..., graphs=None, now=None, ahead=0.0) -> list[Claim]`: the
+  waiting runs that are due (their `due_at` passed, or an undelivered message on their wait's topic is
+  kept) and whose lease is free or expired, each leased to `owner` by a conditional write: two wakers
+  never hold the same run. With `ahead` seconds, a run parked on a timer only (SLEEP, SLEEP_UNTIL: no
+  topic) whose `due_at` comes within `ahead` seconds of `now` is claimed too, after the due ones: a
+  waker restores it before its time and starts it at its `due_at`. (A WAIT's timeout is never claimed
+  ahead: a message may still come before it.) The lease is checked against `now` either way. A claim
+  carries the claimed checkpoint's bytes where the store read them in the same statement
+  (`Claim.data`).
 - `renew(run_id, owner, lease_seconds) -> bool` (False: the lease is not `owner`'s any more) and
   `release(run_id, owner)` (no effect when the lease is not `owner`'s).
 - `messages(run_id, *, topic=None, pending=True) -> list[StoredMessage]`: a run's messages in the order
@@ -132,7 +136,14 @@ class WaitingStore(Protocol):
     ) -> StoredMessage: ...
 
     def claim_due(
-        self, owner: str, *, lease_seconds: float, limit: int = 16, graphs: Any = None, now: float | None = None
+        self,
+        owner: str,
+        *,
+        lease_seconds: float,
+        limit: int = 16,
+        graphs: Any = None,
+        now: float | None = None,
+        ahead: float = 0.0,
     ) -> list[Claim]: ...
 
     def renew(self, run_id: str, owner: str, lease_seconds: float) -> bool: ...
@@ -206,6 +217,12 @@ def _check_limit(limit: Any) -> int:
     if type(limit) is not int or limit < 1:
         raise ValueError(f"limit is an int >= 1, not {limit!r}")
     return limit
+
+
+def _check_ahead(ahead: Any) -> float:
+    if isinstance(ahead, bool) or not isinstance(ahead, (int, float)) or not ahead >= 0 or ahead == float("inf"):
+        raise ValueError(f"ahead is a non-negative, finite number of seconds, not {ahead!r}")
+    return float(ahead)
 
 
 def _message_id(message_id: Any) -> str:

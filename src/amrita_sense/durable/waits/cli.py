@@ -15,6 +15,8 @@ connection string (a `postgresql://` / `postgres://` URL or a libpq `key=value` 
     --allow-unsigned              decode unsigned data with pickle (a store only you write)
     --lease S / --poll S          lease seconds (30) / longest pause between polls (1)
     --concurrency N / --owner ID  runs resumed at once (64) / the name in the leases
+    --lookahead S                 claim and restore a timer's run S seconds before it ends (1, at
+                                  most a third of the lease; 0: only once due)
     --migrate                     move runs parked on an older version of their graph onto it
 
 Bad input (a graph that cannot be loaded, a store that cannot be opened, a missing key variable)
@@ -58,6 +60,16 @@ def _positive(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, not {text!r}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """The `worker` subcommand's arguments."""
     found = _Parser(prog=f"{PROG} worker", description="Resume waiting runs as they become due (a Waker).")
@@ -71,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--lease", type=_positive, default=30.0)
     found.add_argument("--poll", type=_positive, default=1.0)
     found.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    found.add_argument("--lookahead", type=_seconds, default=None)
     found.add_argument("--owner")
     return found
 
@@ -146,6 +159,7 @@ def build_waker(args: argparse.Namespace) -> Waker:
             lease_seconds=args.lease,
             poll_interval=args.poll,
             concurrency=args.concurrency,
+            lookahead=args.lookahead,
             owner=args.owner,
         )
     except (TypeError, ValueError) as exc:

@@ -46,6 +46,15 @@ A store's blocking methods (SQLite, the threaded Postgres store) run in a worker
 flight, claiming again as each one ends; with nothing due it sleeps until the store's `next_due`, at
 most `poll_interval`, until one of its runs ends, or until the store signals a wake-up
 (`wait_for_wakeup`, when it has one: the memory store, Postgres `LISTEN/NOTIFY`).
+
+Timers claimed ahead (`lookahead`, `serve` only): when the next timer ends within `lookahead`
+seconds, `serve` claims the runs parked on a timer only (SLEEP, SLEEP_UNTIL) that end by then
+(`claim_due(..., ahead=lookahead)`), restores each at once and starts it at its `due_at`, never
+before. A burst of timers that end together (a thousand runs asleep until nine o'clock) then starts
+on time instead of draining at the rate runs are claimed and restored. Such a run holds its lease
+while it waits for its time (`lookahead` is at most a third of `lease_seconds`); up to
+`4 * concurrency` runs wait so, beside the `concurrency` in flight, and on `stop()` they are released
+unstarted. A WAIT's timeout is never claimed ahead: a message may still come before it.
 """
 
 from __future__ import annotations
@@ -76,11 +85,27 @@ _MIN_PAUSE = 0.02
 DEFAULT_CONCURRENCY = 64
 """Runs a waker resumes at once by default: a resumed run mostly awaits its nodes (a model, a
 service, a person's answer), so a waker with few places would sit idle while runs are due."""
+DEFAULT_LOOKAHEAD = 1.0
+"""Seconds before a timer ends that a serving waker claims and restores its run by default."""
+HELD_PER_PLACE = 4
+"""Runs claimed ahead of their timers a waker holds at most, per place of `concurrency`: a held run
+costs its restored state only, and a burst of timers that end together needs many places at once."""
 
 
 def _positive(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
         raise ValueError(f"{what} is a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _lookahead(value: Any, lease_seconds: float) -> float:
+    if value is None:
+        return min(DEFAULT_LOOKAHEAD, lease_seconds / 3)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= lease_seconds / 3:
+        raise ValueError(
+            f"lookahead is a number of seconds from 0 to a third of lease_seconds ({lease_seconds / 3:g}), "
+            f"not {value!r}: a run claimed ahead must still hold its lease when it starts"
+        )
     return float(value)
 
 
@@ -110,6 +135,10 @@ class Waker:
         poll_interval: the longest `serve` sleeps between two rounds.
         concurrency: the most runs this waker resumes at once (`serve`), or claims in one round
             (`run_once`).
+        lookahead: seconds before a timer ends that `serve` claims and restores its run, to start it
+            at its time (see the module); 0 claims runs only once they are due. At most a third of
+            `lease_seconds`; None: `DEFAULT_LOOKAHEAD` or that third, the smaller. Off with a store
+            whose `claim_due` takes no `ahead`.
         owner: this waker's name in the leases (default: host, pid and a random part).
         restore_kwargs: more arguments of `WorkflowInterpreter.restore` for every run
             (`extra_args`, `object_io`, `middleware`, ...; a callable `(run_id, graph_name) -> dict`
@@ -131,6 +160,7 @@ class Waker:
         lease_seconds: float = 30.0,
         poll_interval: float = 1.0,
         concurrency: int = DEFAULT_CONCURRENCY,
+        lookahead: float | None = None,
         owner: str | None = None,
         restore_kwargs: Any = None,
         policy_options: Mapping[str, Any] | None = None,
@@ -169,6 +199,9 @@ class Waker:
         self.lease_seconds = _positive(lease_seconds, "lease_seconds")
         self.poll_interval = _positive(poll_interval, "poll_interval")
         self.concurrency = concurrency
+        self.lookahead = _lookahead(lookahead, self.lease_seconds)
+        if not _takes_keyword(store.claim_due, "ahead"):
+            self.lookahead = 0.0  # a store of the protocol's minimum: claims once due only
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.restore_kwargs = restore_kwargs
         self.failures: deque[tuple[str, BaseException]] = deque(maxlen=_FAILURES_KEPT)
@@ -181,6 +214,8 @@ class Waker:
         """The store signals wake-ups (`WakeupStore`): a send, a parking save, a released lease."""
         self._sources = dict(graphs)
         self._built: dict[str, Any] = {}
+        self._held: set[str] = set()
+        """The runs claimed ahead of their timers that have not started yet."""
         self._stop = asyncio.Event()
         self._serving: asyncio.Task | None = None
 
@@ -207,23 +242,22 @@ class Waker:
         """Resume due runs until `stop()`, up to `concurrency` at once: whenever a run ends (waits
         again, ends or fails) its place is claimed again, so a burst of due runs flows through
         without waiting for the slowest of a round. With nothing due, sleep until the store's
-        `next_due`, a wake-up from the store (one that has none: a run of this waker ending), or
-        `poll_interval`, whichever is first. On `stop()`, the runs in flight run until they wait or end."""
+        `next_due` (`lookahead` before it, to claim timers ahead), a wake-up from the store (one that
+        has none: a run of this waker ending), or `poll_interval`, whichever is first. On `stop()`, the
+        runs in flight run until they wait or end; the runs held for their timers are released."""
         self._stop.clear()
         running: set[asyncio.Future] = set()
         try:
             while not self._stop.is_set():
                 running.difference_update([task for task in running if task.done()])
-                if len(running) == self.concurrency:
+                free = self.concurrency - (len(running) - len(self._held))
+                if free <= 0:
                     await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     continue
                 try:
-                    free = self.concurrency - len(running)
-                    claims = await self._claim(free)
-                    running.update(asyncio.ensure_future(self._resume(claim)) for claim in claims)
-                    if len(claims) == free:
+                    pause = await self._round(free, running)
+                    if pause is None:
                         continue  # more may be due
-                    pause = await self._pause()  # the claim took every run due now
                 except Exception as exc:  # the store went away for a moment: retry at the next poll
                     logger.error(f"waker {self.owner}: a round failed: {exc!r}")
                     self.failures.append(("", exc))
@@ -238,17 +272,52 @@ class Waker:
         finally:
             await asyncio.gather(*running, return_exceptions=True)  # `_resume` itself never raises
 
-    async def _claim(self, limit: int) -> list[Any]:
+    async def _round(self, free: int, running: set[asyncio.Future]) -> float | None:
+        """Claim the due runs (up to `free`) and those whose timers end within `lookahead`, starting
+        each: None to claim again at once, else how long to sleep."""
+        claims = await self._claim(free)
+        running.update(self._start(claim) for claim in claims)
+        if len(claims) == free:
+            return None
+        due = await self._call(self.store.next_due, graphs=self.graph_names)  # every run due now taken
+        if self._ends_within_lookahead(due):
+            early = await self._claim(HELD_PER_PLACE * self.concurrency - len(self._held), self.lookahead)
+            running.update(self._start(claim) for claim in early)
+            if early:
+                return None  # what ends next, now that these are held
+        return self._pause(due, ahead=bool(self.lookahead) and not self._held_full())
+
+    async def _claim(self, limit: int, ahead: float = 0.0) -> list[Any]:
+        options = {"ahead": ahead} if ahead else {}
         return await self._call(
             self.store.claim_due,
             self.owner,
             lease_seconds=self.lease_seconds,
             limit=limit,
             graphs=self.graph_names,
+            **options,
         )
 
+    def _held_full(self) -> bool:
+        return len(self._held) >= HELD_PER_PLACE * self.concurrency
+
+    def _ends_within_lookahead(self, due: float | None) -> bool:
+        """The next timer ends within `lookahead` (and this waker may hold more runs ahead)."""
+        return (
+            bool(self.lookahead) and due is not None and due - time.time() <= self.lookahead and not self._held_full()
+        )
+
+    def _start(self, claim: Any) -> asyncio.Future:
+        """The task that resumes a claimed run: at once, or at its timer's end when claimed ahead."""
+        due = claim.wait.due_at
+        if claim.wait.topic is None and claim.message is None and due is not None and due > time.time():
+            self._held.add(claim.run_id)
+            return asyncio.ensure_future(self._resume(claim, start_at=due))
+        return asyncio.ensure_future(self._resume(claim))
+
     def stop(self) -> None:
-        """Make `serve` return (the runs it is resuming run until they wait or end first)."""
+        """Make `serve` return (the runs it is resuming run until they wait or end first; the runs it
+        holds for their timers are released unstarted)."""
         self._stop.set()
 
     async def __aenter__(self) -> Waker:
@@ -261,13 +330,18 @@ class Waker:
         if task is not None:
             await task
 
-    async def _pause(self) -> float:
-        due = await self._call(self.store.next_due, graphs=self.graph_names)
+    def _pause(self, due: float | None, *, ahead: bool) -> float:
+        """How long to sleep before the next round: until the next timer ends (`lookahead` before it,
+        with `ahead`: a timer that ends sooner than that is one that cannot be claimed ahead, a WAIT's
+        timeout or a run another waker holds), at most `poll_interval`."""
         if due is None:
             return self.poll_interval
+        wake = due - time.time()
+        if ahead and wake > self.lookahead:
+            wake -= self.lookahead
         # a due time already passed belongs to a run another waker holds (or one just released):
         # look again soon, without spinning
-        return min(self.poll_interval, max(_MIN_PAUSE, due - time.time()))
+        return min(self.poll_interval, max(_MIN_PAUSE, wake))
 
     async def _sleep(self, seconds: float, running: Collection[asyncio.Future] = ()) -> None:
         """Up to `seconds`, until `stop()`, a wake-up from the store or one of `running` ending."""
@@ -313,12 +387,13 @@ class Waker:
             return {}
         return dict(given(run_id, name) if callable(given) else given)
 
-    async def _resume(self, claim: Any) -> bool:
-        """Resume one claimed run; True when it ran. Never raises (errors are logged and kept)."""
+    async def _resume(self, claim: Any, start_at: float | None = None) -> bool:
+        """Resume one claimed run (claimed ahead: restored now, started at `start_at`); True when it
+        ran. Never raises (errors are logged and kept)."""
         run_id = claim.run_id
         ran = released = False
         try:
-            ran, released = await self._resume_claimed(claim)
+            ran, released = await self._resume_claimed(claim, start_at)
         except RunInterrupted as exc:  # a start took the run id over: the run stopped, as it should
             logger.info(f"waker {self.owner}: {exc}")
             ran = True
@@ -326,10 +401,22 @@ class Waker:
             logger.error(f"waker {self.owner}: run {run_id!r}: {type(exc).__name__}: {exc}")
             self.failures.append((run_id, exc))
         finally:
+            self._held.discard(run_id)
             if not released:  # else the run's last save gave the lease up with its write
                 await self._release(run_id)
         self.resumed += ran
         return ran
+
+    async def _until(self, start_at: float) -> bool:
+        """Wait until `start_at` (seconds since the epoch, by this machine's clock): False when the
+        waker is stopped first."""
+        while (left := start_at - time.time()) > 0:  # the loop's clock is monotonic: check the epoch's
+            try:
+                await asyncio.wait_for(self._stop.wait(), left)
+            except asyncio.TimeoutError:
+                continue
+            return False
+        return True
 
     async def _release(self, run_id: str) -> None:
         try:
@@ -337,7 +424,7 @@ class Waker:
         except Exception as exc:  # the lease expires on its own
             logger.warning(f"waker {self.owner}: releasing run {run_id!r} failed: {exc!r}")
 
-    async def _resume_claimed(self, claim: Any) -> tuple[bool, bool]:
+    async def _resume_claimed(self, claim: Any, start_at: float | None = None) -> tuple[bool, bool]:
         """Resume one claimed run: (whether it ran, whether its last save released the lease)."""
         if claim.wait.topic == START_TOPIC:  # a finished run: only a queued start makes it due
             if claim.message is None:
@@ -362,6 +449,10 @@ class Waker:
             raise LeaseLost(f"run {run_id!r} was saved again after this waker claimed it: another waker has it")
         if message is not None:
             policy.deliver(message)
+        if start_at is not None:
+            if not await self._until(start_at):
+                return False, False  # stopped before its time: released unstarted
+            self._held.discard(run_id)
         return await self._run_claimed(run_id, interp, policy)
 
     def _policy(self, run_id: str, name: str | None, version: int) -> Checkpointing:
