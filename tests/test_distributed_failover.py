@@ -40,9 +40,11 @@ def _pool(dist: object, **options: object) -> object:
     return dist.SensePool(2, runs_per_worker=32, actor_options={"num_cpus": 0}, name="failover", **options)
 
 
-def _submit(pool: object, sink: Path, values: range, setup: object = ds.job_setup) -> list:
-    """The first half of the runs one by one, the second half in batches of 5 (one call per batch)."""
-    specs = [{"steps": STEPS, "delay": DELAY, "sink": str(sink), "value": v} for v in values]
+def _submit(pool: object, sink: Path, values: range, setup: object = ds.job_setup, hold: Path | None = None) -> list:
+    """The first half of the runs one by one, the second half in batches of 5 (one call per batch);
+    with `hold`, each run waits before its step `ds.HELD_AT` until that file exists."""
+    extra = {} if hold is None else {"hold": str(hold)}
+    specs = [{"steps": STEPS, "delay": DELAY, "sink": str(sink), "value": v, **extra} for v in values]
     half = len(specs) // 2
     handles = [pool.submit(ds.counting, spec, setup=setup) for spec in specs[:half]]
     workflow = pool.workflow(ds.counting, setup)
@@ -58,18 +60,19 @@ def _wait_for_lines(sink: Path, count: int, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def _kill_midway(pool: object, worker: int, groups: list[list], sink: Path, timeout: float = 60.0) -> int:
-    """Kill `worker` (SIGKILL) once each group has a run on it that has done a step and has two or more
-    to go (the kill lands in the middle of runs of every group, whatever order a loaded machine ran
-    them in: the pid is read first, so the kill follows the finding at once); the pid killed."""
-    pid = pool.workers()[worker]["pid"]  # before: the kill follows the finding at once
+def _kill_midway(pool: object, worker: int, groups: list[list], sink: Path, hold: Path, timeout: float = 60.0) -> int:
+    """Kill `worker` (SIGKILL) once each group has a run on it held before its step `ds.HELD_AT` (the
+    runs were submitted with `hold`: none goes past it before the kill, however loaded the machine),
+    then let every run go on; the pid killed."""
+    pid = pool.workers()[worker]["pid"]
     deadline = time.monotonic() + timeout
     while True:
         done = Counter(int(line.split(" ", 1)[0]) for line in sink.read_text().splitlines()) if sink.exists() else {}
-        if all(any(h.worker == worker and 0 < done.get(v, 0) < STEPS - 1 for h, v in group) for group in groups):
+        if all(any(h.worker == worker and done.get(v, 0) == ds.HELD_AT for h, v in group) for group in groups):
             os.kill(pid, signal.SIGKILL)
+            hold.touch()
             return pid
-        assert time.monotonic() < deadline, f"no run of every group was midway on worker {worker}"
+        assert time.monotonic() < deadline, f"no run of every group was held on worker {worker}"
         time.sleep(0.005)
 
 
@@ -112,10 +115,11 @@ def test_runs_of_a_killed_worker_resume_from_their_checkpoints(dist, tmp_path, r
         parking = parked.suspend("gate:second", timeout=60)
         parked.send("go").wait(60)
         assert parking.wait(60) is True
-        handles = _submit(pool, sink, range(40), setup)
+        hold = tmp_path / "hold"
+        handles = _submit(pool, sink, range(40), setup, hold)
         victim = parked.worker
         numbered = list(zip(handles, range(40)))
-        old_pid = _kill_midway(pool, victim, [numbered[:20], numbered[20:]], sink)
+        old_pid = _kill_midway(pool, victim, [numbered[:20], numbered[20:]], sink, hold)
         for handle, value in zip(handles, range(40)):
             assert handle.result(120) == ds.expected(value, STEPS)
         assert any(h.outcome().attempts == 2 for h in handles[:20])

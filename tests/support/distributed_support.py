@@ -25,11 +25,16 @@ STEPS = 6
 class Job:
     """One run's input and everything its nodes did."""
 
-    def __init__(self, value: int, steps: int = STEPS, delay: float = 0.0, sink: str | None = None) -> None:
+    def __init__(
+        self, value: int, steps: int = STEPS, delay: float = 0.0, sink: str | None = None, hold: str | None = None
+    ) -> None:
         self.value = value
         self.steps = steps
         self.delay = delay
         self.sink = sink
+        self.hold = hold
+        """A file path: the run waits before its step `HELD_AT` until the file exists (a test kills a
+        worker while its runs are held there, whatever order a loaded machine ran them in)."""
         self.trace: list[str] = []
 
     def record(self, entry: str) -> None:
@@ -85,11 +90,17 @@ def more(job: Job) -> bool:
     return len(job.trace) < job.steps
 
 
+HELD_AT = 2
+"""The step a `Job` with `hold` waits before: two steps done and checkpointed, the rest to go."""
+
+
 @Node()
 async def step(job: Job) -> None:
     if job.delay:
         await asyncio.sleep(job.delay)
     i = len(job.trace)
+    while i == HELD_AT and job.hold is not None and not os.path.exists(job.hold):
+        await asyncio.sleep(0.01)
     job.record(f"step{i}:{job.value * (i + 1)}")
 
 
