@@ -180,23 +180,28 @@ def _wait_until_blocked(dsn: str, schema: str) -> None:
     raise AssertionError("the save never waited for the row")
 
 
+def _park_three(store: Any) -> None:
+    """A passed timer, a later one and a wait with a message: what an upgraded store must find ready."""
+    now = time.time()
+    for run_id, wait in (("timer", Wait(None, now - 5)), ("later", Wait(None, now + 3600)), ("topic", Wait("a", None))):
+        store.save(run_id, HALTED, wait=wait, graph="g")
+    store.send("topic", "a", 1, message_id="m")
+
+
+def _ready_after_upgrade(store: Any) -> list[str]:
+    with store:
+        return sorted(c.run_id for c in store.claim_due("w", lease_seconds=30))
+
+
 def test_an_sqlite_file_of_schema_4_gets_its_waiting_runs_ready(tmp_path):
     path = tmp_path / "old.db"
-    now = time.time()
     with SQLiteCheckpointStore(path) as store:
-        for run_id, wait in (
-            ("timer", Wait(None, now - 5)),
-            ("later", Wait(None, now + 3600)),
-            ("topic", Wait("a", None)),
-        ):
-            store.save(run_id, HALTED, wait=wait, graph="g")
-        store.send("topic", "a", 1, message_id="m")
+        _park_three(store)
     with sqlite3.connect(path) as raw:  # back to what schema 4 wrote
         raw.execute("DROP INDEX sense_checkpoints_ready")
         raw.execute("ALTER TABLE sense_checkpoints DROP COLUMN ready_at")
         raw.execute("PRAGMA user_version = 4")
-    with SQLiteCheckpointStore(path) as store:
-        assert sorted(c.run_id for c in store.claim_due("w", lease_seconds=30)) == ["timer", "topic"]
+    assert _ready_after_upgrade(SQLiteCheckpointStore(path)) == ["timer", "topic"]
 
 
 def test_a_postgres_schema_of_version_3_gets_its_waiting_runs_ready(request, postgres_dsn):
@@ -206,17 +211,9 @@ def test_a_postgres_schema_of_version_3_gets_its_waiting_runs_ready(request, pos
     from support.postgres_cluster import drop_schema_after
 
     schema = drop_schema_after(request, postgres_dsn)
-    now = time.time()
     with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
-        for run_id, wait in (
-            ("timer", Wait(None, now - 5)),
-            ("later", Wait(None, now + 3600)),
-            ("topic", Wait("a", None)),
-        ):
-            store.save(run_id, HALTED, wait=wait, graph="g")
-        store.send("topic", "a", 1, message_id="m")
+        _park_three(store)
     with psycopg.connect(postgres_dsn, autocommit=True) as raw:  # back to what version 3 wrote
         raw.execute(f'ALTER TABLE "{schema}".checkpoints DROP COLUMN ready_at, DROP COLUMN sends')
         raw.execute(f"UPDATE \"{schema}\".meta SET value = 3 WHERE key = 'schema_version'")
-    with PostgresCheckpointStore(postgres_dsn, schema=schema) as store:
-        assert sorted(c.run_id for c in store.claim_due("w", lease_seconds=30)) == ["timer", "topic"]
+    assert _ready_after_upgrade(PostgresCheckpointStore(postgres_dsn, schema=schema)) == ["timer", "topic"]
