@@ -1,6 +1,6 @@
 """The instruction-count guard (`python -m amrita_sense.bench.perf_guard`, issue 43).
 
-The committed baseline must parse and name the six user shapes; `record` must refuse a missing
+The committed baseline must parse and name the seven user shapes; `record` must refuse a missing
 reason; a baseline whose counts change without a new `why` must fail `check`; and, under callgrind,
 a build slowed on purpose (a `sitecustomize` that makes event dispatch do extra work) must fail
 `check` naming event dispatch with both counts, while the same scenario unslowed passes. The
@@ -26,7 +26,15 @@ from amrita_sense.bench import perf_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "bench" / "perf_baseline.json"
-SIX = {"peer_chain", "peer_agent", "peer_if_else", "event_dispatch", "per_request", "suspend_resume"}
+SHAPES = {
+    "peer_chain",
+    "peer_agent",
+    "peer_if_else",
+    "event_dispatch",
+    "per_request",
+    "suspend_resume",
+    "durable_sqlite",
+}
 
 
 def _baseline(per_op: dict, why: str = "first record", python: str | None = None) -> dict:
@@ -47,7 +55,7 @@ def _write(path: Path, baseline: dict) -> Path:
 
 def test_the_committed_baseline_names_the_six_shapes():
     baseline = perf_guard.parse_baseline(BASELINE.read_text(encoding="utf-8"), str(BASELINE))
-    assert set(baseline["scenarios"]) == SIX == set(perf_guard.SHAPES)
+    assert set(baseline["scenarios"]) == SHAPES == set(perf_guard.SHAPES)
     for name, entry in baseline["scenarios"].items():
         assert entry["per_op"] > 1000, name  # instructions per operation, not a time
         n1, n2 = entry["n"]
@@ -59,7 +67,7 @@ def test_the_committed_baseline_names_the_six_shapes():
 def test_the_scenarios_are_the_benchmarks_own():
     from amrita_sense.bench.scenarios import SCENARIOS
 
-    assert SIX <= set(SCENARIOS)
+    assert SHAPES <= set(SCENARIOS)
 
 
 @pytest.mark.parametrize("why", ["", "   "])

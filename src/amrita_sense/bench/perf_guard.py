@@ -1,5 +1,5 @@
-"""The instruction-count guard (issue 43): the compiled core's cost per operation for six user
-shapes, counted by callgrind, against a committed baseline, so the speed cannot leave unnoticed.
+"""The instruction-count guard (issue 43): the compiled core's cost per operation for seven user
+shapes (the durable request's too: issue 44), counted by callgrind, against a committed baseline, so the speed cannot leave unnoticed.
 
     python -m amrita_sense.bench.perf_guard                  # check (the default)
     python -m amrita_sense.bench.perf_guard record --why "..."   # re-record the baseline
@@ -60,6 +60,10 @@ SHAPES: dict[str, tuple[str, tuple[int, int]]] = {
     "event_dispatch": ("event dispatch to one handler", (50, 1050)),
     "per_request": ("the request shape (a new interpreter per run, 2 injected contexts of 10)", (10, 210)),
     "suspend_resume": ("suspend at PC_CHECKPOINT and resume, round trip", (50, 550)),
+    "durable_sqlite": (
+        "the durable request (a 10-node chain, a signed checkpoint into SQLite after every node, a new run each)",
+        (4, 24),
+    ),
 }
 THRESHOLD = 0.03  # a rise of more than this fraction fails
 BASELINE = os.path.join("bench", "perf_baseline.json")  # relative to the checkout's root
