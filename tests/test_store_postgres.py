@@ -117,6 +117,32 @@ def test_the_store_creates_its_versioned_schema_once(postgres_dsn, schema, reque
     assert len(sql(postgres_dsn, f'SELECT run_id FROM "{fresh}".checkpoints')) == 6
 
 
+def _indexes(dsn: str, schema: str) -> list[str]:
+    rows = sql(dsn, "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'checkpoints'", (schema,))
+    return sorted(name for (name,) in rows)
+
+
+def test_a_plain_save_is_a_hot_update_and_only_a_store_that_expires_runs_indexes_save_times(postgres_dsn, schema):
+    """Every save moves `updated_at`; indexed, no save could be a HOT update (the row rewritten in its
+    page, no index entry): only a store with `run_ttl`, which sweeps by it, makes that index."""
+    with PostgresCheckpointStore(postgres_dsn, schema=schema, min_size=1, max_size=1) as store:
+        version = store.save("r", HALTED).version
+        for _ in range(20):
+            version = store.save("r", HALTED, expected_version=version).version
+        assert "checkpoints_updated_at" not in _indexes(postgres_dsn, schema)
+        with store._pool.connection() as conn:  # the one connection that saved: its statistics now
+            conn.execute("SELECT pg_stat_force_next_flush()")
+    updates, hot = sql(
+        postgres_dsn,
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = %s AND relname = 'checkpoints'",
+        (schema,),
+    )[0]
+    assert updates == 20 and hot >= 15  # (a full page now and then takes a new one)
+    with PostgresCheckpointStore(postgres_dsn, schema=schema, run_ttl=3600) as expiring:
+        assert expiring.sweep() == 0 and expiring.load("r").record.version == 21
+    assert "checkpoints_updated_at" in _indexes(postgres_dsn, schema)
+
+
 def test_a_schema_newer_than_this_release_is_refused(postgres_dsn, store):
     store.save("r", HALTED)
     sql(postgres_dsn, f'UPDATE "{store.schema}".meta SET value = %s', (SCHEMA_VERSION + 1,))
