@@ -49,7 +49,7 @@ cdef str _pointer_text(tuple address)
 
 
 @cython.locals(last=tuple)
-cdef str _middle_text(bint stop, Py_ssize_t ret_limit, Py_ssize_t ctx_limit, str names_text, object pools, str codec_text)
+cpdef str middle_text(bint stop, Py_ssize_t ret_limit, Py_ssize_t ctx_limit, str names_text, object pools, str codec_text)
 cpdef str string_text(object value)
 cpdef object codec_name(object codec)
 

@@ -201,7 +201,7 @@ def plain_document(interp: Any, outline: Any, codec: Any, blobs: list) -> tuple[
             _pointer_text(address),
             '],"flags":',
             str(state._flag_bits),
-            _middle_text(state._pending_stop, ret._limit, contexts._limit, names_text, pools, codec_text),
+            middle_text(state._pending_stop, ret._limit, contexts._limit, names_text, pools, codec_text),
             outline.anchor_texts.get((address,)) or pointer_anchors_text(outline, list(address)),
             f',"durable":{{"steps":{steps},"wait":null}}' if steps else "",
             "}",
@@ -243,11 +243,12 @@ def _pointer_text(address: tuple) -> str:
 _POINTER_TEXTS: dict = {}
 
 
-def _middle_text(stop: Any, ret_limit: Any, ctx_limit: Any, names_text: str, pools: Any, codec_text: str) -> str:
+def middle_text(stop: Any, ret_limit: Any, ctx_limit: Any, names_text: str, pools: Any, codec_text: str) -> str:
     """The plain document's text from `,"stop":` to `,"identity":`, of its fields (stop, the two
     stacks' limits, the pass-through names' and the codec's texts, the pools' blob), kept for the
-    fields asked last: every save of a run writes the same. threads: the fields and their text are
-    one tuple, replaced whole (a reader sees one save's, never a mix)."""
+    fields asked last: every save of a run writes the same (the general snapshot, `capture`, writes
+    its plain documents with it too). threads: the fields and their text are one tuple, replaced
+    whole (a reader sees one save's, never a mix)."""
     global _last_middle
     stop = bool(stop)
     last = _last_middle
@@ -282,7 +283,7 @@ def _middle_text(stop: Any, ret_limit: Any, ctx_limit: Any, names_text: str, poo
 
 
 _last_middle: tuple = (None, None, None, None, None, None, "")
-"""The fields `_middle_text` wrote last, and their text (nothing written yet: no field matches)."""
+"""The fields `middle_text` wrote last, and their text (nothing written yet: no field matches)."""
 
 
 def string_text(value: str) -> str:

@@ -200,14 +200,12 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
             '],"flags":',
             str(flags),
             _middle_text(
-                (
-                    bool(interp._pending_stop),
-                    int(interp._ret_addr_stack.ovf),
-                    int(interp._context_stack.ovf),
-                    names_text,
-                    pools,
-                    codec_text,
-                )
+                bool(interp._pending_stop),
+                int(interp._ret_addr_stack.ovf),
+                int(interp._context_stack.ovf),
+                names_text,
+                pools,
+                codec_text,
             ),
             anchors,
             durable,
@@ -219,38 +217,9 @@ def _plain_document(interp: Any, outline: GraphOutline, codec: Any, blobs: list[
     return status, text.encode()
 
 
-def _middle_text(fields: tuple[bool, int, int, str, int | None, str]) -> str:
-    """The plain document's text from `,"stop":` to `,"identity":` (`_plain_document`), of its
-    fields (stop, the two stacks' limits, the pass-through names' and the codec's texts, the pools'
-    blob), kept for the fields asked last: every save of a run writes the same."""
-    global _last_middle
-    last = _last_middle
-    if last[0] == fields:
-        return last[1]
-    stop, ret_limit, ctx_limit, names_text, pools, codec_text = fields
-    text = "".join(
-        (
-            ',"stop":',
-            "true" if stop else "false",
-            ',"ret":{"limit":',
-            str(ret_limit),
-            ',"items":[]},"ctx":{"limit":',
-            str(ctx_limit),
-            ',"items":[]},"stacks":[],"exc_ignored":',
-            names_text,
-            ',"panic":null,"pools":',
-            "null" if pools is None else str(pools),
-            ',"memo":[],"attempts":[],"children":null},"codec":',
-            codec_text,
-            ',"identity":',
-        )
-    )
-    _last_middle = (fields, text)
-    return text
-
-
-_last_middle: tuple[tuple, str] = ((), "")
-"""The fields `_middle_text` wrote last, and their text."""
+_middle_text = _plain.middle_text
+"""The plain document's text from `,"stop":` to `,"identity":`, kept for the fields asked last
+(`_plain_snapshot.middle_text`)."""
 
 
 _codec_text = _plain.codec_text_of
