@@ -150,6 +150,23 @@ async def test_run_step_by_yields_each_node_result():
 
 
 @pytest.mark.asyncio
+async def test_the_step_loop_without_yields_runs_the_whole_run_at_its_first_step():
+    """`step_loop(..., yields=False)` (what `drain` runs: a checkpointed run) yields nothing: the run
+    goes to its end at the generator's first `__anext__`, as `run()` does."""
+    from amrita_sense.runtime.steps import drain, step_loop
+
+    log: list = []
+    graph = (rec(log, "a") >> (rec(log, "b") >> rec(log, "c")) >> rec(log, "d")).render()
+    interp = WorkflowInterpreter(graph)
+    assert [v async for v in step_loop(interp, yields=False)] == []
+    assert names(log) == ["a", "b", "c", "d"] and not interp.is_running
+    log.clear()
+    interp = WorkflowInterpreter(graph)
+    assert await drain(interp) is None
+    assert names(log) == ["a", "b", "c", "d"] and not interp.is_running
+
+
+@pytest.mark.asyncio
 async def test_run_step_by_runs_lazily():
     log: list = []
     interp = WorkflowInterpreter((rec(log, "a") >> rec(log, "b") >> rec(log, "c")).render())
