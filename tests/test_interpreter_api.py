@@ -5,7 +5,9 @@ test_interpreter_jumps_and_calls.py."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import uuid
 
 import pytest
 
@@ -54,6 +56,17 @@ def test_id_is_a_unique_hex_string():
     int(first.id, 16)
     assert first.id != second.id
     assert first.id == first.id
+    assert uuid.UUID(hex=first.id).version == 4
+
+
+@pytest.mark.parametrize("fill", [0x00, 0xFF, 0x5A, 0xA5])
+def test_the_id_is_the_text_uuid4_makes_of_the_same_random_bytes(monkeypatch, fill):
+    """`uuid4_hex` (what `id` is made with) gives `uuid.uuid4().hex`'s text for the same `os.urandom` bytes."""
+    from amrita_sense.runtime.workflow import uuid4_hex
+
+    raw = bytes((fill + 37 * i) % 256 for i in range(16))
+    monkeypatch.setattr(os, "urandom", lambda n: raw[:n])
+    assert uuid4_hex() == uuid.UUID(bytes=raw, version=4).hex == uuid.uuid4().hex
 
 
 def test_constructor_keeps_a_given_stream():
@@ -134,6 +147,23 @@ async def test_run_step_by_yields_each_node_result():
     log: list = []
     graph = (rec(log, "a") >> (rec(log, "b") >> rec(log, "c")) >> rec(log, "d")).render()
     assert await steps(WorkflowInterpreter(graph)) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.asyncio
+async def test_the_step_loop_without_yields_runs_the_whole_run_at_its_first_step():
+    """`step_loop(..., yields=False)` (what `drain` runs: a checkpointed run) yields nothing: the run
+    goes to its end at the generator's first `__anext__`, as `run()` does."""
+    from amrita_sense.runtime.steps import drain, step_loop
+
+    log: list = []
+    graph = (rec(log, "a") >> (rec(log, "b") >> rec(log, "c")) >> rec(log, "d")).render()
+    interp = WorkflowInterpreter(graph)
+    assert [v async for v in step_loop(interp, yields=False)] == []
+    assert names(log) == ["a", "b", "c", "d"] and not interp.is_running
+    log.clear()
+    interp = WorkflowInterpreter(graph)
+    assert await drain(interp) is None
+    assert names(log) == ["a", "b", "c", "d"] and not interp.is_running
 
 
 @pytest.mark.asyncio

@@ -50,9 +50,13 @@ def node_steps(interp: Any) -> Any:
     return None if observer is None else observer.node_steps(interp)
 
 
-async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _ASK) -> AsyncGenerator[Any, None]:
+async def step_loop(
+    interp: Any, hooks: StepHooks | None = None, spans: Any = _ASK, yields: bool = True
+) -> AsyncGenerator[Any, None]:
     """Run `interp` step by step, yielding each main-loop node's result (see the module docstring).
-    `spans` runs each step (`spans.run_step(interp)`); by default the observer's `node_steps`."""
+    `spans` runs each step (`spans.run_step(interp)`); by default the observer's `node_steps`.
+    `yields=False`: for a caller that only drains the loop (`drain`): no step is yielded, the
+    whole run is the generator's first `__anext__` (no async-generator round trip per step)."""
     if spans is _ASK:
         spans = node_steps(interp)
     mark = RunMark()
@@ -78,11 +82,12 @@ async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _A
                     if state == _STEP_SKIPPED:
                         continue
                     result = await (interp._run_current() if spans is None else spans.run_step(interp))
-                    interp._stepped = True
-                    try:
-                        yield result
-                    finally:
-                        interp._stepped = False
+                    if yields:
+                        interp._stepped = True
+                        try:
+                            yield result
+                        finally:
+                            interp._stepped = False
                     if not interp._leave_step():
                         break
                 finally:
@@ -107,3 +112,14 @@ async def step_loop(interp: Any, hooks: StepHooks | None = None, spans: Any = _A
     except BaseException as exc:
         await interp._end_cut_run(mark, exc)
         raise
+
+
+async def drain(interp: Any, hooks: StepHooks | None = None, spans: Any = _ASK) -> None:
+    """Run `interp` to its end through `step_loop` without yielding its steps (`yields=False`); the
+    loop is closed on every way out (what cut it short ends the run too)."""
+    steps = step_loop(interp, hooks, spans, False)
+    try:
+        async for _ in steps:
+            pass
+    finally:
+        await steps.aclose()

@@ -64,7 +64,7 @@ from amrita_sense.durable.stores import HISTORY_METHODS, Checkpoint, CheckpointR
 from amrita_sense.durable.stores.waiting import ENDED_STATUSES, INTERRUPT_TOPIC, START_TOPIC, WAITING_METHODS, Wait
 from amrita_sense.exceptions import InterruptNotice
 from amrita_sense.runtime import observe as _observe
-from amrita_sense.runtime.steps import StepHooks, step_loop
+from amrita_sense.runtime.steps import StepHooks, drain
 from amrita_sense.runtime.workflow import WorkflowInterpreter
 
 # a save written at once, of the build the core loaded from (`_save_at_once`)
@@ -632,12 +632,7 @@ class Checkpointing:
             self.outcome = await busy.start_request(self, interp)
             if self.outcome.outcome == "enqueued":
                 return
-        steps = step_loop(interp, _CheckpointSteps(self))
-        try:
-            async for _ in steps:
-                pass
-        finally:
-            await steps.aclose()  # what cut the loop short (a KeyboardInterrupt here) ends the run too
+        await drain(interp, _CheckpointSteps(self))
 
     def _count_end(self, interp: Any, outcome: BaseException | None) -> None:
         """The step that ended the run counts as completed (`step_key`), unless it parked at a
