@@ -148,35 +148,48 @@ async def test_what_the_plain_snapshot_leaves_to_the_general_path():
     assert capture._plain_snapshot(object(), pickle, None) is None  # the general path raises
 
 
-def _saved_bytes(at_once: bool, keyring: Any, codec: Any, nodes: int = 3) -> tuple[list[bytes], Any]:
-    """Every checkpoint a chain's policy saves, written at once or the general way."""
-    saved: list[bytes] = []
+def _saved_bytes(
+    at_once: bool, keyring: Any, codec: Any, nodes: int = 3, graph: str | None = None
+) -> tuple[list[tuple[bytes, dict]], Any, list[bool]]:
+    """Every checkpoint a chain's policy saves, with what else its store was given, written at once
+    or the general way; and whether `_save_at_once` wrote each save it was asked for."""
+    saved: list[tuple[bytes, dict]] = []
+    written: list[bool] = []
 
     class Recording(MemoryCheckpointStore):
         def save(self, run_id: str, data: bytes, **kw: Any) -> Any:
-            saved.append(bytes(data))
+            saved.append((bytes(data), dict(kw)))
             return super().save(run_id, data, **kw)
 
     interp = WorkflowInterpreter(NodeCompose(*[bump] * nodes).render(), extra_args=(Order(5),))
     interp._interpreter_id = "f" * 32  # the same id in both runs
-    policy = Checkpointing(Recording(), "run-x", codec=codec, keyring=keyring)
+    policy = Checkpointing(Recording(), "run-x", codec=codec, keyring=keyring, graph=graph)
     interp.checkpointing = policy
     original = policy_module._save_at_once
-    if not at_once:
-        policy_module._save_at_once = lambda policy, interp: policy_module.NOT_AT_ONCE
+
+    def noted(policy: Any, interp: Any) -> Any:
+        record = original(policy, interp)
+        written.append(record is not policy_module.NOT_AT_ONCE)
+        return record
+
+    policy_module._save_at_once = noted if at_once else lambda policy, interp: policy_module.NOT_AT_ONCE
     try:
         asyncio.run(interp.run())
     finally:
         policy_module._save_at_once = original
-    return saved, policy
+    return saved, policy, written
 
 
 @pytest.mark.parametrize("keyring", [None, KEYRING], ids=["unsigned", "signed"])
 @pytest.mark.parametrize("codec", [pickle, None], ids=["pickle", "no-codec"])
-def test_a_save_written_at_once_stores_what_the_general_path_stores(keyring, codec):
-    fast, fast_policy = _saved_bytes(True, keyring, codec)
-    slow, slow_policy = _saved_bytes(False, keyring, codec)
+@pytest.mark.parametrize("graph", [None, "g"], ids=["no-graph", "graph"])
+def test_a_save_written_at_once_stores_what_the_general_path_stores(keyring, codec, graph):
+    fast, fast_policy, written = _saved_bytes(True, keyring, codec, graph=graph)
+    slow, slow_policy, _ = _saved_bytes(False, keyring, codec, graph=graph)
     assert fast == slow and len(fast) == 3
+    assert written[:2] == [True, True]  # the saves between nodes: at once, with a graph name too
+    if graph is not None:  # the graph name with every save, the wait of a finished run with the last
+        assert [kw["graph"] for _, kw in fast] == ["g"] * 3 and fast[-1][1]["wait"] is not None
     assert (
         (fast_policy.version, fast_policy.last.status)
         == (slow_policy.version, slow_policy.last.status)
@@ -184,7 +197,7 @@ def test_a_save_written_at_once_stores_what_the_general_path_stores(keyring, cod
     )
     assert fast_policy._unacknowledged is None
     if keyring is not None:
-        for version, data in enumerate(fast, start=1):
+        for version, (data, _) in enumerate(fast, start=1):
             keyring.bound_to("run-x", version).verify(data)
 
 

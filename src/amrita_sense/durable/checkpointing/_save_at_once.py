@@ -1,7 +1,9 @@
 """A checkpoint policy's save written at once, in one call: the hot part of `Checkpointing.save`.
 
-Most saves have nothing besides their data (no graph name, takeover, fence, save cut short before,
-history, observer or writer) and go to a store whose `save` is no coroutine function, signed by this
+Most saves have nothing besides their data (no takeover, fence, save cut short before, history,
+observer or writer; with a graph name, a run between its nodes that is not a waker's and holds no
+message to acknowledge: its graph name is all its save adds, `Checkpointing._wait_marks`) and go to
+a store whose `save` is no coroutine function, signed by this
 package's `Keyring` (or by none): `save_at_once` takes the snapshot (signed as it is packed), hands
 it to the store and, when the store returned the record, acknowledges it, as `Checkpointing.save`
 does such a save, without its Python calls. For any other save it returns `NOT_AT_ONCE`, having done
@@ -48,7 +50,6 @@ def save_at_once(policy: Any, interp: Any) -> Any:
     finishes), or `NOT_AT_ONCE`."""
     if (
         policy._writer is not None
-        or policy.graph is not None
         or policy._taking_over is not None
         or policy._fence is not None
         or policy._unacknowledged is not None
@@ -57,6 +58,9 @@ def save_at_once(policy: Any, interp: Any) -> Any:
         or _observe.current is not None
     ):
         return NOT_AT_ONCE
+    graph = policy.graph
+    if graph is not None and (policy._watchdog or policy._delivered or not interp.is_running):
+        return NOT_AT_ONCE  # its save records a wait, delivered messages or a lease (`_wait_marks`)
     version = policy.version
     keyring = policy.keyring
     seal = None
@@ -75,8 +79,13 @@ def save_at_once(policy: Any, interp: Any) -> Any:
     except CodecError as exc:
         raise policy._codec_failed(exc) from exc
     policy._unacknowledged = (version, data)
-    try:  # `_store_now`
-        record = policy.store.save(policy.run_id, data, expected_version=version)
+    try:  # `_store_now`, or `_store` with the marks of a run between its nodes: not waiting, nothing delivered
+        if graph is None:
+            record = policy.store.save(policy.run_id, data, expected_version=version)
+        else:
+            record = policy.store.save(
+                policy.run_id, data, expected_version=version, wait=None, delivered=(), graph=graph
+            )
     except CheckpointError:
         raise
     except Exception as exc:  # a backend's own error: report it as a checkpoint failure
