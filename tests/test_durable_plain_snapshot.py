@@ -9,7 +9,6 @@ same bytes through every path, and the same errors.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import pickle
 from typing import Any
@@ -148,7 +147,7 @@ async def test_what_the_plain_snapshot_leaves_to_the_general_path():
     assert capture._plain_snapshot(object(), pickle, None) is None  # the general path raises
 
 
-def _saved_bytes(
+async def _saved_bytes(
     at_once: bool, keyring: Any, codec: Any, nodes: int = 3, graph: str | None = None
 ) -> tuple[list[tuple[bytes, dict]], Any, list[bool]]:
     """Every checkpoint a chain's policy saves, with what else its store was given, written at once
@@ -174,18 +173,19 @@ def _saved_bytes(
 
     policy_module._save_at_once = noted if at_once else lambda policy, interp: policy_module.NOT_AT_ONCE
     try:
-        asyncio.run(interp.run())
+        await interp.run()
     finally:
         policy_module._save_at_once = original
     return saved, policy, written
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("keyring", [None, KEYRING], ids=["unsigned", "signed"])
 @pytest.mark.parametrize("codec", [pickle, None], ids=["pickle", "no-codec"])
 @pytest.mark.parametrize("graph", [None, "g"], ids=["no-graph", "graph"])
-def test_a_save_written_at_once_stores_what_the_general_path_stores(keyring, codec, graph):
-    fast, fast_policy, written = _saved_bytes(True, keyring, codec, graph=graph)
-    slow, slow_policy, _ = _saved_bytes(False, keyring, codec, graph=graph)
+async def test_a_save_written_at_once_stores_what_the_general_path_stores(keyring, codec, graph):
+    fast, fast_policy, written = await _saved_bytes(True, keyring, codec, graph=graph)
+    slow, slow_policy, _ = await _saved_bytes(False, keyring, codec, graph=graph)
     assert fast == slow and len(fast) == 3
     assert written[:2] == [True, True]  # the saves between nodes: at once, with a graph name too
     if graph is not None:  # the graph name with every save, the wait of a finished run with the last
@@ -210,13 +210,14 @@ def test_the_seal_is_the_keyrings_mac():
             assert signer is expected[0] and context == expected[1]
 
 
-def test_a_conflict_in_a_save_written_at_once_is_the_stores():
+@pytest.mark.asyncio
+async def test_a_conflict_in_a_save_written_at_once_is_the_stores():
     store = MemoryCheckpointStore()
     store.save("taken", fmt.encode("ready", "00" * 16, b"{}", b"", []), expected_version=0)
     interp = WorkflowInterpreter(NodeCompose(bump).render(), extra_args=(Order(1),))
     interp.checkpointing = Checkpointing(store, "taken", codec=pickle, keyring=KEYRING)
     with pytest.raises(CheckpointConflict):
-        asyncio.run(interp.run())
+        await interp.run()
 
 
 class _Unpicklable:
@@ -224,7 +225,8 @@ class _Unpicklable:
         raise TypeError("no pickling")
 
 
-def test_a_codec_error_in_a_save_written_at_once_reads_as_the_general_paths():
+@pytest.mark.asyncio
+async def test_a_codec_error_in_a_save_written_at_once_reads_as_the_general_paths():
     messages = []
     for at_once in (True, False):
         interp = WorkflowInterpreter(NodeCompose(bump).render(), extra_args=(Order(1), _Unpicklable()))
@@ -234,7 +236,7 @@ def test_a_codec_error_in_a_save_written_at_once_reads_as_the_general_paths():
             policy_module._save_at_once = lambda policy, interp: policy_module.NOT_AT_ONCE
         try:
             with pytest.raises(CheckpointError) as caught:
-                asyncio.run(interp.run())
+                await interp.run()
         finally:
             policy_module._save_at_once = original
         messages.append(str(caught.value))

@@ -325,7 +325,7 @@ async def test_serve_restores_a_timer_run_ahead_and_starts_it_at_its_time(kind, 
     assert waker.resumed == 1 and not waker.failures and store.load("nap").record.status == "finished"
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", STORES)
 @pytest.mark.asyncio
 async def test_a_stopped_waker_releases_the_runs_it_held_for_their_timers_unstarted(kind, make_store):
     store, log = make_store(kind), Log()
