@@ -1,6 +1,6 @@
 """The instruction-count guard (`python -m amrita_sense.bench.perf_guard`, issue 43).
 
-The committed baseline must parse and name the seven user shapes; `record` must refuse a missing
+The committed baseline must parse and name the eight user shapes; `record` must refuse a missing
 reason; a baseline whose counts change without a new `why` must fail `check`; and, under callgrind,
 a build slowed on purpose (a `sitecustomize` that makes event dispatch do extra work) must fail
 `check` naming event dispatch with both counts, while the same scenario unslowed passes. The
@@ -31,6 +31,7 @@ SHAPES = {
     "peer_agent",
     "peer_if_else",
     "event_dispatch",
+    "event_request",
     "per_request",
     "suspend_resume",
     "durable_sqlite",
@@ -53,7 +54,7 @@ def _write(path: Path, baseline: dict) -> Path:
     return path
 
 
-def test_the_committed_baseline_names_the_six_shapes():
+def test_the_committed_baseline_names_the_user_shapes():
     baseline = perf_guard.parse_baseline(BASELINE.read_text(encoding="utf-8"), str(BASELINE))
     assert set(baseline["scenarios"]) == SHAPES == set(perf_guard.SHAPES)
     for name, entry in baseline["scenarios"].items():

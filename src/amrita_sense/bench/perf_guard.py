@@ -58,6 +58,7 @@ SHAPES: dict[str, tuple[str, tuple[int, int]]] = {
     "peer_agent": ("the agent loop (10 iterations of model step, then tool or finish)", (10, 210)),
     "peer_if_else": ("the branch (IF/ELSE on the request)", (20, 420)),
     "event_dispatch": ("event dispatch to one handler", (50, 1050)),
+    "event_request": ("an event dispatched with 2 contexts of 10 injected into its handler", (50, 550)),
     "per_request": ("the request shape (a new interpreter per run, 2 injected contexts of 10)", (10, 210)),
     "suspend_resume": ("suspend at PC_CHECKPOINT and resume, round trip", (50, 550)),
     "durable_sqlite": (

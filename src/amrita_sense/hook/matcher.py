@@ -413,18 +413,26 @@ class _DispatchState:
 async def _call_handler(data: FunctionData, values: dict[str, Any], exception_ignored: tuple) -> int:
     try:
         await data.function(**values)
-    except PassException:
-        return _SKIPPED
-    except CancelException:
-        return _STOPPED
-    except MatcherException:
-        raise
     except Exception as exc:
-        if exception_ignored and isinstance(exc, exception_ignored):
+        failed = _handler_failed(data, exc, exception_ignored)
+        if failed is None:
             raise
-        _log_failure(data, exc)
-        return _SKIPPED
+        return failed
     return _RAN
+
+
+def _handler_failed(data: FunctionData, exc: Exception, exception_ignored: tuple) -> int | None:
+    """What a handler's exception does to the dispatch: `PassException` skips to the next handler,
+    `CancelException` stops it, any other is logged and the next handler runs; None: it propagates
+    (a `MatcherException`, or one of `exception_ignored`)."""
+    if isinstance(exc, PassException):
+        return _SKIPPED
+    if isinstance(exc, CancelException):
+        return _STOPPED
+    if isinstance(exc, MatcherException) or (exception_ignored and isinstance(exc, exception_ignored)):
+        return None
+    _log_failure(data, exc)
+    return _SKIPPED
 
 
 async def _call_with_factories(
@@ -484,8 +492,15 @@ async def _run_steps(
             if hplan.group is not None:
                 session = state.session([matcher, *s_args], kwargs)
                 outcome = await _call_with_factories(data, hplan, values, session, exception_ignored)
-            else:
-                outcome = await _call_handler(data, values, exception_ignored)
+            else:  # `_call_handler`, inline: no coroutine of its own per handler
+                try:
+                    await data.function(**values)
+                    outcome = _RAN
+                except Exception as exc:
+                    failed = _handler_failed(data, exc, exception_ignored)
+                    if failed is None:
+                        raise
+                    outcome = failed
             if outcome == _STOPPED:
                 return False
             if outcome == _SKIPPED:
@@ -665,10 +680,28 @@ async def _trigger(
     try:
         version = _registry_version[0]  # before the table is read (see `_registry_version`)
         groups = _handler_groups(event_type)
-        if groups:
-            await _dispatch(groups, event, args, kwargs, exception_ignored, scan, event_type, version)
-        elif engine_debug_enabled():
-            logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
+        if not groups:
+            if engine_debug_enabled():
+                logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
+            return
+        # the handlers of `groups` in order, until one stops the dispatch or a blocking one runs (in
+        # this coroutine: the dispatch of an event with arguments has no coroutine of its own)
+        s_args = [event, *args]
+        state = _DispatchState()
+        key: Hashable | type
+        try:
+            if scan[2] or (kwargs and _has_factories((), kwargs)):
+                await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
+                key = _pool_key(s_args, kwargs)  # the resolved values' types
+            elif not args and not kwargs:
+                key = type(event)
+            else:
+                key = ((type(event), *scan[0]), tuple(kwargs))
+            steps = _dispatch_steps(event_type, version, groups, s_args, kwargs, key, not args and not kwargs)
+            await _run_steps(steps, s_args, kwargs, key, exception_ignored, state)
+        finally:
+            if state.scopes is not None:  # a provider opened the dispatch scope
+                await state.aclose()
     finally:
         lock.release()
 
@@ -805,38 +838,19 @@ def _drop_dead(dead: list[tuple[FunctionData, list[FunctionData]]]) -> None:
             pass
 
 
-async def _dispatch(
-    groups: tuple[list[FunctionData], ...],
-    event: Any,
-    args: tuple,
-    kwargs: dict[str, Any],
-    exception_ignored: tuple,
-    scan: tuple,
-    event_type: str,
-    version: int,
-) -> None:
-    """Run the handlers of `groups` in order, until one stops the dispatch or a blocking one runs."""
-    s_args = [event, *args]
-    state = _DispatchState()
-    key: Hashable | type
-    try:
-        if scan[2] or (kwargs and _has_factories((), kwargs)):
-            await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
-            key = _pool_key(s_args, kwargs)  # the resolved values' types
-        elif not args and not kwargs:
-            key = type(event)
-        else:
-            key = ((type(event), *scan[0]), tuple(kwargs))
-        plan = _dispatch_plans.get(event_type)
-        if _fits(plan, version, groups, key):
-            steps = plan.steps  # type: ignore[union-attr]  # _fits: not None
-        else:
-            steps = _plan_dispatch(event_type, version, groups, s_args, kwargs, key)
-            if not args and not kwargs:
-                _remember_fast(event_type, type(event), version, groups, steps)
-        await _run_steps(steps, s_args, kwargs, key, exception_ignored, state)
-    finally:
-        await state.aclose()
+def _dispatch_steps(
+    event_type: str, version: int, groups: tuple, s_args: list[Any], kwargs: dict[str, Any], key: Any, plain: bool
+) -> tuple:
+    """The steps of a dispatch of `event_type` over `groups` with these pools (pool key `key`): the
+    kept plan's when it fits, else planned now (and, for a `plain` dispatch, one without arguments,
+    handed to the core's fast path)."""
+    plan = _dispatch_plans.get(event_type)
+    if _fits(plan, version, groups, key):
+        return plan.steps  # type: ignore[union-attr]  # _fits: not None
+    steps = _plan_dispatch(event_type, version, groups, s_args, kwargs, key)
+    if plain:
+        _remember_fast(event_type, type(s_args[0]), version, groups, steps)
+    return steps
 
 
 def _remember_fast(event_type: str, event_class: type, version: int, groups: tuple, steps: tuple) -> None:
