@@ -684,8 +684,7 @@ async def _trigger(
             if engine_debug_enabled():
                 logger.debug(f"No registered Matcher for {event_type} event, skipping processing.")
             return
-        # the handlers of `groups` in order, until one stops the dispatch or a blocking one runs (in
-        # this coroutine: the dispatch of an event with arguments has no coroutine of its own)
+        # the handlers of `groups` in order, until one stops the dispatch or a blocking one runs
         s_args = [event, *args]
         state = _DispatchState()
         key: Hashable | type
