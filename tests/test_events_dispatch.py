@@ -424,3 +424,69 @@ async def test_sync_handler_is_reported_as_a_failure():
     handler(log, "next", priority=2)
     await MatcherFactory.trigger_event(Ping())
     assert log == ["sync ran", "next"]
+
+
+class Caller:
+    """A context object dispatched beside the event (the shape of AmritaCore's events)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+@pytest.mark.asyncio
+async def test_handler_outcomes_of_a_dispatch_with_context_arguments(caplog):
+    """Pass, stop, a logged failure, an ignored exception and a matcher exception, each dispatched
+    twice with a context argument (planned, then the kept plan): the same outcome both times."""
+    log = []
+
+    def with_caller(name, priority, action=None, block=False):
+        matcher = Matcher("ping", priority, block)
+
+        @matcher.handle()
+        async def run(event: Ping, caller: Caller, matcher: Matcher):
+            log.append((name, caller.name))
+            if action is not None:
+                action(matcher)
+
+    class Custom(MatcherException):
+        pass
+
+    def broke(_m):
+        raise ValueError("handler broke")
+
+    def ignored(_m):
+        raise KeyError("pass me through")
+
+    def custom(_m):
+        raise Custom()
+
+    with_caller("pass", 1, lambda m: m.pass_event(), block=True)
+    with_caller("broke", 2, broke, block=True)
+    with_caller("ran", 3)
+    with_caller("stop", 4, lambda m: m.stop_process())
+    with_caller("never", 5)
+    for round_ in ("first", "again"):
+        log.clear()
+        with caplog.at_level(logging.ERROR, logger="amrita_sense"):
+            await MatcherFactory.trigger_event(Ping(), Caller(round_))
+        assert log == [(name, round_) for name in ("pass", "broke", "ran", "stop")]
+        assert any("handler broke" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+        caplog.clear()
+
+    EventRegistry()._event_handlers.clear()
+    with_caller("ignored", 1, ignored)
+    with_caller("after", 2)
+    for _ in range(2):
+        log.clear()
+        with pytest.raises(KeyError):
+            await MatcherFactory.trigger_event(Ping(), Caller("k"), exception_ignored=(KeyError,))
+        assert log == [("ignored", "k")]
+
+    EventRegistry()._event_handlers.clear()
+    with_caller("custom", 1, custom)
+    with_caller("after", 2)
+    for _ in range(2):
+        log.clear()
+        with pytest.raises(Custom):
+            await MatcherFactory.trigger_event(Ping(), Caller("m"))
+        assert log == [("custom", "m")]
