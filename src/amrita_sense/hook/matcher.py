@@ -688,15 +688,16 @@ async def _trigger(
         s_args = [event, *args]
         state = _DispatchState()
         key: Hashable | type
+        plain = not args and not kwargs
         try:
             if scan[2] or (kwargs and _has_factories((), kwargs)):
                 await _resolve_trigger_factories(s_args, kwargs, exception_ignored, state)
                 key = _pool_key(s_args, kwargs)  # the resolved values' types
-            elif not args and not kwargs:
+            elif plain:
                 key = type(event)
             else:
                 key = ((type(event), *scan[0]), tuple(kwargs))
-            steps = _dispatch_steps(event_type, version, groups, s_args, kwargs, key, not args and not kwargs)
+            steps = _dispatch_steps(event_type, version, groups, s_args, kwargs, key, plain)
             await _run_steps(steps, s_args, kwargs, key, exception_ignored, state)
         finally:
             if state.scopes is not None:  # a provider opened the dispatch scope
